@@ -1,0 +1,3 @@
+//! RDMAP (RFC 5040, RFC 7306): RDMA Write, Read, Send and Terminate, and the
+//! per-connection state machine that joins MPA, DDP and RDMAP.
+#![forbid(unsafe_code)]

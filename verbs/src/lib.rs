@@ -1,0 +1,2 @@
+//! The verbs facade: devices, protection domains, memory regions, completion
+//! queues, queue pairs and a connection manager over pluggable transports.
