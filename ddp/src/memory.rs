@@ -1,0 +1,271 @@
+//! The seam between placement and whoever owns registered memory.
+//!
+//! DDP validates and places; it never owns buffers. The verbs layer implements
+//! [`Memory`] over its registration table, tests and fuzzers use
+//! [`RegionTable`]. A `&mut dyn Memory` is held for the duration of one call
+//! into the protocol, so a lookup and the write that follows it see the same
+//! registration.
+
+use std::collections::HashMap;
+
+/// A steering tag: 24-bit index in the high bits, 8-bit consumer key in the low.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct STag(pub u32);
+
+impl STag {
+    pub const fn new(index: u32, key: u8) -> Self {
+        STag((index << 8) | key as u32)
+    }
+    pub const fn index(self) -> u32 {
+        self.0 >> 8
+    }
+    pub const fn key(self) -> u8 {
+        self.0 as u8
+    }
+}
+
+/// A protection domain identifier: a region is reachable only from queue
+/// pairs of the same domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PdId(pub u32);
+
+/// Access rights of a registered region. Local read is always allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access(u8);
+
+impl Access {
+    pub const NONE: Access = Access(0);
+    pub const LOCAL_WRITE: Access = Access(1);
+    pub const REMOTE_WRITE: Access = Access(2);
+    pub const REMOTE_READ: Access = Access(4);
+    pub const ALL: Access = Access(7);
+
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+    pub const fn from_bits_truncate(bits: u8) -> Self {
+        Access(bits & 7)
+    }
+    pub const fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+    pub const fn union(self, other: Access) -> Access {
+        Access(self.0 | other.0)
+    }
+}
+
+impl core::ops::BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        self.union(rhs)
+    }
+}
+
+/// What placement needs to know about a valid region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionInfo {
+    pub pd: PdId,
+    /// Tagged offset (the registered virtual address) of the region's first byte.
+    pub base: u64,
+    /// Length in bytes.
+    pub len: u64,
+    pub access: Access,
+}
+
+/// An access that the caller should have bounds-checked first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("access to STag {stag:#x} at offset {offset} length {len} is outside the region or the STag is invalid")]
+pub struct OutOfRange {
+    pub stag: u32,
+    pub offset: u64,
+    pub len: usize,
+}
+
+/// Why an STag could not be invalidated (RFC 5040 section 6.10.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidateError {
+    #[error("STag is not valid")]
+    Invalid,
+    #[error("STag belongs to another protection domain")]
+    WrongPd,
+    #[error("STag cannot be invalidated")]
+    NotAllowed,
+}
+
+/// Registered memory as placement sees it.
+///
+/// `offset` is relative to the region's first byte (`to - base`).
+/// Implementations must never touch bytes outside a region and must not
+/// panic: a range outside the region is reported as [`OutOfRange`].
+pub trait Memory {
+    /// A valid (registered, not invalidated) region.
+    fn region(&self, stag: STag) -> Option<RegionInfo>;
+    /// Copies `data` into the region at `offset`.
+    fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange>;
+    /// Copies from the region at `offset` into `out`.
+    fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange>;
+    /// Invalidates `stag` on behalf of a peer in domain `pd` (Send with Invalidate).
+    fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError>;
+}
+
+/// A plain registration table owning its buffers: the reference [`Memory`]
+/// for tests, fuzzing and simple single-threaded users.
+#[derive(Debug, Default, Clone)]
+pub struct RegionTable {
+    regions: HashMap<u32, (RegionInfo, Vec<u8>, bool)>,
+}
+
+impl RegionTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `bytes` as a region at tagged offset `base`. `invalidatable`
+    /// says whether a peer's Send with Invalidate may invalidate it.
+    pub fn register(
+        &mut self,
+        stag: STag,
+        pd: PdId,
+        base: u64,
+        access: Access,
+        bytes: Vec<u8>,
+        invalidatable: bool,
+    ) {
+        let info = RegionInfo {
+            pd,
+            base,
+            len: bytes.len() as u64,
+            access,
+        };
+        self.regions.insert(stag.0, (info, bytes, invalidatable));
+    }
+
+    /// Removes a region, returning its bytes.
+    pub fn deregister(&mut self, stag: STag) -> Option<Vec<u8>> {
+        self.regions.remove(&stag.0).map(|(_, b, _)| b)
+    }
+
+    /// The bytes of a region, valid or not.
+    pub fn bytes(&self, stag: STag) -> Option<&[u8]> {
+        self.regions.get(&stag.0).map(|(_, b, _)| b.as_slice())
+    }
+
+    pub fn bytes_mut(&mut self, stag: STag) -> Option<&mut [u8]> {
+        self.regions
+            .get_mut(&stag.0)
+            .map(|(_, b, _)| b.as_mut_slice())
+    }
+
+    fn range(
+        &self,
+        stag: STag,
+        offset: u64,
+        len: usize,
+    ) -> Result<core::ops::Range<usize>, OutOfRange> {
+        let err = OutOfRange {
+            stag: stag.0,
+            offset,
+            len,
+        };
+        let (_, bytes, _) = self.regions.get(&stag.0).ok_or(err)?;
+        let start = usize::try_from(offset).map_err(|_| err)?;
+        let end = start.checked_add(len).ok_or(err)?;
+        if end > bytes.len() {
+            return Err(err);
+        }
+        Ok(start..end)
+    }
+}
+
+impl Memory for RegionTable {
+    fn region(&self, stag: STag) -> Option<RegionInfo> {
+        self.regions.get(&stag.0).map(|(info, _, _)| *info)
+    }
+
+    fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange> {
+        let range = self.range(stag, offset, data.len())?;
+        let (_, bytes, _) = self.regions.get_mut(&stag.0).ok_or(OutOfRange {
+            stag: stag.0,
+            offset,
+            len: data.len(),
+        })?;
+        bytes[range].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange> {
+        let range = self.range(stag, offset, out.len())?;
+        let (_, bytes, _) = &self.regions[&stag.0];
+        out.copy_from_slice(&bytes[range]);
+        Ok(())
+    }
+
+    fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError> {
+        let (info, _, invalidatable) = self.regions.get(&stag.0).ok_or(InvalidateError::Invalid)?;
+        if info.pd != pd {
+            return Err(InvalidateError::WrongPd);
+        }
+        if !*invalidatable {
+            return Err(InvalidateError::NotAllowed);
+        }
+        self.regions.remove(&stag.0);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> RegionTable {
+        let mut t = RegionTable::new();
+        t.register(
+            STag::new(1, 0),
+            PdId(1),
+            0x1000,
+            Access::ALL,
+            vec![0; 16],
+            true,
+        );
+        t
+    }
+
+    #[test]
+    fn stag_fields() {
+        let s = STag::new(0x12_3456, 0x78);
+        assert_eq!(s.0, 0x1234_5678);
+        assert_eq!(s.index(), 0x12_3456);
+        assert_eq!(s.key(), 0x78);
+    }
+
+    #[test]
+    fn write_read_inside() {
+        let mut t = table();
+        let s = STag::new(1, 0);
+        t.write(s, 4, &[1, 2, 3]).unwrap();
+        let mut out = [0u8; 5];
+        t.read(s, 3, &mut out).unwrap();
+        assert_eq!(out, [0, 1, 2, 3, 0]);
+    }
+
+    #[test]
+    fn outside_is_refused() {
+        let mut t = table();
+        let s = STag::new(1, 0);
+        assert!(t.write(s, 14, &[0; 3]).is_err());
+        assert!(t.write(s, u64::MAX, &[0; 1]).is_err());
+        assert!(t.write(STag::new(2, 0), 0, &[0; 1]).is_err());
+        assert!(t.read(s, 17, &mut []).is_err());
+        assert_eq!(t.bytes(s).unwrap(), &[0u8; 16][..]);
+    }
+
+    #[test]
+    fn invalidate_checks_pd() {
+        let mut t = table();
+        let s = STag::new(1, 0);
+        assert_eq!(t.invalidate(s, PdId(2)), Err(InvalidateError::WrongPd));
+        assert_eq!(t.invalidate(s, PdId(1)), Ok(()));
+        assert!(t.region(s).is_none());
+        assert_eq!(t.invalidate(s, PdId(1)), Err(InvalidateError::Invalid));
+    }
+}
