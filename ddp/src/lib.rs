@@ -1,4 +1,18 @@
 //! DDP (RFC 5041): tagged and untagged direct data placement.
-//! Sans-IO: pure header views, validation and placement bookkeeping.
+//!
+//! Sans-IO: header views and reprs ([`wire`]), a segmenter for outbound
+//! messages ([`segment`]), tagged placement checks ([`tagged`]), untagged
+//! queues with MSN/MO bookkeeping ([`untagged`]), all writing through the
+//! [`memory::Memory`] seam. Every error a peer can cause is typed and maps
+//! to the TERMINATE triple that goes on the wire ([`error`]).
 #![forbid(unsafe_code)]
+
+pub mod error;
 pub mod memory;
+pub mod wire;
+
+pub use error::{DdpError, Layer, TaggedError, TermCode, UntaggedError};
+pub use wire::{
+    parse_segment, Segment, SegmentRepr, TaggedHeader, TaggedRepr, UntaggedHeader, UntaggedRepr,
+    DDP_VERSION, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
+};

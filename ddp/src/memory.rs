@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 
 /// A steering tag: 24-bit index in the high bits, 8-bit consumer key in the low.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// The default, STag 0, is never valid on the wire (Chelsio refuses it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct STag(pub u32);
 
 impl STag {
