@@ -1,0 +1,8 @@
+//! The `iwarp` tool's library: capture reading, TCP reassembly and the iWARP
+//! dissector behind `iwarp decode`, usable from tests and other tools.
+#![forbid(unsafe_code)]
+
+pub mod net;
+pub mod pcap;
+
+mod bytes;
