@@ -1,0 +1,250 @@
+//! The in-process wire: one queue of frames per direction.
+//!
+//! Frames carry the instant they may be delivered; a queue stays sorted by
+//! it so latency and jitter need no timer thread. Frame buffers travel back
+//! to their sender's pool, so a steady flow allocates nothing.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// A frame on the wire.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    pub(crate) deliver_at: Instant,
+    pub(crate) frame: Vec<u8>,
+}
+
+/// One direction of the link.
+#[derive(Debug, Default)]
+pub(crate) struct Lane {
+    /// Sorted by `deliver_at`; equal instants keep sending order.
+    queue: VecDeque<InFlight>,
+    /// Empty buffers for the sender of this lane.
+    pool: Vec<Vec<u8>>,
+    /// Frames dropped because `queue` was full.
+    pub(crate) overflow_drops: u64,
+}
+
+impl Lane {
+    /// Queues `f` in delivery order, or drops it if `capacity` frames wait.
+    fn push(&mut self, f: InFlight, capacity: usize) -> bool {
+        if self.queue.len() >= capacity {
+            self.overflow_drops += 1;
+            self.pool.push(f.frame);
+            return false;
+        }
+        // Usually the newest frame is due last: scan from the back.
+        let at = self
+            .queue
+            .iter()
+            .rposition(|q| q.deliver_at <= f.deliver_at)
+            .map_or(0, |i| i + 1);
+        self.queue.insert(at, f);
+        true
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        self.queue.front().map(|f| f.deliver_at)
+    }
+}
+
+/// Both lanes and the condition variables receivers sleep on.
+#[derive(Debug)]
+pub(crate) struct Wire {
+    lanes: [Mutex<Lane>; 2],
+    ready: [Condvar; 2],
+    capacity: usize,
+}
+
+impl Wire {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Wire {
+            lanes: [Mutex::default(), Mutex::default()],
+            ready: [Condvar::new(), Condvar::new()],
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// A poisoned lock only means another thread panicked mid-test; the
+    /// queues themselves are always consistent, so keep going.
+    fn lane(&self, i: usize) -> MutexGuard<'_, Lane> {
+        self.lanes[i].lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `frames` on lane `i` and takes back up to `want` spare buffers.
+    /// Returns how many frames were queued (the rest overflowed).
+    pub(crate) fn send(
+        &self,
+        i: usize,
+        frames: &mut Vec<InFlight>,
+        spares: &mut Vec<Vec<u8>>,
+        want: usize,
+    ) -> usize {
+        let mut queued = 0;
+        {
+            let mut lane = self.lane(i);
+            for f in frames.drain(..) {
+                queued += usize::from(lane.push(f, self.capacity));
+            }
+            let take = want.min(lane.pool.len());
+            let from = lane.pool.len() - take;
+            spares.extend(lane.pool.drain(from..));
+        }
+        if queued > 0 {
+            self.ready[i].notify_all();
+        }
+        queued
+    }
+
+    /// Moves frames of lane `i` due by `now` into `out` and hands `used`
+    /// buffers back to the lane's sender.
+    pub(crate) fn receive(
+        &self,
+        i: usize,
+        now: Instant,
+        out: &mut VecDeque<Vec<u8>>,
+        used: &mut Vec<Vec<u8>>,
+    ) {
+        let mut lane = self.lane(i);
+        lane.pool.append(used);
+        while lane.queue.front().is_some_and(|f| f.deliver_at <= now) {
+            if let Some(f) = lane.queue.pop_front() {
+                out.push_back(f.frame);
+            }
+        }
+    }
+
+    /// When the next frame of lane `i` is due, if any is queued.
+    pub(crate) fn next_due(&self, i: usize) -> Option<Instant> {
+        self.lane(i).next_due()
+    }
+
+    pub(crate) fn overflow_drops(&self, i: usize) -> u64 {
+        self.lane(i).overflow_drops
+    }
+
+    /// Sleeps until a frame on lane `i` is due (by the real clock) or
+    /// `timeout` passes.
+    pub(crate) fn wait(&self, i: usize, timeout: Option<Duration>) {
+        let start = Instant::now();
+        let deadline = timeout.map(|t| start + t);
+        let mut lane = self.lane(i);
+        // Bounded: each turn either returns or sleeps until a deadline/notify.
+        for _ in 0..1_000_000 {
+            let now = Instant::now();
+            if lane.next_due().is_some_and(|d| d <= now) {
+                return;
+            }
+            let until = match (lane.next_due(), deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            lane = match until {
+                Some(u) if u <= now => return,
+                Some(u) => {
+                    self.ready[i]
+                        .wait_timeout(lane, u - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+                None => self.ready[i]
+                    .wait(lane)
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn frame(at: Instant, tag: u8) -> InFlight {
+        InFlight {
+            deliver_at: at,
+            frame: vec![tag],
+        }
+    }
+
+    #[test]
+    fn frames_come_out_in_delivery_order() {
+        let w = Wire::new(16);
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let mut batch = vec![
+            frame(t + ms(3), 3),
+            frame(t + ms(1), 1),
+            frame(t + ms(2), 2),
+            frame(t + ms(1), 4),
+        ];
+        assert_eq!(w.send(0, &mut batch, &mut Vec::new(), 0), 4);
+        let mut out = VecDeque::new();
+        w.receive(0, t, &mut out, &mut Vec::new());
+        assert!(out.is_empty(), "nothing due yet");
+        assert_eq!(w.next_due(0), Some(t + ms(1)));
+        w.receive(0, t + ms(2), &mut out, &mut Vec::new());
+        assert_eq!(out, [vec![1], vec![4], vec![2]]);
+        out.clear();
+        w.receive(0, t + ms(10), &mut out, &mut Vec::new());
+        assert_eq!(out, [vec![3]]);
+        assert_eq!(w.next_due(0), None);
+        assert_eq!(w.next_due(1), None);
+    }
+
+    #[test]
+    fn full_lane_drops_and_counts() {
+        let w = Wire::new(2);
+        let t = Instant::now();
+        let mut batch = vec![frame(t, 1), frame(t, 2), frame(t, 3)];
+        assert_eq!(w.send(1, &mut batch, &mut Vec::new(), 0), 2);
+        assert_eq!(w.overflow_drops(1), 1);
+        assert_eq!(w.overflow_drops(0), 0);
+    }
+
+    #[test]
+    fn buffers_return_to_the_sender() {
+        let w = Wire::new(8);
+        let t = Instant::now();
+        let mut out = VecDeque::new();
+        let mut used = vec![Vec::with_capacity(1500), Vec::with_capacity(1500)];
+        w.receive(0, t, &mut out, &mut used);
+        assert!(used.is_empty());
+        let mut spares = Vec::new();
+        w.send(0, &mut Vec::new(), &mut spares, 8);
+        assert_eq!(spares.len(), 2);
+        assert!(spares.iter().all(|b| b.capacity() >= 1500));
+    }
+
+    #[test]
+    fn wait_returns_on_timeout_and_on_a_frame_from_another_thread() {
+        let w = Arc::new(Wire::new(8));
+        let start = Instant::now();
+        w.wait(0, Some(Duration::from_millis(20)));
+        assert!(start.elapsed() >= Duration::from_millis(20));
+
+        let w2 = Arc::clone(&w);
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            let mut b = vec![frame(Instant::now(), 9)];
+            w2.send(0, &mut b, &mut Vec::new(), 0);
+        });
+        let start = Instant::now();
+        w.wait(0, Some(Duration::from_secs(10)));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        sender.join().unwrap();
+        let mut out = VecDeque::new();
+        w.receive(0, Instant::now(), &mut out, &mut Vec::new());
+        assert_eq!(out, [vec![9]]);
+    }
+
+    #[test]
+    fn wait_wakes_when_a_delayed_frame_falls_due() {
+        let w = Wire::new(8);
+        let due = Instant::now() + Duration::from_millis(25);
+        w.send(0, &mut vec![frame(due, 1)], &mut Vec::new(), 0);
+        w.wait(0, None);
+        assert!(Instant::now() >= due);
+    }
+}

@@ -1,0 +1,205 @@
+//! Two smoltcp hosts joined by an in-process Ethernet link.
+//!
+//! [`MemoryLink::pair`] gives two [`MemoryHost`]s, each a full
+//! [`Transport`](super::Transport). They can be driven from one thread
+//! (poll one, then the other; [`MemoryNet`] does this) or each from its own
+//! thread, where [`Transport::wait`](super::Transport::wait) sleeps on a
+//! condition variable until the peer sends. Frames pass through a seeded
+//! [`FaultConfig`]: the same seed and the same sequence of `poll` instants
+//! replay the same run exactly, which makes virtual time (advancing `now`
+//! by `poll_delay` instead of sleeping) a deterministic simulator.
+
+mod device;
+mod fault;
+mod link;
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use smoltcp::wire::{EthernetAddress, Ipv4Cidr};
+
+pub use device::{LinkStats, MemoryDevice};
+pub use fault::FaultConfig;
+
+use super::smol::SmolStack;
+use super::{TcpTuning, Transport, TransportError};
+
+/// Largest IP MTU the link carries (the IPv4 total-length limit).
+pub const MAX_MTU: usize = 65535;
+/// Smallest IP MTU every IPv4 host must accept.
+pub const MIN_MTU: usize = 576;
+
+/// A smoltcp host on one end of a memory link.
+pub type MemoryHost = SmolStack<MemoryDevice>;
+
+/// How a memory link is built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryLinkConfig {
+    /// IP MTU of both ends (Ethernet frames are 14 bytes longer).
+    pub mtu: usize,
+    /// Impairments applied in both directions.
+    pub faults: FaultConfig,
+    /// Seeds the impairments, TCP initial sequence numbers and ports.
+    pub seed: u64,
+    /// Frames each direction holds before dropping new ones.
+    pub queue_frames: usize,
+    /// Socket settings of both hosts.
+    pub tuning: TcpTuning,
+    /// Address of host A (host B is the next one); both in a /24.
+    pub addr_a: Ipv4Addr,
+}
+
+impl Default for MemoryLinkConfig {
+    fn default() -> Self {
+        MemoryLinkConfig {
+            mtu: 1500,
+            faults: FaultConfig::default(),
+            seed: 0x1dea_5eed,
+            queue_frames: 4096,
+            tuning: TcpTuning::default(),
+            addr_a: Ipv4Addr::new(10, 77, 0, 1),
+        }
+    }
+}
+
+impl MemoryLinkConfig {
+    pub fn addr_b(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.addr_a).wrapping_add(1))
+    }
+
+    /// `addr_b:port`, where host B's listeners are reached from host A.
+    pub fn endpoint_b(&self, port: u16) -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(self.addr_b(), port))
+    }
+
+    /// `addr_a:port`, where host A's listeners are reached from host B.
+    pub fn endpoint_a(&self, port: u16) -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(self.addr_a, port))
+    }
+}
+
+/// Builds memory links.
+#[derive(Debug)]
+pub struct MemoryLink;
+
+impl MemoryLink {
+    /// Two hosts, A at `cfg.addr_a` and B at the next address, joined by one
+    /// link. Both are `Send`: each may move to its own thread.
+    pub fn pair(cfg: &MemoryLinkConfig) -> Result<(MemoryHost, MemoryHost), TransportError> {
+        if !(MIN_MTU..=MAX_MTU).contains(&cfg.mtu) {
+            return Err(TransportError::BadAddress("MTU outside 576..=65535"));
+        }
+        let (a, b) = (cfg.addr_a, cfg.addr_b());
+        if Ipv4Cidr::new(a, 24).network() != Ipv4Cidr::new(b, 24).network() {
+            return Err(TransportError::BadAddress("addr_a is the last of its /24"));
+        }
+        let wire = Arc::new(Wire::new(cfg.queue_frames));
+        let host = |lane: usize, addr: Ipv4Addr| {
+            // Distinct, documented streams per end, all from the one seed.
+            let seed = cfg.seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(lane as u64 + 1));
+            let dev = MemoryDevice::new(Arc::clone(&wire), lane, cfg.mtu, cfg.faults.clone(), seed);
+            let mac = EthernetAddress([0x02, 0, 0, 0, 0, lane as u8 + 1]);
+            SmolStack::new(
+                dev,
+                mac,
+                Ipv4Cidr::new(addr, 24),
+                None,
+                cfg.tuning.clone(),
+                seed,
+            )
+        };
+        Ok((host(0, a)?, host(1, b)?))
+    }
+}
+
+use link::Wire;
+
+/// Both hosts of a memory link, driven from one thread.
+#[derive(Debug)]
+pub struct MemoryNet {
+    pub a: MemoryHost,
+    pub b: MemoryHost,
+    cfg: MemoryLinkConfig,
+}
+
+impl MemoryNet {
+    pub fn new(cfg: MemoryLinkConfig) -> Result<Self, TransportError> {
+        let (a, b) = MemoryLink::pair(&cfg)?;
+        Ok(MemoryNet { a, b, cfg })
+    }
+
+    pub fn config(&self) -> &MemoryLinkConfig {
+        &self.cfg
+    }
+
+    /// Polls A then B until neither makes progress (at most `64` rounds, so
+    /// a livelock cannot hang the caller). True if anything happened.
+    pub fn poll(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        for _ in 0..64 {
+            let a = self.a.poll(now);
+            let b = self.b.poll(now);
+            if !(a || b) {
+                break;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// The sooner of both hosts' delays.
+    pub fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
+        match (self.a.poll_delay(now), self.b.poll_delay(now)) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        }
+    }
+
+    /// Sleeps for `timeout`: with both hosts in this thread nothing else can
+    /// make progress meanwhile. `None` returns at once instead of hanging.
+    pub fn wait(&mut self, timeout: Option<Duration>) {
+        if let Some(t) = timeout {
+            std::thread::sleep(t);
+        }
+    }
+
+    /// Runs on virtual time from `*now` until `done` holds, jumping the clock
+    /// to each next deadline instead of sleeping. Gives up after `max_steps`
+    /// polls or `max_virtual` of simulated time; returns whether `done` held.
+    pub fn run_virtual(
+        &mut self,
+        now: &mut Instant,
+        max_steps: usize,
+        max_virtual: Duration,
+        mut done: impl FnMut(&mut MemoryNet) -> bool,
+    ) -> bool {
+        let start = *now;
+        for _ in 0..max_steps {
+            if done(self) {
+                return true;
+            }
+            if self.poll(*now) {
+                continue;
+            }
+            if done(self) {
+                return true;
+            }
+            let step = match self.poll_delay(*now) {
+                // Nothing moved although something is due: nudge the clock so
+                // millisecond timers inside smoltcp can fire.
+                Some(d) if d.is_zero() => Duration::from_micros(100),
+                Some(d) => d,
+                None => Duration::from_millis(1),
+            };
+            *now += step;
+            if now.saturating_duration_since(start) > max_virtual {
+                return false;
+            }
+        }
+        done(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;

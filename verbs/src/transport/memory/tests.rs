@@ -1,0 +1,668 @@
+//! The memory link end to end: handshakes, bulk transfers under faults,
+//! listener re-arming, closes, determinism, the ring-wrap paths, threads.
+
+use super::*;
+use crate::transport::pcap::tests::{parse, SharedBuf};
+use crate::transport::pcap::PcapSink;
+use crate::transport::testutil::{Pattern, Receiver, Sender};
+use crate::transport::{StreamId, StreamState, TcpTuning, Transport, TransportError};
+
+const PORT: u16 = 7174;
+const MIB: u64 = 1 << 20;
+
+/// Connects A to a listener on B under virtual time.
+fn connected(cfg: MemoryLinkConfig) -> (MemoryNet, Instant, StreamId, StreamId) {
+    let mut net = MemoryNet::new(cfg).unwrap();
+    let l = net.b.listen(PORT).unwrap();
+    let ca = net.a.connect(net.config().endpoint_b(PORT)).unwrap();
+    assert_eq!(net.a.state(ca), StreamState::Connecting);
+    let mut now = Instant::now();
+    let mut cb = None;
+    let ok = net.run_virtual(&mut now, 10_000, Duration::from_secs(60), |n| {
+        if cb.is_none() {
+            cb = n.b.accept(l);
+        }
+        cb.is_some() && n.a.state(ca) == StreamState::Established
+    });
+    assert!(ok, "handshake did not complete");
+    (net, now, ca, cb.unwrap())
+}
+
+struct Outcome {
+    at_b: Receiver,
+    at_a: Receiver,
+    virtual_time: Duration,
+}
+
+/// Sends `ab` bytes A→B and `ba` bytes B→A at once, on virtual time.
+fn transfer(
+    net: &mut MemoryNet,
+    now: &mut Instant,
+    (sa, sb): (StreamId, StreamId),
+    ab: u64,
+    ba: u64,
+) -> Outcome {
+    let start = *now;
+    let (mut tx_a, mut at_b) = (Sender::new(1, ab), Receiver::new(1, ab));
+    let (mut tx_b, mut at_a) = (Sender::new(2, ba), Receiver::new(2, ba));
+    let ok = net.run_virtual(now, 2_000_000, Duration::from_secs(3600), |n| {
+        tx_a.pump(&mut n.a, sa).unwrap();
+        tx_b.pump(&mut n.b, sb).unwrap();
+        at_b.drain(&mut n.b, sb).unwrap();
+        at_a.drain(&mut n.a, sa).unwrap();
+        at_b.done() && at_a.done()
+    });
+    assert!(
+        ok,
+        "transfer stalled: A→B {}/{}, B→A {}/{}",
+        at_b.received, ab, at_a.received, ba
+    );
+    Outcome {
+        at_b,
+        at_a,
+        virtual_time: now.saturating_duration_since(start),
+    }
+}
+
+fn faulty(faults: FaultConfig, seed: u64) -> MemoryLinkConfig {
+    MemoryLinkConfig {
+        faults,
+        seed,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn handshake_reports_addresses_and_mss() {
+    let (net, _, ca, cb) = connected(MemoryLinkConfig::default());
+    let cfg = net.config().clone();
+    assert_eq!(net.b.state(cb), StreamState::Established);
+    assert_eq!(net.a.peer_addr(ca), Some(cfg.endpoint_b(PORT)));
+    assert_eq!(net.b.local_addr(cb), Some(cfg.endpoint_b(PORT)));
+    assert_eq!(net.b.peer_addr(cb), net.a.local_addr(ca));
+    assert_eq!(net.a.mss(ca), 1460);
+    assert_eq!(net.a.send_capacity(ca), cfg.tuning.tx_buffer);
+    assert_eq!(net.b.recv_queued(cb), 0);
+}
+
+#[test]
+fn bulk_both_directions_clean() {
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    let out = transfer(&mut net, &mut now, (ca, cb), 8 * MIB, 6 * MIB);
+    assert_eq!(out.at_b.received, 8 * MIB);
+    assert_eq!(out.at_a.received, 6 * MIB);
+    assert_eq!(out.at_b.bad_bytes + out.at_a.bad_bytes, 0);
+    assert_eq!(net.a.device().stats().lost, 0);
+}
+
+#[test]
+fn bulk_survives_one_percent_loss() {
+    let f = FaultConfig {
+        loss: 0.01,
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(faulty(f, 3));
+    let out = transfer(&mut net, &mut now, (ca, cb), 4 * MIB, 4 * MIB);
+    assert_eq!(out.at_b.bad_bytes + out.at_a.bad_bytes, 0);
+    assert!(net.a.device().stats().lost > 10);
+    assert!(net.b.device().stats().lost > 10);
+}
+
+#[test]
+fn bulk_survives_five_percent_loss() {
+    let f = FaultConfig {
+        loss: 0.05,
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(faulty(f, 4));
+    let out = transfer(&mut net, &mut now, (ca, cb), 3 * MIB, 2 * MIB);
+    assert_eq!(out.at_b.bad_bytes + out.at_a.bad_bytes, 0);
+    let st = net.a.device().stats();
+    assert!(st.lost * 100 > st.frames_sent * 3, "{st:?}");
+}
+
+#[test]
+fn checksums_catch_raw_corruption() {
+    let f = FaultConfig {
+        corrupt: 0.02,
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(faulty(f, 5));
+    let out = transfer(&mut net, &mut now, (ca, cb), 4 * MIB, 2 * MIB);
+    assert_eq!(out.at_b.bad_bytes + out.at_a.bad_bytes, 0);
+    assert!(net.a.device().stats().corrupted > 20);
+}
+
+#[test]
+fn fixed_up_corruption_reaches_the_byte_stream() {
+    // With the TCP checksum recomputed, TCP delivers the damage: only an
+    // upper-layer CRC (MPA's) can notice. This proves the option works.
+    let f = FaultConfig {
+        corrupt: 0.01,
+        fix_tcp_checksum: true,
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(faulty(f, 6));
+    let out = transfer(&mut net, &mut now, (ca, cb), 2 * MIB, 0);
+    let corrupted = net.a.device().stats().corrupted;
+    assert!(corrupted > 5);
+    assert!(out.at_b.bad_bytes > 0);
+    // One flipped bit per corrupted data frame; retransmissions of the
+    // same range may overwrite nothing (first copy wins), so at most that.
+    assert!(
+        out.at_b.bad_bytes <= corrupted,
+        "{} > {corrupted}",
+        out.at_b.bad_bytes
+    );
+}
+
+#[test]
+fn latency_and_jitter_reorder_but_deliver_exactly() {
+    let f = FaultConfig {
+        latency: Duration::from_millis(5),
+        jitter: Duration::from_millis(2),
+        loss: 0.005,
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(faulty(f, 7));
+    let out = transfer(&mut net, &mut now, (ca, cb), 3 * MIB, MIB);
+    assert_eq!(out.at_b.bad_bytes + out.at_a.bad_bytes, 0);
+    // 5 ms each way: the transfer needs at least a few round trips.
+    assert!(out.virtual_time > Duration::from_millis(20));
+}
+
+#[test]
+fn large_mtus_carry_data() {
+    for mtu in [9000, MAX_MTU] {
+        let cfg = MemoryLinkConfig {
+            mtu,
+            ..Default::default()
+        };
+        let (mut net, mut now, ca, cb) = connected(cfg);
+        assert_eq!(net.a.mss(ca), mtu - 40);
+        let out = transfer(&mut net, &mut now, (ca, cb), 4 * MIB, MIB);
+        assert_eq!(out.at_b.bad_bytes + out.at_a.bad_bytes, 0);
+        let st = net.a.device().stats();
+        // Big frames: far fewer frames than at 1500.
+        assert!(st.frames_sent < 4 * MIB / 1000, "mtu {mtu}: {st:?}");
+    }
+}
+
+#[test]
+fn bad_mtus_are_refused() {
+    for mtu in [0, 575, MAX_MTU + 1] {
+        let cfg = MemoryLinkConfig {
+            mtu,
+            ..Default::default()
+        };
+        assert!(matches!(
+            MemoryLink::pair(&cfg),
+            Err(TransportError::BadAddress(_))
+        ));
+    }
+    let cfg = MemoryLinkConfig {
+        addr_a: Ipv4Addr::new(10, 77, 0, 255),
+        ..Default::default()
+    };
+    assert!(MemoryLink::pair(&cfg).is_err());
+}
+
+/// Runs one faulty transfer and returns everything observable about it.
+fn fingerprint(seed: u64) -> (Vec<u8>, LinkStats, LinkStats, Duration) {
+    let f = FaultConfig {
+        loss: 0.02,
+        corrupt: 0.01,
+        jitter: Duration::from_micros(300),
+        ..Default::default()
+    };
+    let mut net = MemoryNet::new(faulty(f, seed)).unwrap();
+    let buf = SharedBuf::default();
+    let sink = PcapSink::with_wall_base(Box::new(buf.clone()), Duration::from_secs(1)).unwrap();
+    net.a.device_mut().set_pcap(Some(sink));
+    let l = net.b.listen(PORT).unwrap();
+    let ca = net.a.connect(net.config().endpoint_b(PORT)).unwrap();
+    // A fixed virtual epoch: Instants differ between runs, offsets do not.
+    let mut now = Instant::now();
+    let mut cb = None;
+    assert!(
+        net.run_virtual(&mut now, 10_000, Duration::from_secs(60), |n| {
+            cb = cb.or_else(|| n.b.accept(l));
+            cb.is_some()
+        })
+    );
+    let out = transfer(&mut net, &mut now, (ca, cb.unwrap()), MIB, MIB / 2);
+    assert_eq!(out.at_b.bad_bytes, 0);
+    drop(net.a.device_mut().take_pcap());
+    let bytes = buf.0.lock().unwrap().clone();
+    (
+        bytes,
+        net.a.device().stats(),
+        net.b.device().stats(),
+        out.virtual_time,
+    )
+}
+
+#[test]
+fn same_seed_replays_exactly() {
+    let one = fingerprint(42);
+    let two = fingerprint(42);
+    assert!(one.1.frames_sent > 500);
+    assert_eq!(one.1, two.1);
+    assert_eq!(one.2, two.2);
+    assert_eq!(one.3, two.3);
+    assert_eq!(one.0, two.0, "captures differ");
+    let other = fingerprint(43);
+    assert_ne!(one.0, other.0);
+}
+
+#[test]
+fn listener_rearms_for_many_connections() {
+    let cfg = MemoryLinkConfig {
+        tuning: TcpTuning {
+            backlog: 2,
+            rx_buffer: 64 * 1024,
+            tx_buffer: 64 * 1024,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut net = MemoryNet::new(cfg).unwrap();
+    let l = net.b.listen(PORT).unwrap();
+    let mut now = Instant::now();
+    let mut pairs = Vec::new();
+    // Three waves of two simultaneous connections: more than the backlog in
+    // total, never more than it at once.
+    for _wave in 0..3 {
+        let mut wave: Vec<StreamId> = (0..2)
+            .map(|_| net.a.connect(net.config().endpoint_b(PORT)).unwrap())
+            .collect();
+        let mut accepted = Vec::new();
+        assert!(
+            net.run_virtual(&mut now, 10_000, Duration::from_secs(30), |n| {
+                while let Some(s) = n.b.accept(l) {
+                    accepted.push(s);
+                }
+                accepted.len() == 2
+                    && wave
+                        .iter()
+                        .all(|&c| n.a.state(c) == StreamState::Established)
+            })
+        );
+        // Match accepted streams to clients by address.
+        for c in wave.drain(..) {
+            let local = net.a.local_addr(c);
+            let s = *accepted
+                .iter()
+                .find(|&&s| net.b.peer_addr(s) == local)
+                .unwrap();
+            pairs.push((c, s));
+        }
+    }
+    assert_eq!(pairs.len(), 6);
+    // Each connection carries its own stream, verified at the other end.
+    let mut tx: Vec<Sender> = (0..6).map(|i| Sender::new(100 + i, 200_000)).collect();
+    let mut rx: Vec<Receiver> = (0..6).map(|i| Receiver::new(100 + i, 200_000)).collect();
+    assert!(
+        net.run_virtual(&mut now, 1_000_000, Duration::from_secs(600), |n| {
+            for (i, &(c, s)) in pairs.iter().enumerate() {
+                tx[i].pump(&mut n.a, c).unwrap();
+                rx[i].drain(&mut n.b, s).unwrap();
+            }
+            rx.iter().all(|r| r.done())
+        })
+    );
+    assert!(rx.iter().all(|r| r.bad_bytes == 0));
+}
+
+#[test]
+fn syns_beyond_the_backlog_are_refused() {
+    let cfg = MemoryLinkConfig {
+        tuning: TcpTuning {
+            backlog: 1,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut net = MemoryNet::new(cfg).unwrap();
+    let l = net.b.listen(PORT).unwrap();
+    let c: Vec<StreamId> = (0..3)
+        .map(|_| net.a.connect(net.config().endpoint_b(PORT)).unwrap())
+        .collect();
+    let mut now = Instant::now();
+    net.run_virtual(&mut now, 10_000, Duration::from_secs(5), |n| {
+        c.iter().all(|&s| n.a.state(s) != StreamState::Connecting)
+    });
+    let states: Vec<StreamState> = c.iter().map(|&s| net.a.state(s)).collect();
+    let est = states
+        .iter()
+        .filter(|&&s| s == StreamState::Established)
+        .count();
+    let reset = states.iter().filter(|&&s| s == StreamState::Reset).count();
+    assert!(est >= 1, "{states:?}");
+    assert!(reset >= 1, "{states:?}");
+    assert!(net.b.accept(l).is_some());
+}
+
+#[test]
+fn graceful_close_delivers_everything_then_frees_sockets() {
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    let sockets_before = net.a.socket_count();
+    // More than the send ring holds, so some is left unsent at close.
+    let mut tx = Sender::new(9, 3 * MIB);
+    let mut rx = Receiver::new(9, 3 * MIB);
+    // Queue what fits, close right behind it.
+    tx.pump(&mut net.a, ca).unwrap();
+    let queued = tx.sent;
+    assert!(!tx.done());
+    net.a.close(ca);
+    assert_eq!(net.a.state(ca), StreamState::Closing);
+    assert!(matches!(
+        tx.pump(&mut net.a, ca),
+        Err(TransportError::InvalidState(StreamState::Closing))
+    ));
+    rx.total = queued;
+    assert!(
+        net.run_virtual(&mut now, 100_000, Duration::from_secs(60), |n| {
+            rx.drain(&mut n.b, cb).unwrap();
+            rx.done() && n.b.state(cb) == StreamState::PeerClosed
+        })
+    );
+    assert_eq!(rx.bad_bytes, 0);
+    // B may still send after A's FIN.
+    let n = net.b.send_with(cb, &mut |b| {
+        b[..3].copy_from_slice(b"bye");
+        3
+    });
+    assert_eq!(n.unwrap(), 3);
+    net.b.close(cb);
+    let mut got = Vec::new();
+    assert!(
+        net.run_virtual(&mut now, 100_000, Duration::from_secs(60), |n| {
+            let _ = n.a.recv_with(ca, &mut |d| {
+                got.extend_from_slice(d);
+                d.len()
+            });
+            n.a.state(ca) == StreamState::Closed && n.b.state(cb) == StreamState::Closed
+        })
+    );
+    assert_eq!(got, b"bye");
+    net.poll(now);
+    assert!(net.a.socket_count() < sockets_before);
+    assert!(matches!(
+        net.a.send_with(ca, &mut |_| 0),
+        Err(TransportError::UnknownStream(_))
+    ));
+}
+
+#[test]
+fn abort_resets_the_peer_and_releases_the_id() {
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    net.a.abort(ca);
+    assert_eq!(net.a.state(ca), StreamState::Closed);
+    assert!(
+        net.run_virtual(&mut now, 10_000, Duration::from_secs(5), |n| {
+            n.b.state(cb) == StreamState::Reset
+        })
+    );
+    assert!(matches!(
+        net.b.send_with(cb, &mut |_| 0),
+        Err(TransportError::InvalidState(StreamState::Reset))
+    ));
+    assert!(matches!(
+        net.b.recv_with(cb, &mut |d| d.len()),
+        Err(TransportError::InvalidState(StreamState::Reset))
+    ));
+    // Closing a reset stream releases it.
+    net.b.close(cb);
+    net.poll(now);
+    assert_eq!(net.b.state(cb), StreamState::Closed);
+}
+
+#[test]
+fn connecting_to_a_closed_port_is_reset() {
+    let mut net = MemoryNet::new(MemoryLinkConfig::default()).unwrap();
+    let c = net.a.connect(net.config().endpoint_b(9)).unwrap();
+    let mut now = Instant::now();
+    assert!(
+        net.run_virtual(&mut now, 10_000, Duration::from_secs(5), |n| {
+            n.a.state(c) == StreamState::Reset
+        })
+    );
+}
+
+#[test]
+fn unlisten_refuses_later_connections() {
+    let mut net = MemoryNet::new(MemoryLinkConfig::default()).unwrap();
+    let l = net.b.listen(PORT).unwrap();
+    net.b.unlisten(l);
+    assert_eq!(net.b.accept(l), None);
+    let c = net.a.connect(net.config().endpoint_b(PORT)).unwrap();
+    let mut now = Instant::now();
+    assert!(
+        net.run_virtual(&mut now, 10_000, Duration::from_secs(5), |n| {
+            n.a.state(c) == StreamState::Reset
+        })
+    );
+    // The port is free again.
+    assert!(net.b.listen(PORT).is_ok());
+}
+
+#[test]
+fn misuse_is_reported_as_local_errors() {
+    let mut net = MemoryNet::new(MemoryLinkConfig::default()).unwrap();
+    assert!(matches!(
+        net.b.listen(0),
+        Err(TransportError::BadAddress(_))
+    ));
+    net.b.listen(PORT).unwrap();
+    assert!(matches!(
+        net.b.listen(PORT),
+        Err(TransportError::AddressInUse(PORT))
+    ));
+    assert!(matches!(
+        net.a.connect("[::1]:80".parse().unwrap()),
+        Err(TransportError::Unsupported(_))
+    ));
+    assert!(matches!(
+        net.a.connect("10.77.0.2:0".parse().unwrap()),
+        Err(TransportError::BadAddress(_))
+    ));
+    let ghost = StreamId(12345);
+    assert_eq!(net.a.state(ghost), StreamState::Closed);
+    assert_eq!(net.a.send_capacity(ghost), 0);
+    assert_eq!(net.a.local_addr(ghost), None);
+    assert!(matches!(
+        net.a.recv_with(ghost, &mut |d| d.len()),
+        Err(TransportError::UnknownStream(_))
+    ));
+    net.a.close(ghost);
+    net.a.abort(ghost);
+    // Sending before the handshake completes is a state error, not a panic.
+    let c = net.a.connect(net.config().endpoint_b(PORT)).unwrap();
+    assert!(matches!(
+        net.a.send_with(c, &mut |b| b.len()),
+        Err(TransportError::InvalidState(StreamState::Connecting))
+    ));
+    assert_eq!(net.a.recv_with(c, &mut |d| d.len()).unwrap(), 0);
+}
+
+#[test]
+fn closures_claiming_too_much_are_refused() {
+    let (mut net, _, ca, cb) = connected(MemoryLinkConfig::default());
+    assert!(matches!(
+        net.a.send_with(ca, &mut |b| b.len() + 1),
+        Err(TransportError::ClosureOverrun { .. })
+    ));
+    assert_eq!(net.a.send_capacity(ca), net.config().tuning.tx_buffer);
+    let n = net.a.send_with(ca, &mut |b| {
+        b[..4].copy_from_slice(b"ping");
+        4
+    });
+    assert_eq!(n.unwrap(), 4);
+    let mut now = Instant::now();
+    net.run_virtual(&mut now, 1000, Duration::from_secs(1), |n| {
+        n.b.recv_queued(cb) == 4
+    });
+    assert!(matches!(
+        net.b.recv_with(cb, &mut |d| d.len() + 1),
+        Err(TransportError::ClosureOverrun { .. })
+    ));
+    assert_eq!(net.b.recv_queued(cb), 4, "nothing consumed");
+}
+
+/// Records of `REC` bytes: a producer that only ever writes whole records,
+/// a consumer that only ever takes whole records — the FPDU contract.
+const REC: usize = 1000;
+
+#[test]
+fn whole_records_cross_ring_wraps_intact() {
+    // Rings that are not a multiple of the record size force wraps mid-record.
+    let cfg = MemoryLinkConfig {
+        tuning: TcpTuning {
+            rx_buffer: 4 * REC + 333,
+            tx_buffer: 3 * REC + 517,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(cfg);
+    let total_records = 500u64;
+    let pattern = Pattern::new(77);
+    let (mut sent, mut got, mut bad) = (0u64, 0u64, 0u64);
+    let mut calls_with_room = 0;
+    assert!(
+        net.run_virtual(&mut now, 1_000_000, Duration::from_secs(600), |n| {
+            let free = n.a.send_capacity(ca);
+            let queued =
+                n.a.send_with(ca, &mut |buf| {
+                    let mut w = 0;
+                    while buf.len() - w >= REC && sent < total_records {
+                        pattern.fill(sent * REC as u64, &mut buf[w..w + REC]);
+                        w += REC;
+                        sent += 1;
+                    }
+                    w
+                })
+                .unwrap();
+            if free >= REC && sent < total_records {
+                calls_with_room += 1;
+                // Whenever a record fits in the free space, one is queued.
+                assert!(queued >= REC, "free {free} but queued {queued}");
+            }
+            n.b.recv_with(cb, &mut |data| {
+                let mut r = 0;
+                while data.len() - r >= REC {
+                    bad += pattern.mismatches(got * REC as u64, &data[r..r + REC]);
+                    r += REC;
+                    got += 1;
+                }
+                r
+            })
+            .unwrap();
+            got == total_records
+        })
+    );
+    assert_eq!(bad, 0);
+    assert!(calls_with_room > 100);
+}
+
+#[test]
+fn hosts_in_two_threads_wait_instead_of_spinning() {
+    let cfg = MemoryLinkConfig::default();
+    let (mut a, mut b) = MemoryLink::pair(&cfg).unwrap();
+    let l = b.listen(PORT).unwrap();
+    let total = 4 * MIB;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let server = std::thread::spawn(move || {
+        let mut rx = Receiver::new(5, total);
+        let mut s = None;
+        let mut waits = 0u64;
+        while Instant::now() < deadline && !rx.done() {
+            let now = Instant::now();
+            let moved = b.poll(now);
+            if s.is_none() {
+                s = b.accept(l);
+            }
+            if let Some(s) = s {
+                rx.drain(&mut b, s).unwrap();
+            }
+            if !moved {
+                let d = b.poll_delay(Instant::now());
+                b.wait(Some(d.unwrap_or(Duration::from_millis(50))));
+                waits += 1;
+            }
+        }
+        // Keep acknowledging until the client is satisfied.
+        for _ in 0..100 {
+            b.poll(Instant::now());
+            b.wait(Some(Duration::from_millis(1)));
+        }
+        (rx.received, rx.bad_bytes, waits)
+    });
+    let c = a.connect(cfg.endpoint_b(PORT)).unwrap();
+    let mut tx = Sender::new(5, total);
+    while Instant::now() < deadline && !tx.done() {
+        let moved = a.poll(Instant::now());
+        if a.state(c) == StreamState::Established {
+            tx.pump(&mut a, c).unwrap();
+        }
+        if !moved {
+            let d = a.poll_delay(Instant::now());
+            a.wait(Some(d.unwrap_or(Duration::from_millis(50))));
+        }
+    }
+    for _ in 0..200 {
+        a.poll(Instant::now());
+        a.wait(Some(Duration::from_millis(1)));
+    }
+    let (received, bad, waits) = server.join().unwrap();
+    assert_eq!(received, total);
+    assert_eq!(bad, 0);
+    assert!(waits > 0, "the server never slept");
+}
+
+#[test]
+fn capture_holds_valid_tcp_frames() {
+    use smoltcp::wire::{EthernetFrame, IpAddress, Ipv4Packet, TcpPacket};
+    let buf = SharedBuf::default();
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    let before = net.a.device().stats();
+    net.a
+        .device_mut()
+        .set_pcap(Some(PcapSink::new(Box::new(buf.clone())).unwrap()));
+    transfer(&mut net, &mut now, (ca, cb), 200_000, 50_000);
+    let recorded = net.a.device().pcap().unwrap().frames();
+    drop(net.a.device_mut().take_pcap());
+    let (_, linktype, recs) = parse(&buf.0.lock().unwrap()).unwrap();
+    assert_eq!(linktype, 1);
+    assert_eq!(recs.len() as u64, recorded);
+    let st = net.a.device().stats();
+    assert_eq!(
+        recorded,
+        st.frames_sent + st.frames_received - before.frames_sent - before.frames_received
+    );
+    let mut payload = 0;
+    for (_, orig, frame) in &recs {
+        assert_eq!(*orig as usize, frame.len());
+        let eth = EthernetFrame::new_checked(&frame[..]).unwrap();
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        assert!(ip.verify_checksum());
+        let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
+        assert!(tcp.verify_checksum(
+            &IpAddress::Ipv4(ip.src_addr()),
+            &IpAddress::Ipv4(ip.dst_addr())
+        ));
+        payload += tcp.payload().len();
+    }
+    assert_eq!(payload, 250_000);
+}
+
+#[test]
+fn idle_link_has_no_deadline() {
+    let mut net = MemoryNet::new(MemoryLinkConfig::default()).unwrap();
+    let now = Instant::now();
+    assert!(!net.poll(now));
+    assert_eq!(net.poll_delay(now), None);
+    net.b.listen(PORT).unwrap();
+    assert_eq!(net.poll_delay(now), None);
+}

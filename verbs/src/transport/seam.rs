@@ -1,0 +1,142 @@
+//! The seam between the verbs facade and a network stack.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::TransportError;
+
+/// A listening port of one transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ListenerId(pub(crate) u64);
+
+/// One TCP connection of one transport.
+///
+/// Ids are never reused within a transport, so a stale id reports
+/// [`StreamState::Closed`] instead of aliasing a newer connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(pub(crate) u64);
+
+/// Where a connection stands, as the layer above needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StreamState {
+    /// The handshake has not completed yet.
+    Connecting,
+    /// Both directions are open.
+    Established,
+    /// The peer finished sending (FIN); bytes already received can still be
+    /// read and this side can still send.
+    PeerClosed,
+    /// This side closed; queued bytes are still being delivered and the
+    /// peer may still send.
+    Closing,
+    /// The connection ended after both sides closed, or the id was released.
+    Closed,
+    /// The connection ended without a clean close: reset by the peer,
+    /// refused, timed out or aborted.
+    Reset,
+}
+
+impl StreamState {
+    /// Whether bytes may still be queued for sending.
+    pub fn may_send(self) -> bool {
+        matches!(self, StreamState::Established | StreamState::PeerClosed)
+    }
+
+    /// Whether the connection is over for good.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, StreamState::Closed | StreamState::Reset)
+    }
+}
+
+/// One network stack (or one set of kernel sockets) carrying TCP streams.
+///
+/// Nothing here blocks except [`Transport::wait`]. The caller drives the
+/// transport: queue bytes with [`send_with`](Transport::send_with), move
+/// packets with [`poll`](Transport::poll), take bytes with
+/// [`recv_with`](Transport::recv_with), and sleep in
+/// [`wait`](Transport::wait) for at most
+/// [`poll_delay`](Transport::poll_delay) when idle.
+///
+/// The trait is object safe; the closures are `dyn` so that a protocol
+/// engine can be driven through `&mut dyn Transport` as well as generically
+/// (one indirect call per batch of FPDUs, measured to be noise next to the
+/// TCP work it triggers).
+pub trait Transport {
+    /// Starts accepting connections on `port`.
+    fn listen(&mut self, port: u16) -> Result<ListenerId, TransportError>;
+
+    /// Takes the oldest connection that completed its handshake on `l`, if
+    /// any. Never blocks.
+    fn accept(&mut self, l: ListenerId) -> Option<StreamId>;
+
+    /// Stops listening; connections already accepted are unaffected.
+    fn unlisten(&mut self, l: ListenerId);
+
+    /// Starts connecting to `remote`; the stream is
+    /// [`StreamState::Connecting`] until the handshake completes in `poll`.
+    fn connect(&mut self, remote: SocketAddr) -> Result<StreamId, TransportError>;
+
+    /// The stream's state; unknown or released ids report `Closed`.
+    fn state(&self, s: StreamId) -> StreamState;
+
+    /// Local address of an open stream.
+    fn local_addr(&self, s: StreamId) -> Option<SocketAddr>;
+
+    /// Remote address of an open stream.
+    fn peer_addr(&self, s: StreamId) -> Option<SocketAddr>;
+
+    /// Lends free send-buffer space to `f`, which writes a prefix of it and
+    /// returns how many bytes it wrote. Returns the total queued.
+    ///
+    /// `f` may be called more than once: again after it filled its slice
+    /// completely while more space is free (a ring buffer wrapped), and once
+    /// more with one contiguous slice of all free space if it wrote nothing
+    /// into a slice shorter than that (so a whole FPDU fits whenever the
+    /// free space allows). Returning 0 ends the call.
+    fn send_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<usize, TransportError>;
+
+    /// Lends received bytes to `f`, which consumes a prefix and returns how
+    /// many bytes it consumed. Returns the total consumed; `Ok(0)` when
+    /// nothing is queued.
+    ///
+    /// Like `send_with`, `f` is called again after consuming everything it
+    /// was lent while more is queued, and once more with all queued bytes in
+    /// one contiguous slice if it consumed nothing of a shorter slice.
+    fn recv_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Result<usize, TransportError>;
+
+    /// Bytes `send_with` could queue right now.
+    fn send_capacity(&self, s: StreamId) -> usize;
+
+    /// Bytes waiting to be consumed by `recv_with`.
+    fn recv_queued(&self, s: StreamId) -> usize;
+
+    /// Maximum TCP payload per segment for this stream.
+    fn mss(&self, s: StreamId) -> usize;
+
+    /// Closes the sending direction after queued bytes are delivered. The id
+    /// stays valid (state `Closing`) until the connection is over.
+    fn close(&mut self, s: StreamId);
+
+    /// Resets the connection, dropping queued bytes, and releases the id.
+    fn abort(&mut self, s: StreamId);
+
+    /// Moves packets and bytes as far as they go at `now`; true if anything
+    /// happened (a frame, a byte, a state change).
+    fn poll(&mut self, now: Instant) -> bool;
+
+    /// How long until `poll` must run again without outside events; `None`
+    /// when only I/O can make progress, zero when work is pending now.
+    fn poll_delay(&mut self, now: Instant) -> Option<Duration>;
+
+    /// Blocks until I/O may be ready or `timeout` passes (`None`: no
+    /// timeout). Never spins while idle.
+    fn wait(&mut self, timeout: Option<Duration>);
+}

@@ -1,0 +1,651 @@
+//! A [`Transport`] over a smoltcp `Interface` and any smoltcp device.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
+use smoltcp::phy::Device;
+use smoltcp::socket::tcp;
+use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Cidr};
+
+use super::tuning::TcpTuning;
+use crate::transport::slab::Slab;
+use crate::transport::{ListenerId, StreamId, StreamState, Transport, TransportError};
+
+/// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
+const IPV4_TCP_HEADERS: usize = 40;
+/// First port handed out to outgoing connections (IANA dynamic range).
+const EPHEMERAL_FIRST: u16 = 49152;
+/// How much a `send_with`/`recv_with` falls back to copying when a ring
+/// wraps under a frame: enough for any FPDU, small enough to stay cheap.
+const WRAP_SCRATCH: usize = 256 * 1024;
+
+/// The part of a smoltcp device the stack needs beyond moving frames.
+pub trait LinkDevice: Device {
+    /// The caller's clock for frames moved during the next `Interface::poll`.
+    fn set_now(&mut self, now: Instant);
+    /// Called after each `Interface::poll`: hands frames built during it
+    /// to the link and says whether any frame moved.
+    fn end_poll(&mut self) -> bool;
+    /// When frames the device holds become deliverable: zero if some are
+    /// due now, `None` if it holds none.
+    fn poll_delay(&mut self, now: Instant) -> Option<Duration>;
+    /// Blocks until a frame may have arrived or `timeout` passed.
+    fn wait(&mut self, timeout: Option<Duration>);
+}
+
+/// A listening port: armed sockets waiting for a SYN, and sockets that took
+/// one and have not been accepted yet, oldest first.
+#[derive(Debug)]
+struct Listener {
+    port: u16,
+    armed: Vec<SocketHandle>,
+    pending: VecDeque<SocketHandle>,
+}
+
+#[derive(Debug)]
+struct Stream {
+    handle: SocketHandle,
+    /// `close()` was called: ending in CLOSED is then a clean close.
+    user_closed: bool,
+}
+
+/// One smoltcp interface with its sockets, driven through [`Transport`].
+pub struct SmolStack<D: LinkDevice> {
+    iface: Interface,
+    sockets: SocketSet<'static>,
+    device: D,
+    tuning: TcpTuning,
+    epoch: Option<Instant>,
+    listeners: Slab<Listener>,
+    streams: Slab<Stream>,
+    /// Aborted sockets kept for one more poll so their RST goes out.
+    doomed: Vec<SocketHandle>,
+    next_port: u16,
+    scratch: Vec<u8>,
+}
+
+impl<D: LinkDevice> std::fmt::Debug for SmolStack<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmolStack")
+            .field("addr", &self.iface.ipv4_addr())
+            .field("streams", &self.streams.len())
+            .field("listeners", &self.listeners.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: LinkDevice> SmolStack<D> {
+    /// An interface with address `cidr` (and an optional default gateway) on
+    /// `device`. `seed` feeds smoltcp's initial sequence numbers and the
+    /// first ephemeral port, so runs with one seed repeat exactly.
+    pub fn new(
+        mut device: D,
+        mac: EthernetAddress,
+        cidr: Ipv4Cidr,
+        gateway: Option<Ipv4Addr>,
+        tuning: TcpTuning,
+        seed: u64,
+    ) -> Result<Self, TransportError> {
+        if !mac.is_unicast() {
+            return Err(TransportError::BadAddress("MAC address is not unicast"));
+        }
+        let mut config = Config::new(HardwareAddress::Ethernet(mac));
+        config.random_seed = seed;
+        let mut iface = Interface::new(config, &mut device, smoltcp::time::Instant::ZERO);
+        iface.update_ip_addrs(|addrs| {
+            // Capacity is at least one address; the list starts empty.
+            let _ = addrs.push(IpCidr::Ipv4(cidr));
+        });
+        if let Some(gw) = gateway {
+            iface
+                .routes_mut()
+                .add_default_ipv4_route(gw)
+                .map_err(|_| TransportError::Exhausted("routes"))?;
+        }
+        let port_span = u64::from(u16::MAX - EPHEMERAL_FIRST) + 1;
+        Ok(SmolStack {
+            iface,
+            sockets: SocketSet::new(Vec::new()),
+            device,
+            tuning,
+            epoch: None,
+            listeners: Slab::default(),
+            streams: Slab::default(),
+            doomed: Vec::new(),
+            next_port: EPHEMERAL_FIRST + (seed % port_span) as u16,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The interface's IPv4 address.
+    pub fn ipv4_addr(&self) -> Option<Ipv4Addr> {
+        self.iface.ipv4_addr()
+    }
+
+    pub fn device(&self) -> &D {
+        &self.device
+    }
+
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.device
+    }
+
+    pub fn tuning(&self) -> &TcpTuning {
+        &self.tuning
+    }
+
+    /// Open streams plus sockets held by listeners.
+    pub fn socket_count(&self) -> usize {
+        self.sockets.iter().count()
+    }
+
+    fn smol_time(&mut self, now: Instant) -> smoltcp::time::Instant {
+        let epoch = *self.epoch.get_or_insert(now);
+        let micros = now.saturating_duration_since(epoch).as_micros();
+        smoltcp::time::Instant::from_micros(i64::try_from(micros).unwrap_or(i64::MAX))
+    }
+
+    fn socket(&self, h: SocketHandle) -> &tcp::Socket<'static> {
+        self.sockets.get::<tcp::Socket>(h)
+    }
+
+    fn stream_state(&self, stream: &Stream) -> StreamState {
+        let sock = self.socket(stream.handle);
+        match map_state(sock.state(), stream.user_closed) {
+            // Both sides closed but bytes remain to be read: not over yet.
+            StreamState::Closed if sock.recv_queue() > 0 => StreamState::Closing,
+            st => st,
+        }
+    }
+
+    fn arm(&mut self, port: u16) -> Result<SocketHandle, TransportError> {
+        let mut s = self.tuning.socket();
+        s.listen(port)
+            .map_err(|_| TransportError::BadAddress("port 0"))?;
+        Ok(self.sockets.add(s))
+    }
+
+    /// Moves sockets that took a SYN to `pending`, re-arms to the backlog,
+    /// and returns reset handshakes to the armed pool. True if anything moved.
+    fn maintain_listeners(&mut self) -> bool {
+        let mut moved = false;
+        let keys: Vec<u64> = self.listeners.keys().collect();
+        for key in keys {
+            let Some(l) = self.listeners.get_mut(key) else {
+                continue;
+            };
+            let (port, mut armed, mut pending) = (
+                l.port,
+                std::mem::take(&mut l.armed),
+                std::mem::take(&mut l.pending),
+            );
+            let sockets = &mut self.sockets;
+            armed.retain(|&h| {
+                let listening = sockets.get::<tcp::Socket>(h).state() == tcp::State::Listen;
+                if !listening {
+                    pending.push_back(h);
+                    moved = true;
+                }
+                listening
+            });
+            // A handshake reset in SYN-RECEIVED puts smoltcp's socket back in
+            // LISTEN; one that failed otherwise is dead. Neither is accepted.
+            pending.retain(|&h| match sockets.get::<tcp::Socket>(h).state() {
+                tcp::State::Listen if armed.len() < self.tuning.backlog.max(1) => {
+                    armed.push(h);
+                    false
+                }
+                tcp::State::Listen | tcp::State::Closed => {
+                    sockets.remove(h);
+                    false
+                }
+                _ => true,
+            });
+            while armed.len() < self.tuning.backlog.max(1) {
+                match self.arm(port) {
+                    Ok(h) => armed.push(h),
+                    Err(_) => break,
+                }
+                moved = true;
+            }
+            if let Some(l) = self.listeners.get_mut(key) {
+                l.armed = armed;
+                l.pending = pending;
+            }
+        }
+        moved
+    }
+
+    /// Frees sockets of streams the user closed once they are done.
+    fn reclaim(&mut self) {
+        let mut done = Vec::new();
+        for (key, s) in self.streams.iter_mut() {
+            if !s.user_closed {
+                continue;
+            }
+            let sock = self.sockets.get::<tcp::Socket>(s.handle);
+            // TIME-WAIT only guards against stray old segments; holding the
+            // rings for its duration would cost megabytes per connection.
+            // Bytes the peer sent before its FIN are kept until read.
+            let over = matches!(sock.state(), tcp::State::Closed | tcp::State::TimeWait);
+            if over && sock.recv_queue() == 0 {
+                done.push((key, s.handle));
+            }
+        }
+        for (key, h) in done {
+            self.streams.remove(key);
+            self.sockets.remove(h);
+        }
+    }
+
+    fn port_in_use(&self, port: u16) -> bool {
+        self.sockets.iter().any(|(_, s)| match s {
+            smoltcp::socket::Socket::Tcp(t) => {
+                t.listen_endpoint().port == port
+                    || t.local_endpoint().is_some_and(|e| e.port == port)
+            }
+            #[allow(unreachable_patterns)]
+            _ => false,
+        })
+    }
+
+    fn ephemeral_port(&mut self) -> Result<u16, TransportError> {
+        for _ in 0..=(u16::MAX - EPHEMERAL_FIRST) {
+            let p = self.next_port;
+            self.next_port = if p == u16::MAX {
+                EPHEMERAL_FIRST
+            } else {
+                p + 1
+            };
+            if !self.port_in_use(p) {
+                return Ok(p);
+            }
+        }
+        Err(TransportError::Exhausted("ephemeral ports"))
+    }
+
+    fn handle(&self, s: StreamId) -> Result<SocketHandle, TransportError> {
+        self.streams
+            .get(s.0)
+            .map(|st| st.handle)
+            .ok_or(TransportError::UnknownStream(s))
+    }
+}
+
+/// smoltcp's TCP state as the seam reports it.
+fn map_state(st: tcp::State, user_closed: bool) -> StreamState {
+    use tcp::State as T;
+    match st {
+        T::SynSent | T::SynReceived => StreamState::Connecting,
+        T::Established => StreamState::Established,
+        T::CloseWait => StreamState::PeerClosed,
+        T::FinWait1 | T::FinWait2 | T::Closing | T::LastAck => StreamState::Closing,
+        T::TimeWait => StreamState::Closed,
+        T::Closed if user_closed => StreamState::Closed,
+        // CLOSED without our close: RST, refusal or user timeout. LISTEN
+        // cannot hold an accepted stream; treat it as dead too.
+        T::Closed | T::Listen => StreamState::Reset,
+    }
+}
+
+impl<D: LinkDevice> Transport for SmolStack<D> {
+    fn listen(&mut self, port: u16) -> Result<ListenerId, TransportError> {
+        if port == 0 {
+            return Err(TransportError::BadAddress("port 0"));
+        }
+        let taken = self
+            .listeners
+            .keys()
+            .any(|k| self.listeners.get(k).is_some_and(|l| l.port == port));
+        if taken {
+            return Err(TransportError::AddressInUse(port));
+        }
+        let mut armed = Vec::new();
+        for _ in 0..self.tuning.backlog.max(1) {
+            armed.push(self.arm(port)?);
+        }
+        let key = self
+            .listeners
+            .insert(Listener {
+                port,
+                armed,
+                pending: VecDeque::new(),
+            })
+            .ok_or(TransportError::Exhausted("listener slots"))?;
+        Ok(ListenerId(key))
+    }
+
+    fn accept(&mut self, l: ListenerId) -> Option<StreamId> {
+        self.maintain_listeners();
+        let listener = self.listeners.get_mut(l.0)?;
+        let sockets = &self.sockets;
+        let ready = listener.pending.iter().position(|&h| {
+            !matches!(
+                sockets.get::<tcp::Socket>(h).state(),
+                tcp::State::SynReceived | tcp::State::Listen | tcp::State::Closed
+            )
+        })?;
+        let handle = listener.pending.remove(ready)?;
+        let key = self.streams.insert(Stream {
+            handle,
+            user_closed: false,
+        })?;
+        Some(StreamId(key))
+    }
+
+    fn unlisten(&mut self, l: ListenerId) {
+        if let Some(listener) = self.listeners.remove(l.0) {
+            for h in listener.armed.into_iter().chain(listener.pending) {
+                // Half-open handshakes are reset rather than left dangling.
+                self.sockets.get_mut::<tcp::Socket>(h).abort();
+                self.doomed.push(h);
+            }
+        }
+    }
+
+    fn connect(&mut self, remote: SocketAddr) -> Result<StreamId, TransportError> {
+        let SocketAddr::V4(v4) = remote else {
+            return Err(TransportError::Unsupported("IPv6 on smoltcp transports"));
+        };
+        if v4.port() == 0 || v4.ip().is_unspecified() {
+            return Err(TransportError::BadAddress("remote address or port 0"));
+        }
+        let local_port = self.ephemeral_port()?;
+        let mut s = self.tuning.socket();
+        s.connect(self.iface.context(), v4, local_port)
+            .map_err(|_| TransportError::BadAddress("unroutable remote"))?;
+        let handle = self.sockets.add(s);
+        match self.streams.insert(Stream {
+            handle,
+            user_closed: false,
+        }) {
+            Some(key) => Ok(StreamId(key)),
+            None => {
+                self.sockets.remove(handle);
+                Err(TransportError::Exhausted("stream slots"))
+            }
+        }
+    }
+
+    fn state(&self, s: StreamId) -> StreamState {
+        match self.streams.get(s.0) {
+            Some(stream) => self.stream_state(stream),
+            None => StreamState::Closed,
+        }
+    }
+
+    fn local_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        let h = self.handle(s).ok()?;
+        self.socket(h).local_endpoint().map(SocketAddr::from)
+    }
+
+    fn peer_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        let h = self.handle(s).ok()?;
+        self.socket(h).remote_endpoint().map(SocketAddr::from)
+    }
+
+    fn send_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        let h = self.handle(s)?;
+        let state = self.state(s);
+        let sock = self.sockets.get_mut::<tcp::Socket>(h);
+        if !sock.may_send() {
+            return Err(TransportError::InvalidState(state));
+        }
+        let mut total = 0;
+        // At most: the ring's tail, its head after the wrap, one scratch.
+        for _ in 0..2 {
+            let free = sock.send_capacity() - sock.send_queue();
+            if free == 0 {
+                return Ok(total);
+            }
+            let mut overrun = None;
+            let (n, lent) = sock
+                .send(|buf| {
+                    let lent = buf.len();
+                    let n = f(buf);
+                    if n > lent {
+                        overrun = Some(n);
+                        (0, (0, lent))
+                    } else {
+                        (n, (n, lent))
+                    }
+                })
+                .map_err(|_| TransportError::InvalidState(state))?;
+            if let Some(claimed) = overrun {
+                return Err(TransportError::ClosureOverrun { claimed, lent });
+            }
+            total += n;
+            if n == lent && n > 0 {
+                continue;
+            }
+            let free_after = free - n;
+            let rest = lent - n;
+            if n == 0 && rest < free_after {
+                // The ring's end cut the slice short of the free space: build
+                // into a linear scratch and copy it in across the wrap.
+                let len = free_after.min(WRAP_SCRATCH.max(rest + 1));
+                self.scratch.resize(len, 0);
+                let m = f(&mut self.scratch[..len]);
+                if m > len {
+                    return Err(TransportError::ClosureOverrun {
+                        claimed: m,
+                        lent: len,
+                    });
+                }
+                let queued = sock
+                    .send_slice(&self.scratch[..m])
+                    .map_err(|_| TransportError::InvalidState(state))?;
+                debug_assert_eq!(queued, m);
+                total += queued;
+            }
+            return Ok(total);
+        }
+        Ok(total)
+    }
+
+    fn recv_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        let h = self.handle(s)?;
+        let state = self.state(s);
+        let sock = self.sockets.get_mut::<tcp::Socket>(h);
+        let mut total = 0;
+        for _ in 0..2 {
+            let queued = sock.recv_queue();
+            if queued == 0 {
+                break;
+            }
+            let mut overrun = None;
+            let res = sock.recv(|buf| {
+                let lent = buf.len();
+                let n = f(buf);
+                if n > lent {
+                    overrun = Some(n);
+                    (0, (0, lent))
+                } else {
+                    (n, (n, lent))
+                }
+            });
+            let (n, lent) = match res {
+                Ok(v) => v,
+                Err(tcp::RecvError::Finished) => break,
+                Err(tcp::RecvError::InvalidState) => {
+                    return Err(TransportError::InvalidState(state))
+                }
+            };
+            if let Some(claimed) = overrun {
+                return Err(TransportError::ClosureOverrun { claimed, lent });
+            }
+            total += n;
+            if n == lent && n > 0 {
+                continue;
+            }
+            let rest = lent - n;
+            let queued_after = queued - n;
+            if n == 0 && rest < queued_after {
+                // A frame straddles the ring's end: join it in the scratch.
+                let len = queued_after.min(WRAP_SCRATCH.max(rest + 1));
+                self.scratch.resize(len, 0);
+                let peeked = sock
+                    .peek_slice(&mut self.scratch[..len])
+                    .map_err(|_| TransportError::InvalidState(state))?;
+                let m = f(&self.scratch[..peeked]);
+                if m > peeked {
+                    return Err(TransportError::ClosureOverrun {
+                        claimed: m,
+                        lent: peeked,
+                    });
+                }
+                let mut left = m;
+                while left > 0 {
+                    let d = sock
+                        .recv(|b| {
+                            let d = b.len().min(left);
+                            (d, d)
+                        })
+                        .map_err(|_| TransportError::InvalidState(state))?;
+                    if d == 0 {
+                        break;
+                    }
+                    left -= d;
+                }
+                total += m;
+            }
+            break;
+        }
+        if total == 0 && matches!(state, StreamState::Reset | StreamState::Closed) {
+            return Err(TransportError::InvalidState(state));
+        }
+        Ok(total)
+    }
+
+    fn send_capacity(&self, s: StreamId) -> usize {
+        match self.handle(s) {
+            Ok(h) => {
+                let sock = self.socket(h);
+                if sock.may_send() {
+                    sock.send_capacity() - sock.send_queue()
+                } else {
+                    0
+                }
+            }
+            Err(_) => 0,
+        }
+    }
+
+    fn recv_queued(&self, s: StreamId) -> usize {
+        self.handle(s).map_or(0, |h| self.socket(h).recv_queue())
+    }
+
+    fn mss(&self, _s: StreamId) -> usize {
+        // smoltcp keeps the peer's MSS option private; both ends of the
+        // links built here share one MTU, so the local figure is the one.
+        self.device
+            .capabilities()
+            .ip_mtu()
+            .saturating_sub(IPV4_TCP_HEADERS)
+    }
+
+    fn close(&mut self, s: StreamId) {
+        let Some(stream) = self.streams.get_mut(s.0) else {
+            return;
+        };
+        stream.user_closed = true;
+        let h = stream.handle;
+        self.sockets.get_mut::<tcp::Socket>(h).close();
+        self.reclaim();
+    }
+
+    fn abort(&mut self, s: StreamId) {
+        if let Some(stream) = self.streams.remove(s.0) {
+            self.sockets.get_mut::<tcp::Socket>(stream.handle).abort();
+            self.doomed.push(stream.handle);
+        }
+    }
+
+    fn poll(&mut self, now: Instant) -> bool {
+        let ts = self.smol_time(now);
+        self.device.set_now(now);
+        let changed = self.iface.poll(ts, &mut self.device, &mut self.sockets)
+            == PollResult::SocketStateChanged;
+        for h in self.doomed.drain(..) {
+            self.sockets.remove(h);
+        }
+        let listeners_moved = self.maintain_listeners();
+        self.reclaim();
+        let frames_moved = self.device.end_poll();
+        changed || listeners_moved || frames_moved
+    }
+
+    fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
+        if !self.doomed.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let ts = self.smol_time(now);
+        let sockets = self
+            .iface
+            .poll_delay(ts, &self.sockets)
+            .map(|d| Duration::from_micros(d.total_micros()));
+        let device = self.device.poll_delay(now);
+        match (sockets, device) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>) {
+        self.device.wait(timeout);
+    }
+}
+
+/// The IPv4 address of `addr`, if it is one.
+pub(crate) fn ipv4_of(addr: IpAddr) -> Option<Ipv4Addr> {
+    match addr {
+        IpAddr::V4(a) => Some(a),
+        IpAddr::V6(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_mapping_covers_every_tcp_state() {
+        use tcp::State as T;
+        let cases = [
+            (T::SynSent, false, StreamState::Connecting),
+            (T::SynReceived, false, StreamState::Connecting),
+            (T::Established, false, StreamState::Established),
+            (T::CloseWait, false, StreamState::PeerClosed),
+            (T::FinWait1, true, StreamState::Closing),
+            (T::FinWait2, true, StreamState::Closing),
+            (T::Closing, true, StreamState::Closing),
+            (T::LastAck, true, StreamState::Closing),
+            (T::TimeWait, true, StreamState::Closed),
+            (T::Closed, true, StreamState::Closed),
+            (T::Closed, false, StreamState::Reset),
+            (T::Listen, false, StreamState::Reset),
+        ];
+        for (tcp_state, closed, want) in cases {
+            assert_eq!(map_state(tcp_state, closed), want, "{tcp_state}");
+        }
+    }
+
+    #[test]
+    fn ipv4_of_rejects_v6() {
+        assert_eq!(
+            ipv4_of("10.0.0.1".parse().unwrap()),
+            Some(Ipv4Addr::new(10, 0, 0, 1))
+        );
+        assert_eq!(ipv4_of("::1".parse().unwrap()), None);
+    }
+}

@@ -1,0 +1,138 @@
+//! TCP settings for the smoltcp sockets.
+
+use std::time::Duration;
+
+use smoltcp::socket::tcp;
+
+/// Congestion control algorithm of the smoltcp sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CongestionControl {
+    /// No congestion window: only the peer's receive window limits sending.
+    /// Fine on a lossless memory link, harmful anywhere frames can be lost.
+    None,
+    /// RFC 5681 Reno.
+    Reno,
+    /// RFC 8312 CUBIC, as Linux uses by default.
+    #[default]
+    Cubic,
+}
+
+impl CongestionControl {
+    pub(crate) fn to_smoltcp(self) -> tcp::CongestionControl {
+        match self {
+            CongestionControl::None => tcp::CongestionControl::None,
+            CongestionControl::Reno => tcp::CongestionControl::Reno,
+            CongestionControl::Cubic => tcp::CongestionControl::Cubic,
+        }
+    }
+}
+
+/// How each smoltcp TCP socket is set up.
+///
+/// The defaults are for RDMA traffic: FPDUs leave at once (no Nagle), every
+/// segment is acknowledged at once (no delayed ACK, which would otherwise
+/// stall a READ response behind a 10 ms timer), and buffers are large
+/// enough for a bandwidth-delay product of a few milliseconds at 10 Gbit/s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpTuning {
+    /// Receive ring per socket; above 64 KiB smoltcp negotiates window scaling.
+    pub rx_buffer: usize,
+    /// Send ring per socket.
+    pub tx_buffer: usize,
+    /// Listening sockets kept armed per port (smoltcp has no backlog: a SYN
+    /// arriving when all are taken is answered with RST).
+    pub backlog: usize,
+    /// Congestion control algorithm.
+    pub congestion: CongestionControl,
+    /// Nagle's algorithm; off so each FPDU is sent as soon as it is queued.
+    pub nagle: bool,
+    /// Delayed-ACK timer; `None` acknowledges every segment immediately.
+    pub ack_delay: Option<Duration>,
+    /// Abort a connection whose data stays unacknowledged this long.
+    pub user_timeout: Option<Duration>,
+    /// Keep-alive probe interval on idle connections.
+    pub keep_alive: Option<Duration>,
+}
+
+impl Default for TcpTuning {
+    fn default() -> Self {
+        TcpTuning {
+            rx_buffer: 1 << 20,
+            tx_buffer: 1 << 20,
+            backlog: 4,
+            congestion: CongestionControl::Cubic,
+            nagle: false,
+            ack_delay: None,
+            user_timeout: Some(Duration::from_secs(30)),
+            keep_alive: None,
+        }
+    }
+}
+
+impl TcpTuning {
+    /// A new socket with these settings and freshly allocated rings.
+    pub(crate) fn socket(&self) -> tcp::Socket<'static> {
+        // Zeroed allocations are lazily backed by the OS, so large rings
+        // cost little until they are used.
+        let rx = tcp::SocketBuffer::new(vec![0u8; self.rx_buffer.max(1)]);
+        let tx = tcp::SocketBuffer::new(vec![0u8; self.tx_buffer.max(1)]);
+        let mut s = tcp::Socket::new(rx, tx);
+        s.set_nagle_enabled(self.nagle);
+        s.set_ack_delay(self.ack_delay.map(to_smoltcp_duration));
+        s.set_timeout(self.user_timeout.map(to_smoltcp_duration));
+        s.set_keep_alive(self.keep_alive.map(to_smoltcp_duration));
+        s.set_congestion_control(self.congestion.to_smoltcp());
+        s
+    }
+}
+
+pub(crate) fn to_smoltcp_duration(d: Duration) -> smoltcp::time::Duration {
+    smoltcp::time::Duration::from_micros(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_suit_rdma() {
+        let t = TcpTuning::default();
+        let s = t.socket();
+        assert!(!s.nagle_enabled());
+        assert_eq!(s.ack_delay(), None);
+        assert_eq!(s.congestion_control(), tcp::CongestionControl::Cubic);
+        assert_eq!(s.recv_capacity(), 1 << 20);
+        assert_eq!(s.send_capacity(), 1 << 20);
+        assert_eq!(s.timeout(), Some(smoltcp::time::Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn every_setting_reaches_the_socket() {
+        let t = TcpTuning {
+            rx_buffer: 4096,
+            tx_buffer: 8192,
+            backlog: 1,
+            congestion: CongestionControl::Reno,
+            nagle: true,
+            ack_delay: Some(Duration::from_millis(3)),
+            user_timeout: None,
+            keep_alive: Some(Duration::from_secs(7)),
+        };
+        let s = t.socket();
+        assert!(s.nagle_enabled());
+        assert_eq!(s.ack_delay(), Some(smoltcp::time::Duration::from_millis(3)));
+        assert_eq!(s.congestion_control(), tcp::CongestionControl::Reno);
+        assert_eq!(s.recv_capacity(), 4096);
+        assert_eq!(s.send_capacity(), 8192);
+        assert_eq!(s.timeout(), None);
+        assert_eq!(s.keep_alive(), Some(smoltcp::time::Duration::from_secs(7)));
+        let none = TcpTuning {
+            congestion: CongestionControl::None,
+            ..t
+        };
+        assert_eq!(
+            none.socket().congestion_control(),
+            tcp::CongestionControl::None
+        );
+    }
+}
