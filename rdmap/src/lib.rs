@@ -2,7 +2,12 @@
 //! per-connection state machine that joins MPA, DDP and RDMAP.
 #![forbid(unsafe_code)]
 
+pub mod completion;
 pub mod opcode;
+pub mod read_queue;
+pub mod term;
 pub mod wire;
 
+pub use completion::{WcOpcode, WcStatus, WorkCompletion};
 pub use opcode::Opcode;
+pub use term::{Attach, Layer, TermCause, TermCode};

@@ -6,10 +6,12 @@
 //! [`WireError`]; nothing here indexes unchecked.
 
 pub mod control;
+pub mod message;
 pub mod read_request;
 pub mod terminate;
 
 pub use control::{Control, RDMAP_VERSION};
+pub use message::{Body, MessageRepr, ParseError};
 pub use read_request::{ReadRequest, ReadRequestRepr};
 pub use terminate::{Attached, TermControl, TermLayout, TerminateRepr};
 

@@ -1,0 +1,463 @@
+//! RDMA Read bookkeeping (RFC 5040 sections 5.2, 6.4; RFC 6581 IRD/ORD).
+//!
+//! [`OutboundReads`] is the requester's view (the ORQ): READs we sent,
+//! at most ORD of them, answered strictly in order, so each Read Response
+//! segment must continue the oldest one. [`InboundReads`] is the
+//! responder's (the IRQ): READs the peer sent, at most IRD of them, answered
+//! in the order they arrived. Both are bounded by the negotiated limits, so
+//! nothing the peer does grows them.
+
+use std::collections::VecDeque;
+
+use ddp::memory::STag;
+
+use crate::term::TermCode;
+use crate::wire::ReadRequestRepr;
+
+/// Who is waiting for a READ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOwner {
+    /// A send queue entry (its posting sequence number).
+    WorkRequest(u64),
+    /// The zero-length READ that serves as a peer-to-peer RTR.
+    Rtr,
+}
+
+/// The local buffer a READ fills: the Data Sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadSink {
+    pub stag: STag,
+    pub to: u64,
+    pub len: u32,
+}
+
+/// A READ whose response has not fully arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutstandingRead {
+    pub owner: ReadOwner,
+    pub sink: ReadSink,
+    /// Response bytes placed so far.
+    pub placed: u32,
+}
+
+/// Where a Read Response segment's payload goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponsePlacement {
+    pub sink: ReadSink,
+    /// Offset of the first payload byte within the sink buffer.
+    pub offset: u32,
+    /// This segment ends the response.
+    pub completes: bool,
+}
+
+/// The requester's outstanding READs, limited by ORD.
+#[derive(Debug, Clone)]
+pub struct OutboundReads {
+    ord: usize,
+    queue: VecDeque<OutstandingRead>,
+}
+
+impl OutboundReads {
+    pub fn new(ord: usize) -> Self {
+        OutboundReads {
+            ord,
+            queue: VecDeque::with_capacity(ord.min(128)),
+        }
+    }
+
+    pub fn ord(&self) -> usize {
+        self.ord
+    }
+
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Another READ may be sent without exceeding ORD.
+    pub fn has_room(&self) -> bool {
+        self.queue.len() < self.ord
+    }
+
+    /// Records a READ about to be sent. The caller checks [`has_room`]
+    /// first (a READ beyond ORD waits on the send queue); a full queue hands
+    /// the READ back.
+    ///
+    /// [`has_room`]: Self::has_room
+    pub fn push(&mut self, owner: ReadOwner, sink: ReadSink) -> Result<(), ReadSink> {
+        if !self.has_room() {
+            return Err(sink);
+        }
+        self.queue.push_back(OutstandingRead {
+            owner,
+            sink,
+            placed: 0,
+        });
+        Ok(())
+    }
+
+    /// Checks one Read Response segment against the oldest outstanding
+    /// READ: the same sink STag, the next tagged offset, no more bytes than
+    /// asked for, and on the last segment exactly as many. The codes are
+    /// siw's (siw_rresp_check_ntoh); a response nobody asked for is an
+    /// unexpected opcode.
+    pub fn check(
+        &self,
+        stag: STag,
+        to: u64,
+        len: usize,
+        last: bool,
+    ) -> Result<ResponsePlacement, TermCode> {
+        let head = self
+            .queue
+            .front()
+            .ok_or(TermCode::RDMAP_UNEXPECTED_OPCODE)?;
+        if stag != head.sink.stag {
+            return Err(TermCode::DDP_T_INVALID_STAG);
+        }
+        if to != head.sink.to.wrapping_add(u64::from(head.placed)) {
+            return Err(TermCode::DDP_T_BASE_BOUNDS);
+        }
+        let end = u32::try_from(len)
+            .ok()
+            .and_then(|l| head.placed.checked_add(l))
+            .filter(|&end| end <= head.sink.len)
+            .ok_or(TermCode::DDP_T_BASE_BOUNDS)?;
+        if last && end != head.sink.len {
+            return Err(TermCode::DDP_T_BASE_BOUNDS);
+        }
+        Ok(ResponsePlacement {
+            sink: head.sink,
+            offset: head.placed,
+            completes: last,
+        })
+    }
+
+    /// Records a checked segment as placed; returns the READ it completed.
+    pub fn advance(&mut self, placement: &ResponsePlacement, len: u32) -> Option<OutstandingRead> {
+        let head = self.queue.front_mut()?;
+        head.placed = head.placed.saturating_add(len);
+        if placement.completes {
+            self.queue.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// Whether any READ of a send queue entry is outstanding.
+    pub fn owns(&self, seq: u64) -> bool {
+        self.queue
+            .iter()
+            .any(|r| r.owner == ReadOwner::WorkRequest(seq))
+    }
+
+    /// Takes every outstanding READ, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = OutstandingRead> + '_ {
+        self.queue.drain(..)
+    }
+}
+
+/// A READ the peer asked for, answered by `sent` bytes so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingResponse {
+    pub request: ReadRequestRepr,
+    /// The Read Request's MSN on queue 1, kept for the TERMINATE that
+    /// reports a failure found while answering.
+    pub msn: u32,
+    pub sent: u32,
+    /// A zero-length READ RTR: answered outside the IRD budget.
+    pub rtr: bool,
+}
+
+impl PendingResponse {
+    pub fn remaining(&self) -> u32 {
+        self.request.size.saturating_sub(self.sent)
+    }
+}
+
+/// The responder's queue of READs to answer, limited by IRD.
+#[derive(Debug, Clone)]
+pub struct InboundReads {
+    ird: usize,
+    queue: VecDeque<PendingResponse>,
+}
+
+impl InboundReads {
+    pub fn new(ird: usize) -> Self {
+        InboundReads {
+            ird,
+            queue: VecDeque::with_capacity(ird.min(128) + 1),
+        }
+    }
+
+    pub fn ird(&self) -> usize {
+        self.ird
+    }
+
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Queues a READ from the peer. More than IRD unanswered READs is the
+    /// peer overrunning what it was granted: siw answers with RDMAP remote
+    /// operation error, catastrophic error localised to the stream
+    /// (siw_init_rresp), and so do we.
+    pub fn accept(&mut self, request: ReadRequestRepr, msn: u32) -> Result<(), TermCode> {
+        let counted = self.queue.iter().filter(|p| !p.rtr).count();
+        if counted >= self.ird {
+            return Err(TermCode::RDMAP_CATASTROPHIC_STREAM);
+        }
+        self.queue.push_back(PendingResponse {
+            request,
+            msn,
+            sent: 0,
+            rtr: false,
+        });
+        Ok(())
+    }
+
+    /// Queues the zero-length answer to a READ RTR (one per connection, so
+    /// it needs no budget).
+    pub fn accept_rtr(&mut self, request: ReadRequestRepr, msn: u32) {
+        self.queue.push_back(PendingResponse {
+            request,
+            msn,
+            sent: 0,
+            rtr: true,
+        });
+    }
+
+    pub fn front(&self) -> Option<&PendingResponse> {
+        self.queue.front()
+    }
+
+    pub fn front_mut(&mut self) -> Option<&mut PendingResponse> {
+        self.queue.front_mut()
+    }
+
+    pub fn pop_front(&mut self) -> Option<PendingResponse> {
+        self.queue.pop_front()
+    }
+
+    pub fn clear(&mut self) {
+        self.queue.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sink(len: u32) -> ReadSink {
+        ReadSink {
+            stag: STag(0x100),
+            to: 0x1000,
+            len,
+        }
+    }
+
+    fn request(size: u32) -> ReadRequestRepr {
+        ReadRequestRepr {
+            sink_stag: STag(0x100),
+            sink_to: 0,
+            size,
+            source_stag: STag(0x200),
+            source_to: 0,
+        }
+    }
+
+    #[test]
+    fn ord_limits_pushes() {
+        let mut q = OutboundReads::new(2);
+        assert!(q.push(ReadOwner::WorkRequest(0), sink(4)).is_ok());
+        assert!(q.push(ReadOwner::WorkRequest(1), sink(4)).is_ok());
+        assert!(!q.has_room());
+        assert_eq!(q.push(ReadOwner::WorkRequest(2), sink(4)), Err(sink(4)));
+        assert_eq!(q.len(), 2);
+    }
+
+    #[test]
+    fn ord_zero_takes_nothing() {
+        let mut q = OutboundReads::new(0);
+        assert!(!q.has_room());
+        assert!(q.push(ReadOwner::Rtr, sink(0)).is_err());
+    }
+
+    #[test]
+    fn response_in_segments() {
+        let mut q = OutboundReads::new(1);
+        q.push(ReadOwner::WorkRequest(7), sink(10)).unwrap();
+        let p = q.check(STag(0x100), 0x1000, 4, false).unwrap();
+        assert_eq!(p.offset, 0);
+        assert_eq!(q.advance(&p, 4), None);
+        let p = q.check(STag(0x100), 0x1004, 6, true).unwrap();
+        assert_eq!(p.offset, 4);
+        let done = q.advance(&p, 6).unwrap();
+        assert_eq!(done.owner, ReadOwner::WorkRequest(7));
+        assert_eq!(done.placed, 10);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn zero_length_response() {
+        let mut q = OutboundReads::new(1);
+        q.push(ReadOwner::Rtr, sink(0)).unwrap();
+        let p = q.check(STag(0x100), 0x1000, 0, true).unwrap();
+        assert_eq!(q.advance(&p, 0).unwrap().owner, ReadOwner::Rtr);
+    }
+
+    #[test]
+    fn unsolicited_response_is_unexpected() {
+        let q = OutboundReads::new(4);
+        assert_eq!(
+            q.check(STag(1), 0, 0, true),
+            Err(TermCode::RDMAP_UNEXPECTED_OPCODE)
+        );
+    }
+
+    #[test]
+    fn mismatches_use_siw_codes() {
+        let mut q = OutboundReads::new(1);
+        q.push(ReadOwner::WorkRequest(0), sink(8)).unwrap();
+        assert_eq!(
+            q.check(STag(0x101), 0x1000, 8, true),
+            Err(TermCode::DDP_T_INVALID_STAG)
+        );
+        assert_eq!(
+            q.check(STag(0x100), 0x1001, 7, true),
+            Err(TermCode::DDP_T_BASE_BOUNDS)
+        );
+        assert_eq!(
+            q.check(STag(0x100), 0x1000, 9, false),
+            Err(TermCode::DDP_T_BASE_BOUNDS)
+        );
+        assert_eq!(
+            q.check(STag(0x100), 0x1000, 7, true),
+            Err(TermCode::DDP_T_BASE_BOUNDS),
+            "short last segment"
+        );
+        assert!(q.check(STag(0x100), 0x1000, 8, true).is_ok());
+    }
+
+    #[test]
+    fn responses_match_the_oldest_read_only() {
+        let mut q = OutboundReads::new(2);
+        q.push(ReadOwner::WorkRequest(0), sink(4)).unwrap();
+        let second = ReadSink {
+            stag: STag(0x200),
+            to: 0,
+            len: 4,
+        };
+        q.push(ReadOwner::WorkRequest(1), second).unwrap();
+        assert_eq!(
+            q.check(STag(0x200), 0, 4, true),
+            Err(TermCode::DDP_T_INVALID_STAG)
+        );
+        assert!(q.owns(1));
+        assert!(!q.owns(2));
+    }
+
+    #[test]
+    fn sink_to_wraps() {
+        let mut q = OutboundReads::new(1);
+        let s = ReadSink {
+            stag: STag(9),
+            to: u64::MAX - 1,
+            len: 4,
+        };
+        q.push(ReadOwner::WorkRequest(0), s).unwrap();
+        let p = q.check(STag(9), u64::MAX - 1, 2, false).unwrap();
+        q.advance(&p, 2);
+        assert!(q.check(STag(9), 0, 2, true).is_ok());
+    }
+
+    #[test]
+    fn ird_is_enforced_with_siw_code() {
+        let mut q = InboundReads::new(2);
+        q.accept(request(1), 1).unwrap();
+        q.accept(request(1), 2).unwrap();
+        assert_eq!(
+            q.accept(request(1), 3),
+            Err(TermCode::RDMAP_CATASTROPHIC_STREAM)
+        );
+        q.pop_front();
+        q.accept(request(1), 3).unwrap();
+    }
+
+    #[test]
+    fn ird_zero_refuses_every_read() {
+        let mut q = InboundReads::new(0);
+        assert_eq!(
+            q.accept(request(0), 1),
+            Err(TermCode::RDMAP_CATASTROPHIC_STREAM)
+        );
+    }
+
+    #[test]
+    fn rtr_answer_needs_no_budget() {
+        let mut q = InboundReads::new(0);
+        q.accept_rtr(request(0), 1);
+        assert_eq!(q.len(), 1);
+        assert!(q.front().unwrap().rtr);
+    }
+
+    #[test]
+    fn remaining_counts_down() {
+        let mut p = PendingResponse {
+            request: request(10),
+            msn: 1,
+            sent: 0,
+            rtr: false,
+        };
+        assert_eq!(p.remaining(), 10);
+        p.sent = 10;
+        assert_eq!(p.remaining(), 0);
+    }
+
+    proptest! {
+        /// Splitting a response at arbitrary points is accepted exactly
+        /// when the pieces are contiguous and add up to the READ size.
+        #[test]
+        fn any_split_of_a_response_completes(len in 0u32..5000, cuts in proptest::collection::vec(0u32..5000, 0..8)) {
+            let mut q = OutboundReads::new(1);
+            q.push(ReadOwner::WorkRequest(1), sink(len)).unwrap();
+            let mut points: Vec<u32> = cuts.into_iter().map(|c| c % (len + 1)).collect();
+            points.push(0);
+            points.push(len);
+            points.sort_unstable();
+            points.dedup();
+            let mut done = None;
+            if points.len() == 1 {
+                let p = q.check(STag(0x100), 0x1000, 0, true).unwrap();
+                done = q.advance(&p, 0);
+            }
+            for w in points.windows(2) {
+                let n = w[1] - w[0];
+                let last = w[1] == len;
+                let p = q.check(STag(0x100), 0x1000 + u64::from(w[0]), n as usize, last).unwrap();
+                prop_assert_eq!(p.offset, w[0]);
+                done = q.advance(&p, n);
+            }
+            prop_assert_eq!(done.map(|d| d.placed), Some(len));
+            prop_assert!(q.is_empty());
+        }
+
+        /// The queue never holds more than ORD reads.
+        #[test]
+        fn never_more_than_ord(ord in 0usize..8, pushes in 0usize..20) {
+            let mut q = OutboundReads::new(ord);
+            for i in 0..pushes {
+                let _ = q.push(ReadOwner::WorkRequest(i as u64), sink(1));
+            }
+            prop_assert_eq!(q.len(), pushes.min(ord));
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! One DDP segment read as RDMAP: the DDP header (whose ULP fields carry the
+//! RDMAP control byte and, for Send with Invalidate, the STag), then the
+//! Read Request or Terminate header, or data.
+
+use ddp::wire::{parse_segment, SegmentRepr};
+use ddp::DdpError;
+
+use super::read_request::{ReadRequest, ReadRequestRepr, HEADER_LEN as READ_REQUEST_LEN};
+use super::terminate::TerminateRepr;
+use super::{Control, WireError};
+use crate::opcode::Opcode;
+
+/// What follows the DDP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body<'a> {
+    /// RDMA Write, Read Response, the Sends: the payload is data.
+    Data(&'a [u8]),
+    ReadRequest(ReadRequestRepr),
+    Terminate(TerminateRepr<'a>),
+}
+
+/// One RDMAP message segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageRepr<'a> {
+    pub ddp: SegmentRepr,
+    pub body: Body<'a>,
+}
+
+/// Why a ULPDU is not an RDMAP message segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error(transparent)]
+    Ddp(#[from] DdpError),
+    #[error(transparent)]
+    Rdmap(#[from] WireError),
+}
+
+impl<'a> MessageRepr<'a> {
+    /// The RDMAP control byte.
+    pub fn control(&self) -> Control {
+        Control(self.ddp.rsvd_ulp())
+    }
+
+    pub fn opcode(&self) -> Opcode {
+        self.control().opcode()
+    }
+
+    /// Parses a ULPDU. Checks, in order: the DDP header, the RDMAP version,
+    /// that the opcode is one of RFC 5040's and matches the buffer model and
+    /// queue number, and the shape of Read Request and Terminate headers.
+    pub fn parse(ulpdu: &'a [u8]) -> Result<Self, ParseError> {
+        let (ddp, payload) = parse_segment(ulpdu)?;
+        let control = Control(ddp.rsvd_ulp());
+        if !control.version_ok() {
+            return Err(WireError::Version(control.version()).into());
+        }
+        let opcode = control.opcode();
+        if !opcode.is_supported() || opcode.is_tagged() != ddp.is_tagged() {
+            return Err(WireError::UnexpectedOpcode(opcode).into());
+        }
+        if let SegmentRepr::Untagged(u) = ddp {
+            if Some(u.qn) != opcode.queue() {
+                return Err(WireError::WrongQueue { opcode, qn: u.qn }.into());
+            }
+        }
+        let body = match opcode {
+            Opcode::ReadRequest | Opcode::Terminate if !ddp.last() => {
+                return Err(WireError::NotSingleSegment(opcode).into())
+            }
+            Opcode::ReadRequest => {
+                if payload.len() != READ_REQUEST_LEN {
+                    return Err(WireError::BadLength {
+                        opcode,
+                        len: payload.len(),
+                        expected: READ_REQUEST_LEN,
+                    }
+                    .into());
+                }
+                Body::ReadRequest(ReadRequestRepr::parse(&ReadRequest::new_checked(payload)?)?)
+            }
+            Opcode::Terminate => Body::Terminate(TerminateRepr::parse(payload)?),
+            _ => Body::Data(payload),
+        };
+        Ok(MessageRepr { ddp, body })
+    }
+
+    /// Bytes [`emit`](Self::emit) writes.
+    pub fn buffer_len(&self) -> usize {
+        self.ddp.buffer_len()
+            + match &self.body {
+                Body::Data(d) => d.len(),
+                Body::ReadRequest(r) => r.buffer_len(),
+                Body::Terminate(t) => t.buffer_len(),
+            }
+    }
+
+    /// Writes the whole ULPDU into the front of `out`, returning its length.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+        let len = self.buffer_len();
+        let out = out.get_mut(..len).ok_or(WireError::Truncated)?;
+        let h = self.ddp.emit(out).map_err(|_| WireError::Truncated)?;
+        let rest = out.get_mut(h..).ok_or(WireError::Truncated)?;
+        match &self.body {
+            Body::Data(d) => rest.copy_from_slice(d),
+            Body::ReadRequest(r) => r.emit(&mut ReadRequest::new_checked(rest)?),
+            Body::Terminate(t) => {
+                t.emit(rest)?;
+            }
+        }
+        Ok(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::terminate::TermLayout;
+    use ddp::memory::STag;
+    use ddp::wire::{TaggedRepr, UntaggedRepr};
+    use proptest::prelude::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// ULPDUs (MPA length, pad and CRC stripped) of rping-mismatch-crc.pcap.
+    fn capture_send() -> Vec<u8> {
+        hex("4143 00000000 00000000 00000001 00000000 000055fcbe170700cb24170000000064")
+    }
+    fn capture_read_request() -> Vec<u8> {
+        hex("4141 00000000 00000001 00000001 00000000
+             165df500 000055b3abb62f30 00000064 cb241700 000055fcbe170700")
+    }
+    fn capture_terminate() -> Vec<u8> {
+        hex("4147 00000000 00000002 00000001 00000000 11010300 0064
+             c142 165df500 000055b3abb62f30")
+    }
+    /// rping-cxgb.pcap frame 8: the zero-length RDMA Write RTR.
+    fn capture_write_rtr() -> Vec<u8> {
+        hex("c140 00000001 0000000000000000")
+    }
+
+    #[test]
+    fn capture_send_parses() {
+        let b = capture_send();
+        let m = MessageRepr::parse(&b).unwrap();
+        assert_eq!(m.opcode(), Opcode::Send);
+        assert_eq!(
+            m.ddp,
+            SegmentRepr::Untagged(UntaggedRepr::new(true, 0x43, 0, 0, 1, 0))
+        );
+        assert_eq!(m.body, Body::Data(&b[18..]));
+        assert_eq!(m.buffer_len(), b.len());
+    }
+
+    #[test]
+    fn capture_read_request_parses() {
+        let b = capture_read_request();
+        let m = MessageRepr::parse(&b).unwrap();
+        assert_eq!(m.opcode(), Opcode::ReadRequest);
+        let Body::ReadRequest(r) = m.body else {
+            panic!("not a read request")
+        };
+        assert_eq!(r.size, 100);
+        assert_eq!(r.source_stag, STag(0xcb24_1700));
+    }
+
+    #[test]
+    fn capture_terminate_parses_as_siw() {
+        let b = capture_terminate();
+        let m = MessageRepr::parse(&b).unwrap();
+        let Body::Terminate(t) = m.body else {
+            panic!("not a terminate")
+        };
+        assert_eq!(t.layout, TermLayout::Siw);
+        assert_eq!(
+            (t.control.layer, t.control.etype, t.control.code),
+            (1, 1, 1)
+        );
+        let (ddp, _) = parse_segment(t.attached.unwrap().ddp_header.unwrap()).unwrap();
+        assert_eq!(
+            ddp,
+            SegmentRepr::Tagged(TaggedRepr::new(
+                true,
+                0x42,
+                STag(0x165d_f500),
+                0x55b3_abb6_2f30
+            ))
+        );
+    }
+
+    #[test]
+    fn capture_rtr_parses() {
+        let b = capture_write_rtr();
+        let m = MessageRepr::parse(&b).unwrap();
+        assert_eq!(m.opcode(), Opcode::RdmaWrite);
+        assert_eq!(m.body, Body::Data(&[]));
+    }
+
+    #[test]
+    fn captures_re_emit_into_poisoned_buffers() {
+        for b in [
+            capture_send(),
+            capture_read_request(),
+            capture_terminate(),
+            capture_write_rtr(),
+        ] {
+            let m = MessageRepr::parse(&b).unwrap();
+            let mut out = vec![0xa5u8; b.len() + 3];
+            assert_eq!(m.emit(&mut out), Ok(b.len()));
+            assert_eq!(&out[..b.len()], &b[..]);
+            assert_eq!(&out[b.len()..], &[0xa5; 3]);
+        }
+    }
+
+    #[test]
+    fn rdmap_version_is_checked() {
+        let mut b = capture_send();
+        b[1] = 0x83;
+        assert_eq!(
+            MessageRepr::parse(&b),
+            Err(ParseError::Rdmap(WireError::Version(2)))
+        );
+    }
+
+    #[test]
+    fn rfc7306_and_reserved_opcodes_are_unexpected() {
+        for op in 8u8..16 {
+            let mut b = capture_send();
+            b[1] = 0x40 | op;
+            assert_eq!(
+                MessageRepr::parse(&b),
+                Err(ParseError::Rdmap(WireError::UnexpectedOpcode(
+                    Opcode::from_bits(op)
+                )))
+            );
+        }
+    }
+
+    #[test]
+    fn model_mismatch_is_unexpected_opcode() {
+        let mut b = capture_send();
+        b[1] = 0x40; // RDMA Write in an untagged segment
+        assert_eq!(
+            MessageRepr::parse(&b),
+            Err(ParseError::Rdmap(WireError::UnexpectedOpcode(
+                Opcode::RdmaWrite
+            )))
+        );
+        let mut t = capture_write_rtr();
+        t[1] = 0x43; // Send in a tagged segment
+        assert_eq!(
+            MessageRepr::parse(&t),
+            Err(ParseError::Rdmap(WireError::UnexpectedOpcode(Opcode::Send)))
+        );
+    }
+
+    #[test]
+    fn wrong_queue() {
+        let mut b = capture_send();
+        b[9] = 1; // QN 1
+        assert_eq!(
+            MessageRepr::parse(&b),
+            Err(ParseError::Rdmap(WireError::WrongQueue {
+                opcode: Opcode::Send,
+                qn: 1
+            }))
+        );
+    }
+
+    #[test]
+    fn read_request_shape() {
+        let mut b = capture_read_request();
+        b.push(0);
+        assert!(matches!(
+            MessageRepr::parse(&b),
+            Err(ParseError::Rdmap(WireError::BadLength { len: 29, .. }))
+        ));
+        let mut b = capture_read_request();
+        b[0] = 0x01; // L clear
+        assert_eq!(
+            MessageRepr::parse(&b),
+            Err(ParseError::Rdmap(WireError::NotSingleSegment(
+                Opcode::ReadRequest
+            )))
+        );
+    }
+
+    #[test]
+    fn ddp_errors_pass_through() {
+        assert!(matches!(
+            MessageRepr::parse(&[0x42, 0x43]),
+            Err(ParseError::Ddp(DdpError::InvalidVersion { .. }))
+        ));
+        assert!(matches!(
+            MessageRepr::parse(&[0x41, 0x43, 0]),
+            Err(ParseError::Ddp(DdpError::Truncated { .. }))
+        ));
+    }
+
+    #[test]
+    fn every_prefix_of_the_captures_is_refused_or_shorter() {
+        for b in [capture_read_request(), capture_terminate()] {
+            for n in 0..b.len() {
+                assert!(MessageRepr::parse(&b[..n]).is_err(), "prefix {n}");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn parsed_messages_re_emit_exactly(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            if let Ok(m) = MessageRepr::parse(&bytes) {
+                let mut out = vec![0xa5; m.buffer_len()];
+                prop_assert_eq!(m.emit(&mut out), Ok(bytes.len()));
+                prop_assert_eq!(out, bytes);
+            }
+        }
+
+        #[test]
+        fn well_formed_sends_round_trip(
+            solicited in any::<bool>(), inv in proptest::option::of(any::<u32>()),
+            msn in any::<u32>(), mo in any::<u32>(), last in any::<bool>(),
+            data in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let op = Opcode::send(solicited, inv.is_some());
+            let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
+                last, Control::new(op).0, inv.unwrap_or(0), 0, msn, mo));
+            let m = MessageRepr { ddp, body: Body::Data(&data) };
+            let mut out = vec![0xa5; m.buffer_len()];
+            m.emit(&mut out).unwrap();
+            prop_assert_eq!(MessageRepr::parse(&out).unwrap(), m);
+        }
+
+        #[test]
+        fn well_formed_read_requests_round_trip(
+            msn in any::<u32>(), a in any::<u32>(), b in any::<u64>(), c in any::<u32>(),
+            d in any::<u32>(), e in any::<u64>(),
+        ) {
+            let r = ReadRequestRepr { sink_stag: STag(a), sink_to: b, size: c, source_stag: STag(d), source_to: e };
+            let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
+                true, Control::new(Opcode::ReadRequest).0, 0, 1, msn, 0));
+            let m = MessageRepr { ddp, body: Body::ReadRequest(r) };
+            let mut out = vec![0xa5; m.buffer_len()];
+            m.emit(&mut out).unwrap();
+            prop_assert_eq!(out.len(), 18 + 28);
+            prop_assert_eq!(MessageRepr::parse(&out).unwrap(), m);
+        }
+
+        #[test]
+        fn well_formed_tagged_round_trip(
+            read_response in any::<bool>(), last in any::<bool>(), stag in any::<u32>(),
+            to in any::<u64>(), data in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let op = if read_response { Opcode::ReadResponse } else { Opcode::RdmaWrite };
+            let ddp = SegmentRepr::Tagged(TaggedRepr::new(last, Control::new(op).0, STag(stag), to));
+            let m = MessageRepr { ddp, body: Body::Data(&data) };
+            let mut out = vec![0xa5; m.buffer_len()];
+            m.emit(&mut out).unwrap();
+            prop_assert_eq!(MessageRepr::parse(&out).unwrap(), m);
+        }
+    }
+}
