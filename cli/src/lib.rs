@@ -4,5 +4,6 @@
 
 pub mod net;
 pub mod pcap;
+pub mod reassembly;
 
 mod bytes;

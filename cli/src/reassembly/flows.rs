@@ -1,0 +1,229 @@
+//! The connections of a capture: which segments belong together, which side
+//! is the client, and when a reused address pair starts a new connection.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use super::Reassembler;
+use crate::net::{Endpoints, TcpSegment};
+
+/// Connections tracked per capture; later ones are counted, not decoded, so
+/// a capture of a port scan cannot exhaust memory.
+pub const MAX_CONNECTIONS: usize = 100_000;
+
+/// Which way a segment travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    ClientToServer,
+    ServerToClient,
+}
+
+impl Direction {
+    pub fn index(self) -> usize {
+        match self {
+            Direction::ClientToServer => 0,
+            Direction::ServerToClient => 1,
+        }
+    }
+
+    pub fn reverse(self) -> Direction {
+        match self {
+            Direction::ClientToServer => Direction::ServerToClient,
+            Direction::ServerToClient => Direction::ClientToServer,
+        }
+    }
+
+    /// Short arrow for one-line output: `c>s` or `s>c`.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::ClientToServer => "c>s",
+            Direction::ServerToClient => "s>c",
+        }
+    }
+
+    pub const BOTH: [Direction; 2] = [Direction::ClientToServer, Direction::ServerToClient];
+}
+
+/// How the client side of a connection was told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Orientation {
+    /// It sent the SYN (or received the SYN-ACK).
+    Handshake,
+    /// No handshake captured: the sender of the first segment, until
+    /// something better (an MPA Request) says otherwise.
+    Guessed,
+    /// Set by a later layer (for example the MPA Request's sender).
+    Decided,
+}
+
+/// One connection: both directions' reassembly plus the caller's state.
+#[derive(Debug)]
+pub struct FlowEntry<T> {
+    /// 1-based, in order of first appearance.
+    pub number: usize,
+    /// `src` is the client, `dst` the server.
+    pub endpoints: Endpoints,
+    pub orientation: Orientation,
+    /// Indexed by [`Direction::index`].
+    pub streams: [Reassembler; 2],
+    pub reset: bool,
+    pub state: T,
+}
+
+impl<T> FlowEntry<T> {
+    pub fn client(&self) -> SocketAddr {
+        self.endpoints.src
+    }
+
+    pub fn server(&self) -> SocketAddr {
+        self.endpoints.dst
+    }
+
+    pub fn direction_of(&self, seg: &Endpoints) -> Direction {
+        if seg.src == self.endpoints.src && seg.dst == self.endpoints.dst {
+            Direction::ClientToServer
+        } else {
+            Direction::ServerToClient
+        }
+    }
+
+    /// Makes `client` the client side, swapping directions if needed; the
+    /// caller swaps any per-direction state of its own when this returns true.
+    /// A captured handshake outranks any later evidence and is kept.
+    pub fn decide_client(&mut self, client: SocketAddr) -> bool {
+        if self.orientation == Orientation::Handshake {
+            return false;
+        }
+        self.orientation = Orientation::Decided;
+        if client == self.endpoints.src {
+            return false;
+        }
+        self.endpoints = self.endpoints.reversed();
+        self.streams.swap(0, 1);
+        true
+    }
+
+    pub fn stream(&mut self, dir: Direction) -> &mut Reassembler {
+        &mut self.streams[dir.index()]
+    }
+}
+
+/// Where a segment goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// Index into [`FlowTable::entries`], and the segment's direction.
+    Existing(usize, Direction),
+    New(usize, Direction),
+    /// A new SYN on a pair in use: `old` is finished, `new` begins.
+    Replaced {
+        old: usize,
+        new: usize,
+        dir: Direction,
+    },
+    /// Too many connections; the segment is not tracked.
+    Full,
+}
+
+/// All connections of a capture, in order of appearance.
+#[derive(Debug)]
+pub struct FlowTable<T> {
+    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    entries: Vec<FlowEntry<T>>,
+    untracked_segments: u64,
+}
+
+impl<T> Default for FlowTable<T> {
+    fn default() -> Self {
+        FlowTable {
+            by_pair: HashMap::new(),
+            entries: Vec::new(),
+            untracked_segments: 0,
+        }
+    }
+}
+
+fn pair_key(e: &Endpoints) -> (SocketAddr, SocketAddr) {
+    if e.src <= e.dst {
+        (e.src, e.dst)
+    } else {
+        (e.dst, e.src)
+    }
+}
+
+impl<T> FlowTable<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn entries(&self) -> &[FlowEntry<T>] {
+        &self.entries
+    }
+
+    pub fn entries_mut(&mut self) -> &mut [FlowEntry<T>] {
+        &mut self.entries
+    }
+
+    pub fn entry_mut(&mut self, index: usize) -> Option<&mut FlowEntry<T>> {
+        self.entries.get_mut(index)
+    }
+
+    /// Segments of connections beyond [`MAX_CONNECTIONS`].
+    pub fn untracked_segments(&self) -> u64 {
+        self.untracked_segments
+    }
+
+    /// Finds or creates the connection `seg` belongs to.
+    pub fn lookup(&mut self, seg: &TcpSegment<'_>, new_state: impl FnOnce() -> T) -> Lookup {
+        let key = pair_key(&seg.endpoints);
+        let opening = seg.flags.syn() && !seg.flags.ack();
+        let old = match self.by_pair.get(&key) {
+            Some(&i) => {
+                let entry = &self.entries[i];
+                let dir = entry.direction_of(&seg.endpoints);
+                // A SYN is new unless it repeats the handshake we already
+                // have; a connection picked up mid-stream cannot take a SYN.
+                let reopened = opening
+                    && (entry.orientation != Orientation::Handshake
+                        || entry.streams[dir.index()].isn().map(|isn| isn.0) != Some(seg.seq));
+                if !reopened {
+                    return Lookup::Existing(i, dir);
+                }
+                Some(i)
+            }
+            None => None,
+        };
+        if self.entries.len() >= MAX_CONNECTIONS {
+            self.untracked_segments += 1;
+            return Lookup::Full;
+        }
+        let (endpoints, orientation) = if seg.flags.syn() {
+            let e = if seg.flags.ack() {
+                seg.endpoints.reversed()
+            } else {
+                seg.endpoints
+            };
+            (e, Orientation::Handshake)
+        } else {
+            (seg.endpoints, Orientation::Guessed)
+        };
+        let index = self.entries.len();
+        self.entries.push(FlowEntry {
+            number: index + 1,
+            endpoints,
+            orientation,
+            streams: [Reassembler::new(), Reassembler::new()],
+            reset: false,
+            state: new_state(),
+        });
+        self.by_pair.insert(key, index);
+        let dir = self.entries[index].direction_of(&seg.endpoints);
+        match old {
+            Some(old) => Lookup::Replaced {
+                old,
+                new: index,
+                dir,
+            },
+            None => Lookup::New(index, dir),
+        }
+    }
+}
