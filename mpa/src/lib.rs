@@ -3,3 +3,8 @@
 #![forbid(unsafe_code)]
 
 pub mod crc32c;
+mod seq;
+pub mod wire;
+
+pub use seq::{StreamOffset, MARKER_INTERVAL, MARKER_LEN};
+pub use wire::{IrdOrd, Rtr, RtrSet};
