@@ -8,7 +8,13 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod memory;
+pub mod segment;
+pub mod tagged;
+pub mod untagged;
 pub mod wire;
 
 pub use error::{DdpError, Layer, TaggedError, TermCode, UntaggedError};

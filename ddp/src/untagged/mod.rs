@@ -1,0 +1,93 @@
+//! The untagged buffer model (RFC 5041 sections 3 and 5.3): queues of
+//! buffers the ULP posts, filled in order, one message per buffer.
+//!
+//! A message's segments must arrive in order, each with MO equal to the
+//! bytes already placed, and a queue assembles one message at a time —
+//! what siw enforces and what an in-order TCP stream makes free. Each queue
+//! keeps O(1) state for the message in progress and at most a configured
+//! number of posted buffers.
+//!
+//! A queue is either [`QueueMode::Posted`] (payload scattered through
+//! [`Memory`](crate::memory::Memory) into the oldest posted buffer, checked
+//! for local write) or [`QueueMode::Inline`] (the ULP consumes the payload
+//! itself, e.g. RDMAP's Read Requests and Terminates; DDP checks only the
+//! sequencing and a size bound).
+
+mod msn;
+mod queue;
+mod queues;
+mod sgl;
+
+pub use msn::MsnCounter;
+pub use queue::{RecvQueue, INITIAL_MSN};
+pub use queues::{
+    UntaggedQueues, MAX_QUEUES, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, READ_REQUEST_LEN,
+    TERMINATE_MAX_LEN,
+};
+pub use sgl::{check_sgl, Sge};
+
+/// How a queue receives its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QueueMode {
+    /// Into buffers the ULP posts: at most `max_posted` waiting, each an
+    /// SGL of at most `max_sge` elements.
+    Posted { max_posted: usize, max_sge: usize },
+    /// Handed to the ULP segment by segment; a message may not exceed
+    /// `max_message` bytes.
+    Inline { max_message: u32 },
+}
+
+/// A message that filled a posted buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Completion {
+    pub qn: u32,
+    pub msn: u32,
+    /// The handle the buffer was posted with.
+    pub id: u64,
+    /// Message length in bytes.
+    pub len: u32,
+    /// From the last segment: RDMAP's version and opcode.
+    pub rsvd_ulp: u8,
+    /// From the last segment: RDMAP's STag to invalidate.
+    pub rsvd_ulp2: u32,
+}
+
+/// What accepting one untagged segment did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Placed {
+    /// Payload placed into posted buffer `id`; the message goes on.
+    Partial {
+        qn: u32,
+        msn: u32,
+        id: u64,
+        placed: u32,
+    },
+    /// The last segment: the buffer holds a whole message.
+    Complete(Completion),
+    /// A segment of an inline queue, in sequence: the ULP takes the payload
+    /// (message bytes `mo..mo + payload.len()`).
+    Inline {
+        qn: u32,
+        msn: u32,
+        mo: u32,
+        last: bool,
+    },
+}
+
+/// A local posting mistake: never the peer's fault, no TERMINATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PostError {
+    #[error("queue {qn} is not enabled")]
+    NoSuchQueue { qn: u32 },
+    #[error("queue {qn} takes no posted buffers (inline)")]
+    NotPostable { qn: u32 },
+    #[error("queue {qn} already holds {max} posted buffers")]
+    QueueFull { qn: u32, max: usize },
+    #[error("{n} SGEs, at most {max} allowed")]
+    TooManySges { n: usize, max: usize },
+    #[error("SGE {index} ends past 2^64")]
+    SgeWraps { index: usize },
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,251 @@
+//! One untagged queue: its expected MSN, its posted buffers and the one
+//! message it may have in progress.
+
+use std::collections::VecDeque;
+
+use super::sgl::{self, Cursor, Sge};
+use super::{Completion, Placed, PostError, QueueMode};
+use crate::error::UntaggedError;
+use crate::memory::{Memory, PdId};
+use crate::wire::UntaggedRepr;
+
+/// The first MSN of every queue (RFC 5041 section 5.3).
+pub const INITIAL_MSN: u32 = 1;
+
+/// A buffer the ULP posted: its handle and where its bytes go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Posted {
+    id: u64,
+    sgl: Box<[Sge]>,
+    /// Bytes the SGL holds, capped at what a message can be (MO is 32 bits).
+    capacity: u64,
+}
+
+/// The message being assembled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Active {
+    /// `None` on an inline queue.
+    buffer: Option<Posted>,
+    placed: u32,
+    cursor: Cursor,
+}
+
+/// One untagged queue (RFC 5041 section 5.3) with siw's strictness: the
+/// segments of a message arrive in order (MO equal to the bytes already
+/// placed), messages complete one at a time in MSN order, and each message
+/// fills the oldest posted buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecvQueue {
+    qn: u32,
+    mode: QueueMode,
+    expected_msn: u32,
+    posted: VecDeque<Posted>,
+    active: Option<Active>,
+}
+
+impl RecvQueue {
+    pub fn new(qn: u32, mode: QueueMode) -> Self {
+        RecvQueue {
+            qn,
+            mode,
+            expected_msn: INITIAL_MSN,
+            posted: VecDeque::new(),
+            active: None,
+        }
+    }
+
+    pub fn qn(&self) -> u32 {
+        self.qn
+    }
+
+    pub fn mode(&self) -> QueueMode {
+        self.mode
+    }
+
+    /// MSN of the message the queue expects (or is assembling).
+    pub fn expected_msn(&self) -> u32 {
+        self.expected_msn
+    }
+
+    /// Test hook: pretend `msn - 1` messages have completed.
+    #[cfg(test)]
+    pub(crate) fn set_expected_msn(&mut self, msn: u32) {
+        self.expected_msn = msn;
+    }
+
+    /// Buffers posted and not yet holding a message.
+    pub fn posted(&self) -> usize {
+        self.posted.len()
+    }
+
+    /// Whether a message has started and not completed.
+    pub fn in_progress(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// Bytes of the message in progress placed so far.
+    pub fn placed(&self) -> u32 {
+        self.active.as_ref().map_or(0, |a| a.placed)
+    }
+
+    /// Posts a receive buffer. Its SGEs are checked against memory when
+    /// payload lands (a buffer may be deregistered meanwhile); see
+    /// [`check_sgl`](super::check_sgl) to check them now as well.
+    pub fn post(&mut self, id: u64, sgl: &[Sge]) -> Result<(), PostError> {
+        let QueueMode::Posted {
+            max_posted,
+            max_sge,
+        } = self.mode
+        else {
+            return Err(PostError::NotPostable { qn: self.qn });
+        };
+        if self.posted.len() >= max_posted {
+            return Err(PostError::QueueFull {
+                qn: self.qn,
+                max: max_posted,
+            });
+        }
+        if sgl.len() > max_sge {
+            return Err(PostError::TooManySges {
+                n: sgl.len(),
+                max: max_sge,
+            });
+        }
+        if let Some(index) = sgl::first_wrapping(sgl) {
+            return Err(PostError::SgeWraps { index });
+        }
+        self.posted.push_back(Posted {
+            id,
+            sgl: sgl.into(),
+            capacity: sgl::capacity(sgl).min(u64::from(u32::MAX)),
+        });
+        Ok(())
+    }
+
+    /// Handles of every buffer the queue holds, the one in progress first,
+    /// leaving the queue empty (MSN kept): what a flush completes in error.
+    pub fn flush(&mut self) -> Vec<u64> {
+        let active = self.active.take().and_then(|a| a.buffer).map(|b| b.id);
+        active
+            .into_iter()
+            .chain(self.posted.drain(..).map(|b| b.id))
+            .collect()
+    }
+
+    /// Accepts one segment for this queue and places its payload. On error
+    /// the queue is unchanged and nothing was written (unless the memory
+    /// itself failed mid-write, a local error).
+    pub fn place<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        pd: PdId,
+        repr: &UntaggedRepr,
+        payload: &[u8],
+    ) -> Result<Placed, UntaggedError> {
+        let (qn, msn) = (self.qn, repr.msn);
+        if msn != self.expected_msn {
+            return Err(match self.active {
+                Some(_) => UntaggedError::Interleaved {
+                    qn,
+                    msn,
+                    active: self.expected_msn,
+                },
+                None => UntaggedError::MsnRange {
+                    qn,
+                    msn,
+                    expected: self.expected_msn,
+                },
+            });
+        }
+        let placed = self.placed();
+        if repr.mo != placed {
+            return Err(UntaggedError::InvalidMo {
+                qn,
+                msn,
+                mo: repr.mo,
+                expected: placed,
+            });
+        }
+        let needed = u64::from(placed) + payload.len() as u64;
+
+        let (buffer, cursor) = match &self.active {
+            Some(a) => (a.buffer.as_ref(), a.cursor),
+            None => match self.mode {
+                QueueMode::Posted { .. } => match self.posted.front() {
+                    Some(b) => (Some(b), Cursor::default()),
+                    None => return Err(UntaggedError::NoBuffer { qn, msn }),
+                },
+                QueueMode::Inline { .. } => (None, Cursor::default()),
+            },
+        };
+        let capacity = match (buffer, self.mode) {
+            (Some(b), _) => b.capacity,
+            (None, QueueMode::Inline { max_message }) => u64::from(max_message),
+            (None, QueueMode::Posted { .. }) => 0,
+        };
+        if needed > capacity {
+            return Err(UntaggedError::TooLong {
+                qn,
+                msn,
+                needed,
+                capacity,
+            });
+        }
+        // needed <= capacity <= u32::MAX.
+        let placed = needed as u32;
+        let cursor = match buffer {
+            Some(b) => sgl::scatter(mem, pd, &b.sgl, cursor, payload).map_err(|source| {
+                UntaggedError::LocalBuffer {
+                    qn,
+                    id: b.id,
+                    source,
+                }
+            })?,
+            None => cursor,
+        };
+
+        // Commit.
+        let mut active = match self.active.take() {
+            Some(a) => a,
+            None => Active {
+                buffer: match self.mode {
+                    QueueMode::Posted { .. } => self.posted.pop_front(),
+                    QueueMode::Inline { .. } => None,
+                },
+                placed: 0,
+                cursor: Cursor::default(),
+            },
+        };
+        active.placed = placed;
+        active.cursor = cursor;
+        let id = active.buffer.as_ref().map(|b| b.id);
+
+        if repr.last {
+            self.expected_msn = self.expected_msn.wrapping_add(1);
+        } else {
+            self.active = Some(active);
+        }
+        Ok(match id {
+            None => Placed::Inline {
+                qn,
+                msn,
+                mo: repr.mo,
+                last: repr.last,
+            },
+            Some(id) if repr.last => Placed::Complete(Completion {
+                qn,
+                msn,
+                id,
+                len: placed,
+                rsvd_ulp: repr.rsvd_ulp,
+                rsvd_ulp2: repr.rsvd_ulp2,
+            }),
+            Some(id) => Placed::Partial {
+                qn,
+                msn,
+                id,
+                placed,
+            },
+        })
+    }
+}
