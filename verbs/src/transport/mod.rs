@@ -23,6 +23,8 @@ mod error;
 pub mod kernel;
 pub mod memory;
 pub mod pcap;
+#[cfg(test)]
+mod pcap_check;
 mod rng;
 mod seam;
 mod slab;

@@ -153,3 +153,30 @@ mod tests {
         assert_ne!(other, whole[..1000]);
     }
 }
+
+/// Drives `t` on the real clock until `step` returns true or `limit`
+/// passes; sleeps in `wait` (at most 10 ms) whenever a poll moved nothing.
+pub(crate) fn drive<T: Transport + ?Sized>(
+    t: &mut T,
+    limit: std::time::Duration,
+    mut step: impl FnMut(&mut T) -> bool,
+) -> bool {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if step(t) {
+            return true;
+        }
+        let now = Instant::now();
+        if !t.poll(now) {
+            if step(t) {
+                return true;
+            }
+            let d = t
+                .poll_delay(Instant::now())
+                .unwrap_or(Duration::from_millis(10));
+            t.wait(Some(d.min(Duration::from_millis(10))));
+        }
+    }
+    step(t)
+}

@@ -655,6 +655,7 @@ fn capture_holds_valid_tcp_frames() {
         payload += tcp.payload().len();
     }
     assert_eq!(payload, 250_000);
+    crate::transport::pcap_check::tshark_accepts(&buf.0.lock().unwrap(), "memory");
 }
 
 #[test]

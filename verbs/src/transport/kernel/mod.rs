@@ -1,0 +1,546 @@
+//! The host's TCP through `std::net` sockets, behind the same seam.
+//!
+//! Sockets are non-blocking with TCP_NODELAY. `send_with` builds into a
+//! per-stream staging buffer that `poll` hands to the kernel with one
+//! `write` per stream per turn, so many small FPDUs cost one syscall;
+//! `poll` reads into a reusable per-stream buffer that `recv_with` lends
+//! out. `wait` sleeps in poll(2) on every socket that can make progress.
+//! A capture, if set, is synthesized from the bytes written and read
+//! ([`super::synth`]): real TCP framing, but not the kernel's segments.
+
+mod buffer;
+mod sys;
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use buffer::LinearBuf;
+
+use super::pcap::PcapSink;
+use super::slab::Slab;
+use super::synth::TcpSynth;
+use super::{ListenerId, StreamId, StreamState, Transport, TransportError};
+
+/// MSS reported when the kernel will not say.
+const DEFAULT_MSS: usize = 1460;
+/// Reads per stream per `poll`, so one busy stream cannot starve the rest.
+const READS_PER_TURN: usize = 4;
+
+/// How the kernel transport sets up its sockets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelConfig {
+    /// Address listeners bind to.
+    pub bind_ip: IpAddr,
+    /// Staging bytes per stream for `send_with`.
+    pub send_buffer: usize,
+    /// Read buffer per stream for `recv_with`.
+    pub recv_buffer: usize,
+    /// SO_SNDBUF/SO_RCVBUF for every socket; `None` keeps the kernel's
+    /// autotuning.
+    pub socket_buffers: Option<usize>,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            bind_ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            send_buffer: 1 << 20,
+            recv_buffer: 1 << 20,
+            socket_buffers: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Connecting,
+    Open,
+    Reset,
+}
+
+#[derive(Debug)]
+struct KStream {
+    sock: TcpStream,
+    phase: Phase,
+    tx: LinearBuf,
+    rx: LinearBuf,
+    peer_fin: bool,
+    user_closed: bool,
+    shut_wr: bool,
+    local: Option<SocketAddr>,
+    peer: Option<SocketAddr>,
+    mss: usize,
+    synth: Option<TcpSynth>,
+}
+
+impl KStream {
+    fn new(sock: TcpStream, phase: Phase, cfg: &KernelConfig) -> Self {
+        KStream {
+            sock,
+            phase,
+            tx: LinearBuf::new(cfg.send_buffer),
+            rx: LinearBuf::new(cfg.recv_buffer),
+            peer_fin: false,
+            user_closed: false,
+            shut_wr: false,
+            local: None,
+            peer: None,
+            mss: DEFAULT_MSS,
+            synth: None,
+        }
+    }
+
+    fn state(&self) -> StreamState {
+        match self.phase {
+            Phase::Connecting => StreamState::Connecting,
+            Phase::Reset => StreamState::Reset,
+            Phase::Open if self.user_closed => {
+                if self.shut_wr && self.peer_fin && self.rx.is_empty() {
+                    StreamState::Closed
+                } else {
+                    StreamState::Closing
+                }
+            }
+            Phase::Open if self.peer_fin => StreamState::PeerClosed,
+            Phase::Open => StreamState::Established,
+        }
+    }
+
+    /// The handshake is done: learn addresses and MSS, start the capture.
+    fn opened(&mut self, pcap: Option<&mut PcapSink>, now: Instant, we_connected: bool) {
+        self.phase = Phase::Open;
+        // Best effort: a socket that refuses these still carries bytes.
+        let _ = self.sock.set_nodelay(true);
+        let _ = self.sock.set_nonblocking(true);
+        self.local = self.sock.local_addr().ok();
+        self.peer = self.sock.peer_addr().ok();
+        self.mss = sys::tcp_maxseg(&self.sock).unwrap_or(DEFAULT_MSS);
+        if let (Some(sink), Some(l), Some(p)) = (pcap, self.local, self.peer) {
+            self.synth = TcpSynth::new(l, p, self.mss);
+            if let Some(s) = self.synth.as_mut() {
+                s.handshake(sink, now, we_connected);
+            }
+        }
+    }
+
+    fn reset(&mut self, pcap: Option<&mut PcapSink>, now: Instant) {
+        self.phase = Phase::Reset;
+        if let (Some(sink), Some(s)) = (pcap, self.synth.as_mut()) {
+            s.rst_received(sink, now);
+        }
+    }
+
+    /// One turn of I/O: connect completion, one write, a few reads.
+    fn turn(&mut self, mut pcap: Option<&mut PcapSink>, now: Instant) -> bool {
+        let mut moved = false;
+        if self.phase == Phase::Connecting {
+            match self.sock.take_error() {
+                Ok(Some(_)) | Err(_) => {
+                    self.phase = Phase::Reset;
+                    return true;
+                }
+                Ok(None) => {}
+            }
+            if self.sock.peer_addr().is_err() {
+                return false;
+            }
+            self.opened(pcap.as_deref_mut(), now, true);
+            moved = true;
+        }
+        if self.phase != Phase::Open {
+            return moved;
+        }
+        if !self.tx.is_empty() {
+            match self.sock.write(self.tx.filled()) {
+                Ok(n) => {
+                    if let (Some(sink), Some(s)) = (pcap.as_deref_mut(), self.synth.as_mut()) {
+                        s.sent(sink, now, &self.tx.filled()[..n]);
+                    }
+                    self.tx.consume(n);
+                    moved |= n > 0;
+                }
+                Err(e) if is_transient(&e) => {}
+                Err(_) => {
+                    self.reset(pcap, now);
+                    return true;
+                }
+            }
+        }
+        if self.user_closed && self.tx.is_empty() && !self.shut_wr {
+            // A socket the peer already reset fails here; reads will say so.
+            let _ = self.sock.shutdown(Shutdown::Write);
+            self.shut_wr = true;
+            if let (Some(sink), Some(s)) = (pcap.as_deref_mut(), self.synth.as_mut()) {
+                s.fin_sent(sink, now);
+            }
+            moved = true;
+        }
+        for _ in 0..READS_PER_TURN {
+            if self.peer_fin {
+                break;
+            }
+            if self.rx.tail_room() == 0 {
+                self.rx.compact();
+            }
+            let room = self.rx.tail_room();
+            if room == 0 {
+                break;
+            }
+            match self.sock.read(self.rx.tail_mut()) {
+                Ok(0) => {
+                    self.peer_fin = true;
+                    if let (Some(sink), Some(s)) = (pcap.as_deref_mut(), self.synth.as_mut()) {
+                        s.fin_received(sink, now);
+                    }
+                    moved = true;
+                }
+                Ok(n) => {
+                    if let (Some(sink), Some(s)) = (pcap.as_deref_mut(), self.synth.as_mut()) {
+                        s.received(sink, now, &self.rx.tail_mut()[..n]);
+                    }
+                    self.rx.commit(n);
+                    moved = true;
+                    if n < room {
+                        break;
+                    }
+                }
+                Err(e) if is_transient(&e) => break,
+                Err(_) => {
+                    self.reset(pcap, now);
+                    return true;
+                }
+            }
+        }
+        moved
+    }
+
+    /// What poll(2) should watch for, if anything.
+    fn interest(&self) -> libc::c_short {
+        match self.phase {
+            Phase::Connecting => libc::POLLOUT,
+            Phase::Reset => 0,
+            Phase::Open => {
+                let mut ev = 0;
+                if !self.peer_fin && self.rx.free() > 0 {
+                    ev |= libc::POLLIN;
+                }
+                if !self.tx.is_empty() {
+                    ev |= libc::POLLOUT;
+                }
+                ev
+            }
+        }
+    }
+}
+
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
+}
+
+/// Kernel TCP sockets driven through [`Transport`].
+#[derive(Debug)]
+pub struct KernelTransport {
+    cfg: KernelConfig,
+    listeners: Slab<TcpListener>,
+    streams: Slab<KStream>,
+    pcap: Option<PcapSink>,
+    /// The last `poll` instant, used to stamp captures made outside `poll`.
+    now: Option<Instant>,
+    fds: Vec<libc::pollfd>,
+    /// Work queued since the last poll (bytes staged, a close requested).
+    dirty: bool,
+}
+
+impl KernelTransport {
+    pub fn new(cfg: KernelConfig) -> Self {
+        KernelTransport {
+            cfg,
+            listeners: Slab::default(),
+            streams: Slab::default(),
+            pcap: None,
+            now: None,
+            fds: Vec::new(),
+            dirty: false,
+        }
+    }
+
+    /// Records the synthesized frames of streams opened from now on.
+    pub fn set_pcap(&mut self, sink: Option<PcapSink>) {
+        self.pcap = sink;
+    }
+
+    pub fn pcap(&self) -> Option<&PcapSink> {
+        self.pcap.as_ref()
+    }
+
+    pub fn take_pcap(&mut self) -> Option<PcapSink> {
+        self.pcap.take()
+    }
+
+    /// Where a listener is bound (useful after `listen(0)`).
+    pub fn listener_addr(&self, l: ListenerId) -> Option<SocketAddr> {
+        self.listeners.get(l.0)?.local_addr().ok()
+    }
+
+    fn stamp(&self) -> Instant {
+        self.now.unwrap_or_else(Instant::now)
+    }
+
+    fn reclaim(&mut self) {
+        let done: Vec<u64> = self
+            .streams
+            .iter_mut()
+            .filter(|(_, s)| s.user_closed && s.state().is_terminal())
+            .map(|(k, _)| k)
+            .collect();
+        for k in done {
+            self.streams.remove(k);
+        }
+    }
+
+    fn apply_buffer_sizes(&self, fd: std::os::fd::RawFd) -> Result<(), TransportError> {
+        if let Some(b) = self.cfg.socket_buffers {
+            sys::set_buffer_sizes(fd, b)
+                .map_err(|e| TransportError::io("SO_SNDBUF/SO_RCVBUF", e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Transport for KernelTransport {
+    /// Binds `cfg.bind_ip:port`; port 0 picks a free port (see
+    /// [`KernelTransport::listener_addr`]).
+    fn listen(&mut self, port: u16) -> Result<ListenerId, TransportError> {
+        let l = TcpListener::bind((self.cfg.bind_ip, port)).map_err(|e| {
+            if e.kind() == io::ErrorKind::AddrInUse {
+                TransportError::AddressInUse(port)
+            } else {
+                TransportError::io("bind", e)
+            }
+        })?;
+        l.set_nonblocking(true)
+            .map_err(|e| TransportError::io("O_NONBLOCK", e))?;
+        self.apply_buffer_sizes(l.as_raw_fd())?;
+        let key = self
+            .listeners
+            .insert(l)
+            .ok_or(TransportError::Exhausted("listener slots"))?;
+        Ok(ListenerId(key))
+    }
+
+    fn accept(&mut self, l: ListenerId) -> Option<StreamId> {
+        let listener = self.listeners.get(l.0)?;
+        // Transient accept errors (ECONNABORTED, EMFILE...) leave the
+        // connection for a later call.
+        let (sock, _) = listener.accept().ok()?;
+        let now = self.stamp();
+        let mut st = KStream::new(sock, Phase::Connecting, &self.cfg);
+        st.opened(self.pcap.as_mut(), now, false);
+        self.streams.insert(st).map(StreamId)
+    }
+
+    fn unlisten(&mut self, l: ListenerId) {
+        self.listeners.remove(l.0);
+    }
+
+    fn connect(&mut self, remote: SocketAddr) -> Result<StreamId, TransportError> {
+        if remote.port() == 0 || remote.ip().is_unspecified() {
+            return Err(TransportError::BadAddress("remote address or port 0"));
+        }
+        let sock =
+            sys::connect_nonblocking(remote).map_err(|e| TransportError::io("connect", e))?;
+        self.apply_buffer_sizes(sock.as_raw_fd())?;
+        let st = KStream::new(sock, Phase::Connecting, &self.cfg);
+        self.dirty = true;
+        self.streams
+            .insert(st)
+            .map(StreamId)
+            .ok_or(TransportError::Exhausted("stream slots"))
+    }
+
+    fn state(&self, s: StreamId) -> StreamState {
+        self.streams
+            .get(s.0)
+            .map_or(StreamState::Closed, KStream::state)
+    }
+
+    fn local_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        self.streams.get(s.0)?.local
+    }
+
+    fn peer_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        self.streams.get(s.0)?.peer
+    }
+
+    fn send_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        let st = self
+            .streams
+            .get_mut(s.0)
+            .ok_or(TransportError::UnknownStream(s))?;
+        let state = st.state();
+        if !state.may_send() {
+            return Err(TransportError::InvalidState(state));
+        }
+        let mut total = 0;
+        for attempt in 0..2 {
+            let lent = st.tx.tail_room();
+            if lent > 0 {
+                let n = f(st.tx.tail_mut());
+                if n > lent {
+                    return Err(TransportError::ClosureOverrun { claimed: n, lent });
+                }
+                st.tx.commit(n);
+                total += n;
+                if n > 0 {
+                    break;
+                }
+            }
+            // Nothing fitted behind the unsent bytes: move them to the front
+            // so the whole free space is one slice, and offer it once more.
+            if attempt == 0 && st.tx.free() > lent {
+                st.tx.compact();
+            } else {
+                break;
+            }
+        }
+        self.dirty |= total > 0;
+        Ok(total)
+    }
+
+    fn recv_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        let st = self
+            .streams
+            .get_mut(s.0)
+            .ok_or(TransportError::UnknownStream(s))?;
+        if st.rx.is_empty() {
+            let state = st.state();
+            if state.is_terminal() {
+                return Err(TransportError::InvalidState(state));
+            }
+            return Ok(0);
+        }
+        let lent = st.rx.len();
+        let n = f(st.rx.filled());
+        if n > lent {
+            return Err(TransportError::ClosureOverrun { claimed: n, lent });
+        }
+        st.rx.consume(n);
+        Ok(n)
+    }
+
+    fn send_capacity(&self, s: StreamId) -> usize {
+        match self.streams.get(s.0) {
+            Some(st) if st.state().may_send() => st.tx.free(),
+            _ => 0,
+        }
+    }
+
+    fn recv_queued(&self, s: StreamId) -> usize {
+        self.streams.get(s.0).map_or(0, |st| st.rx.len())
+    }
+
+    fn mss(&self, s: StreamId) -> usize {
+        self.streams.get(s.0).map_or(DEFAULT_MSS, |st| st.mss)
+    }
+
+    fn close(&mut self, s: StreamId) {
+        let Some(st) = self.streams.get_mut(s.0) else {
+            return;
+        };
+        st.user_closed = true;
+        if st.phase != Phase::Open {
+            // Nothing to deliver: a pending connect is simply dropped.
+            self.streams.remove(s.0);
+            return;
+        }
+        self.dirty = true;
+    }
+
+    fn abort(&mut self, s: StreamId) {
+        let Some(mut st) = self.streams.remove(s.0) else {
+            return;
+        };
+        if st.phase == Phase::Open {
+            // Best effort: if SO_LINGER fails the close is a FIN instead.
+            let _ = sys::set_linger_zero(&st.sock);
+            let now = self.now.unwrap_or_else(Instant::now);
+            if let (Some(sink), Some(syn)) = (self.pcap.as_mut(), st.synth.as_mut()) {
+                syn.rst_sent(sink, now);
+            }
+        }
+    }
+
+    fn poll(&mut self, now: Instant) -> bool {
+        self.now = Some(now);
+        self.dirty = false;
+        let mut moved = false;
+        let pcap = &mut self.pcap;
+        for (_, st) in self.streams.iter_mut() {
+            moved |= st.turn(pcap.as_mut(), now);
+        }
+        self.reclaim();
+        moved
+    }
+
+    fn poll_delay(&mut self, _now: Instant) -> Option<Duration> {
+        // The kernel keeps the TCP timers; only work staged since the last
+        // poll is due.
+        self.dirty.then_some(Duration::ZERO)
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>) {
+        if self.dirty {
+            return;
+        }
+        self.fds.clear();
+        for (_, l) in self.listeners.iter_mut() {
+            self.fds.push(libc::pollfd {
+                fd: l.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        for (_, st) in self.streams.iter_mut() {
+            let events = st.interest();
+            if events != 0 {
+                self.fds.push(libc::pollfd {
+                    fd: st.sock.as_raw_fd(),
+                    events,
+                    revents: 0,
+                });
+            }
+        }
+        if self.fds.is_empty() {
+            // Nothing can wake us: honour the timeout, never block forever.
+            if let Some(t) = timeout {
+                std::thread::sleep(t);
+            }
+            return;
+        }
+        if sys::poll(&mut self.fds, timeout).is_err() {
+            // poll(2) only fails on bad arguments or ENOMEM; avoid a tight
+            // retry loop in the caller.
+            std::thread::sleep(
+                timeout
+                    .unwrap_or(Duration::from_millis(1))
+                    .min(Duration::from_millis(1)),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,400 @@
+//! Kernel TCP on loopback: the same contract as the memory link.
+
+use super::*;
+use crate::transport::pcap::tests::{parse, SharedBuf};
+use crate::transport::testutil::{drive, Pattern, Receiver, Sender};
+
+const MIB: u64 = 1 << 20;
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn loopback() -> KernelTransport {
+    KernelTransport::new(KernelConfig {
+        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        ..Default::default()
+    })
+}
+
+/// One transport holding both ends of a loopback connection.
+fn connected(t: &mut KernelTransport) -> (StreamId, StreamId) {
+    let l = t.listen(0).unwrap();
+    let addr = t.listener_addr(l).unwrap();
+    let c = t.connect(addr).unwrap();
+    let mut s = None;
+    assert!(drive(t, LIMIT, |t| {
+        s = s.or_else(|| t.accept(l));
+        s.is_some() && t.state(c) == StreamState::Established
+    }));
+    (c, s.unwrap())
+}
+
+fn transfer(
+    t: &mut KernelTransport,
+    (c, s): (StreamId, StreamId),
+    ab: u64,
+    ba: u64,
+) -> (Receiver, Receiver) {
+    let (mut tx_c, mut at_s) = (Sender::new(1, ab), Receiver::new(1, ab));
+    let (mut tx_s, mut at_c) = (Sender::new(2, ba), Receiver::new(2, ba));
+    assert!(
+        drive(t, LIMIT, |t| {
+            tx_c.pump(t, c).unwrap();
+            tx_s.pump(t, s).unwrap();
+            at_s.drain(t, s).unwrap();
+            at_c.drain(t, c).unwrap();
+            at_s.done() && at_c.done()
+        }),
+        "stalled at {}/{} and {}/{}",
+        at_s.received,
+        ab,
+        at_c.received,
+        ba
+    );
+    (at_s, at_c)
+}
+
+#[test]
+fn handshake_addresses_and_mss() {
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    assert_eq!(t.state(s), StreamState::Established);
+    assert_eq!(t.peer_addr(c), t.local_addr(s));
+    assert_eq!(t.peer_addr(s), t.local_addr(c));
+    assert!(t.mss(c) >= 536, "{}", t.mss(c));
+    assert_eq!(t.send_capacity(c), 1 << 20);
+}
+
+#[test]
+fn bulk_both_directions() {
+    let mut t = loopback();
+    let pair = connected(&mut t);
+    let (at_s, at_c) = transfer(&mut t, pair, 16 * MIB, 8 * MIB);
+    assert_eq!((at_s.received, at_c.received), (16 * MIB, 8 * MIB));
+    assert_eq!(at_s.bad_bytes + at_c.bad_bytes, 0);
+}
+
+#[test]
+fn two_transports_in_two_threads() {
+    let mut server = loopback();
+    let l = server.listen(0).unwrap();
+    let addr = server.listener_addr(l).unwrap();
+    let total = 8 * MIB;
+    let h = std::thread::spawn(move || {
+        let mut s = None;
+        let mut rx = Receiver::new(3, total);
+        drive(&mut server, LIMIT, |t| {
+            s = s.or_else(|| t.accept(l));
+            if let Some(s) = s {
+                rx.drain(t, s).unwrap();
+            }
+            rx.done()
+        });
+        (rx.received, rx.bad_bytes)
+    });
+    let mut client = loopback();
+    let c = client.connect(addr).unwrap();
+    let mut tx = Sender::new(3, total);
+    assert!(drive(&mut client, LIMIT, |t| {
+        if t.state(c) == StreamState::Established {
+            tx.pump(t, c).unwrap();
+        }
+        tx.done() && t.send_capacity(c) == 1 << 20
+    }));
+    let (received, bad) = h.join().unwrap();
+    assert_eq!((received, bad), (total, 0));
+}
+
+#[test]
+fn many_connections_keep_their_streams_apart() {
+    let mut t = loopback();
+    let l = t.listen(0).unwrap();
+    let addr = t.listener_addr(l).unwrap();
+    let clients: Vec<StreamId> = (0..8).map(|_| t.connect(addr).unwrap()).collect();
+    let mut servers = Vec::new();
+    assert!(drive(&mut t, LIMIT, |t| {
+        while let Some(s) = t.accept(l) {
+            servers.push(s);
+        }
+        servers.len() == 8
+            && clients
+                .iter()
+                .all(|&c| t.state(c) == StreamState::Established)
+    }));
+    let pairs: Vec<(StreamId, StreamId)> = clients
+        .iter()
+        .map(|&c| {
+            let s = *servers
+                .iter()
+                .find(|&&s| t.peer_addr(s) == t.local_addr(c))
+                .unwrap();
+            (c, s)
+        })
+        .collect();
+    let mut tx: Vec<Sender> = (0..8).map(|i| Sender::new(50 + i, 300_000)).collect();
+    let mut rx: Vec<Receiver> = (0..8).map(|i| Receiver::new(50 + i, 300_000)).collect();
+    assert!(drive(&mut t, LIMIT, |t| {
+        for (i, &(c, s)) in pairs.iter().enumerate() {
+            tx[i].pump(t, c).unwrap();
+            rx[i].drain(t, s).unwrap();
+        }
+        rx.iter().all(Receiver::done)
+    }));
+    assert!(rx.iter().all(|r| r.bad_bytes == 0));
+}
+
+#[test]
+fn graceful_close_both_ways() {
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    let mut tx = Sender::new(4, 3 * MIB);
+    tx.pump(&mut t, c).unwrap();
+    let queued = tx.sent;
+    t.close(c);
+    assert_eq!(t.state(c), StreamState::Closing);
+    assert!(matches!(
+        t.send_with(c, &mut |_| 0),
+        Err(TransportError::InvalidState(StreamState::Closing))
+    ));
+    assert_eq!(t.send_capacity(c), 0);
+    let mut rx = Receiver::new(4, queued);
+    assert!(drive(&mut t, LIMIT, |t| {
+        rx.drain(t, s).unwrap();
+        rx.done() && t.state(s) == StreamState::PeerClosed
+    }));
+    assert_eq!(rx.bad_bytes, 0);
+    t.send_with(s, &mut |b| {
+        b[..2].copy_from_slice(b"ok");
+        2
+    })
+    .unwrap();
+    t.close(s);
+    let mut got = Vec::new();
+    assert!(drive(&mut t, LIMIT, |t| {
+        let _ = t.recv_with(c, &mut |d| {
+            got.extend_from_slice(d);
+            d.len()
+        });
+        t.state(c) == StreamState::Closed && t.state(s) == StreamState::Closed
+    }));
+    assert_eq!(got, b"ok");
+    t.poll(Instant::now());
+    assert!(matches!(
+        t.recv_with(c, &mut |d| d.len()),
+        Err(TransportError::UnknownStream(_))
+    ));
+}
+
+#[test]
+fn abort_resets_the_peer() {
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    t.abort(c);
+    assert_eq!(t.state(c), StreamState::Closed);
+    assert!(drive(&mut t, LIMIT, |t| t.state(s) == StreamState::Reset));
+    assert!(matches!(
+        t.recv_with(s, &mut |d| d.len()),
+        Err(TransportError::InvalidState(StreamState::Reset))
+    ));
+    t.close(s);
+    t.poll(Instant::now());
+    assert_eq!(t.state(s), StreamState::Closed);
+}
+
+#[test]
+fn refused_connection_is_reset() {
+    let mut t = loopback();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    match t.connect(port) {
+        Ok(c) => assert!(drive(&mut t, LIMIT, |t| t.state(c) == StreamState::Reset)),
+        Err(TransportError::Io { .. }) => {}
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn listening_twice_on_a_port_is_refused() {
+    let mut t = loopback();
+    let l = t.listen(0).unwrap();
+    let port = t.listener_addr(l).unwrap().port();
+    assert!(matches!(t.listen(port), Err(TransportError::AddressInUse(p)) if p == port));
+    t.unlisten(l);
+    assert_eq!(t.listener_addr(l), None);
+    assert_eq!(t.accept(l), None);
+}
+
+#[test]
+fn misuse_is_local() {
+    let mut t = loopback();
+    let ghost = StreamId(99);
+    assert_eq!(t.state(ghost), StreamState::Closed);
+    assert!(matches!(
+        t.send_with(ghost, &mut |_| 0),
+        Err(TransportError::UnknownStream(_))
+    ));
+    assert!(matches!(
+        t.connect("127.0.0.1:0".parse().unwrap()),
+        Err(TransportError::BadAddress(_))
+    ));
+    let (c, _) = connected(&mut t);
+    assert!(matches!(
+        t.send_with(c, &mut |b| b.len() + 1),
+        Err(TransportError::ClosureOverrun { .. })
+    ));
+    assert_eq!(t.send_capacity(c), 1 << 20, "overrun queued nothing");
+}
+
+#[test]
+fn idle_wait_sleeps_and_data_wakes_it() {
+    let mut t = loopback();
+    let (_c, _s) = connected(&mut t);
+    t.poll(Instant::now());
+    let start = Instant::now();
+    t.wait(Some(Duration::from_millis(60)));
+    assert!(
+        start.elapsed() >= Duration::from_millis(55),
+        "{:?}",
+        start.elapsed()
+    );
+
+    // Data from another thread's socket ends the wait early.
+    let mut server = loopback();
+    let l = server.listen(0).unwrap();
+    let addr = server.listener_addr(l).unwrap();
+    let mut peer = TcpStream::connect(addr).unwrap();
+    let mut s = None;
+    assert!(drive(&mut server, LIMIT, |t| {
+        s = s.or_else(|| t.accept(l));
+        s.is_some()
+    }));
+    server.poll(Instant::now());
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        peer.write_all(b"wake").unwrap();
+        peer
+    });
+    let start = Instant::now();
+    server.wait(Some(Duration::from_secs(10)));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let _peer = writer.join().unwrap();
+    server.poll(Instant::now());
+    assert_eq!(server.recv_queued(s.unwrap()), 4);
+}
+
+#[test]
+fn whole_records_through_small_buffers() {
+    const REC: usize = 1000;
+    let mut t = KernelTransport::new(KernelConfig {
+        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        send_buffer: 2 * REC + 300,
+        recv_buffer: 3 * REC + 77,
+        socket_buffers: None,
+    });
+    let (c, s) = connected(&mut t);
+    let pattern = Pattern::new(8);
+    let (mut sent, mut got, mut bad) = (0u64, 0u64, 0u64);
+    assert!(drive(&mut t, LIMIT, |t| {
+        let free = t.send_capacity(c);
+        let q = t
+            .send_with(c, &mut |buf| {
+                let mut w = 0;
+                while buf.len() - w >= REC && sent < 2000 {
+                    pattern.fill(sent * REC as u64, &mut buf[w..w + REC]);
+                    w += REC;
+                    sent += 1;
+                }
+                w
+            })
+            .unwrap();
+        assert!(
+            free < REC || sent == 2000 || q >= REC,
+            "free {free}, queued {q}"
+        );
+        t.recv_with(s, &mut |d| {
+            let mut r = 0;
+            while d.len() - r >= REC {
+                bad += pattern.mismatches(got * REC as u64, &d[r..r + REC]);
+                r += REC;
+                got += 1;
+            }
+            r
+        })
+        .unwrap();
+        got == 2000
+    }));
+    assert_eq!(bad, 0);
+}
+
+#[test]
+fn ipv6_loopback_when_available() {
+    let mut t = KernelTransport::new(KernelConfig {
+        bind_ip: "::1".parse().unwrap(),
+        ..Default::default()
+    });
+    let Ok(l) = t.listen(0) else {
+        println!("skipping: no IPv6 loopback here");
+        return;
+    };
+    let c = t.connect(t.listener_addr(l).unwrap()).unwrap();
+    let mut s = None;
+    assert!(drive(&mut t, LIMIT, |t| {
+        s = s.or_else(|| t.accept(l));
+        s.is_some() && t.state(c) == StreamState::Established
+    }));
+    let (at_s, _) = transfer(&mut t, (c, s.unwrap()), MIB, 0);
+    assert_eq!(at_s.bad_bytes, 0);
+}
+
+/// Reassembles one direction's TCP payload from a capture by source port.
+fn payload_from(bytes: &[u8], src_port: u16) -> Vec<u8> {
+    use smoltcp::wire::{EthernetFrame, Ipv4Packet, TcpPacket};
+    let (_, _, recs) = parse(bytes).unwrap();
+    let mut out = Vec::new();
+    for (_, _, f) in recs {
+        let eth = EthernetFrame::new_checked(&f[..]).unwrap();
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
+        if tcp.src_port() == src_port {
+            out.extend_from_slice(tcp.payload());
+        }
+    }
+    out
+}
+
+#[test]
+fn capture_carries_the_exact_bytes_each_way() {
+    let buf = SharedBuf::default();
+    let mut t = loopback();
+    t.set_pcap(Some(PcapSink::new(Box::new(buf.clone())).unwrap()));
+    let (c, s) = connected(&mut t);
+    let (at_s, at_c) = transfer(&mut t, (c, s), 300_000, 100_000);
+    assert_eq!(at_s.bad_bytes + at_c.bad_bytes, 0);
+    t.close(c);
+    t.close(s);
+    assert!(drive(&mut t, LIMIT, |t| t.state(c) == StreamState::Closed
+        && t.state(s) == StreamState::Closed));
+    drop(t.take_pcap());
+    let bytes = buf.0.lock().unwrap().clone();
+    // Both transports' views are in one file: each stream recorded its own
+    // writes and reads, so each direction appears twice.
+    let (_, _, recs) = parse(&bytes).unwrap();
+    assert!(recs.len() > 10);
+    let mut expect = vec![0u8; 300_000];
+    Pattern::new(1).fill(0, &mut expect);
+    let ports: std::collections::BTreeSet<u16> = recs
+        .iter()
+        .map(|(_, _, f)| u16::from_be_bytes([f[34], f[35]]))
+        .collect();
+    let mut matched = 0;
+    for p in ports {
+        let data = payload_from(&bytes, p);
+        if data.len() == 2 * 300_000 {
+            assert_eq!(&data[..300_000], &expect[..]);
+            assert_eq!(&data[300_000..], &expect[..]);
+            matched += 1;
+        }
+    }
+    assert_eq!(matched, 1, "the client→server direction, seen by both ends");
+    crate::transport::pcap_check::tshark_accepts(&bytes, "kernel");
+}
