@@ -10,6 +10,9 @@ const SIZES: [usize; 3] = [64, 1460, 64 * 1024];
 /// Each measurement runs for at least this long.
 const BUDGET: Duration = Duration::from_millis(300);
 
+/// A named CRC32c implementation.
+type Candidate = (&'static str, Box<dyn Fn(&[u8]) -> u32>);
+
 fn measure(name: &str, data: &[u8], f: &dyn Fn(&[u8]) -> u32) -> f64 {
     // Warm up (and make sure every candidate agrees with the oracle).
     let expected = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI).checksum(data);
@@ -30,7 +33,7 @@ fn measure(name: &str, data: &[u8], f: &dyn Fn(&[u8]) -> u32) -> f64 {
 fn main() {
     let table1 = crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISCSI);
     let table16 = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
-    let candidates: Vec<(&str, Box<dyn Fn(&[u8]) -> u32>)> = vec![
+    let candidates: Vec<Candidate> = vec![
         (
             "crc (Table<1>)",
             Box::new(move |d: &[u8]| table1.checksum(d)),
@@ -42,9 +45,7 @@ fn main() {
         ("crc32c (SSE4.2)", Box::new(crc32c::crc32c)),
         (
             "crc-fast (SIMD)",
-            Box::new(|d: &[u8]| {
-                crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, d) as u32
-            }),
+            Box::new(|d: &[u8]| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, d) as u32),
         ),
         ("mpa::crc32c (data path)", Box::new(mpa::crc32c::crc32c)),
     ];

@@ -95,7 +95,10 @@ mod tests {
 
     #[test]
     fn rfc3720_32_ones() {
-        assert_eq!(crc32c(&[0xffu8; 32]).to_le_bytes(), [0x43, 0xab, 0xa8, 0x62]);
+        assert_eq!(
+            crc32c(&[0xffu8; 32]).to_le_bytes(),
+            [0x43, 0xab, 0xa8, 0x62]
+        );
     }
 
     #[test]

@@ -3,8 +3,15 @@
 #![forbid(unsafe_code)]
 
 pub mod crc32c;
+mod error;
+pub mod framing;
 mod seq;
 pub mod wire;
 
+pub use error::{llp, ConfigError, DeframeError, FrameError, StartupError};
+pub use framing::{Deframer, Framer, FramingConfig};
 pub use seq::{StreamOffset, MARKER_INTERVAL, MARKER_LEN};
 pub use wire::{IrdOrd, Rtr, RtrSet};
+
+#[cfg(test)]
+mod test_util;

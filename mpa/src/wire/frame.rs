@@ -311,7 +311,12 @@ impl<'a> FrameRepr<'a> {
 
     /// PD_Length this frame has on the wire.
     pub fn pd_length(&self) -> usize {
-        self.private_data.len() + if self.enhanced.is_some() { IRD_ORD_LEN } else { 0 }
+        self.private_data.len()
+            + if self.enhanced.is_some() {
+                IRD_ORD_LEN
+            } else {
+                0
+            }
     }
 
     /// Bytes [`FrameRepr::emit`] writes.
@@ -624,10 +629,7 @@ mod tests {
     fn bad_key() {
         let mut bytes = hex(DEFAULT_REQUEST);
         bytes[3] = b'X';
-        assert_eq!(
-            FrameRepr::parse_bytes(&bytes).err(),
-            Some(Error::BadKey)
-        );
+        assert_eq!(FrameRepr::parse_bytes(&bytes).err(), Some(Error::BadKey));
         let frame = Frame::new_checked(&bytes[..]).expect("length is fine");
         assert_eq!(frame.kind(), None);
     }
