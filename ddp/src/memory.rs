@@ -100,7 +100,8 @@ pub enum InvalidateError {
 /// Implementations must never touch bytes outside a region and must not
 /// panic: a range outside the region is reported as [`OutOfRange`].
 pub trait Memory {
-    /// A valid (registered, not invalidated) region.
+    /// A valid (registered, not invalidated) region. The whole STag is the
+    /// key: a matching index with another consumer key is not valid.
     fn region(&self, stag: STag) -> Option<RegionInfo>;
     /// Copies `data` into the region at `offset`.
     fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange>;
