@@ -9,7 +9,7 @@
 //! ([`super::synth`]): real TCP framing, but not the kernel's segments.
 
 mod buffer;
-mod sys;
+pub(crate) mod sys;
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
