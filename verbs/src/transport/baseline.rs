@@ -102,25 +102,21 @@ pub fn raw_tcp_goodput_with(
     let (mut sent, mut received) = (0u64, 0u64);
     let start = Instant::now();
     while received < bytes && Instant::now() < deadline {
-        let mut push = |t: &mut dyn FnMut(&mut dyn FnMut(&mut [u8]) -> usize)| {
-            t(&mut |buf: &mut [u8]| {
-                let n = buf.len().min((bytes - sent) as usize);
-                let at = (sent % CHUNK as u64) as usize;
-                let n = n.min(CHUNK - at);
-                buf[..n].copy_from_slice(&source[at..at + n]);
-                sent += n as u64;
-                n
-            })
+        let mut fill = |buf: &mut [u8]| {
+            let n = buf.len().min((bytes - sent) as usize);
+            let at = (sent % CHUNK as u64) as usize;
+            let n = n.min(CHUNK - at);
+            buf[..n].copy_from_slice(&source[at..at + n]);
+            sent += n as u64;
+            n
         };
         match dispatch {
-            Dispatch::Static => push(&mut |f| {
-                let _ = send_static(&mut net.a, client, f);
-            }),
-            Dispatch::Dynamic => push(&mut |f| {
+            Dispatch::Static => send_static(&mut net.a, client, &mut fill)?,
+            Dispatch::Dynamic => {
                 let t: &mut dyn Transport = &mut net.a;
-                let _ = t.send_with(client, f);
-            }),
-        }
+                t.send_with(client, &mut fill)?
+            }
+        };
         let mut pull = |d: &[u8]| {
             let at = (received % CHUNK as u64) as usize;
             let n = d.len().min(CHUNK - at);

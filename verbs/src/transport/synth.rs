@@ -318,7 +318,7 @@ mod tests {
         // SYN, SYN-ACK, ACK, 3 data out (4+4+2), 1 data in, FIN, FIN.
         assert_eq!(segs.len(), 3 + 3 + 1 + 2);
         let (c_isn, s_isn) = (segs[0].seq, segs[1].seq);
-        assert_eq!(segs[0].flags.0, true);
+        assert!(segs[0].flags.0);
         assert_eq!(segs[0].ack, None);
         assert_eq!(segs[0].src_port, 40000);
         assert_eq!(segs[1].src_port, 7174);

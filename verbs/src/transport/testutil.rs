@@ -132,28 +132,6 @@ impl Receiver {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pattern_is_seeded_and_offset_consistent() {
-        let p = Pattern::new(1);
-        let mut whole = vec![0u8; 200_000];
-        p.fill(0, &mut whole);
-        let mut part = vec![0u8; 1000];
-        p.fill(65_000, &mut part);
-        assert_eq!(part, whole[65_000..66_000]);
-        assert_eq!(p.mismatches(0, &whole), 0);
-        whole[70_000] ^= 1;
-        whole[5] ^= 0x80;
-        assert_eq!(p.mismatches(0, &whole), 2);
-        let mut other = vec![0u8; 1000];
-        Pattern::new(2).fill(0, &mut other);
-        assert_ne!(other, whole[..1000]);
-    }
-}
-
 /// Drives `t` on the real clock until `step` returns true or `limit`
 /// passes; sleeps in `wait` (at most 10 ms) whenever a poll moved nothing.
 pub(crate) fn drive<T: Transport + ?Sized>(
@@ -179,4 +157,26 @@ pub(crate) fn drive<T: Transport + ?Sized>(
         }
     }
     step(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_is_seeded_and_offset_consistent() {
+        let p = Pattern::new(1);
+        let mut whole = vec![0u8; 200_000];
+        p.fill(0, &mut whole);
+        let mut part = vec![0u8; 1000];
+        p.fill(65_000, &mut part);
+        assert_eq!(part, whole[65_000..66_000]);
+        assert_eq!(p.mismatches(0, &whole), 0);
+        whole[70_000] ^= 1;
+        whole[5] ^= 0x80;
+        assert_eq!(p.mismatches(0, &whole), 2);
+        let mut other = vec![0u8; 1000];
+        Pattern::new(2).fill(0, &mut other);
+        assert_ne!(other, whole[..1000]);
+    }
 }

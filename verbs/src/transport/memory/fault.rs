@@ -241,7 +241,7 @@ mod tests {
                 .and_then(|e| Ipv4Packet::new_checked(e.payload().to_vec()).ok())
             {
                 Some(ip) => {
-                    let ip = Ipv4Packet::new_unchecked(&ip.as_ref()[..]);
+                    let ip = Ipv4Packet::new_unchecked(ip.as_ref());
                     let tcp_ok = TcpPacket::new_checked(ip.payload())
                         .map(|t| {
                             t.verify_checksum(

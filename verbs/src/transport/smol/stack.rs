@@ -1,7 +1,7 @@
 //! A [`Transport`] over a smoltcp `Interface` and any smoltcp device.
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
@@ -606,14 +606,6 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
     }
 }
 
-/// The IPv4 address of `addr`, if it is one.
-pub(crate) fn ipv4_of(addr: IpAddr) -> Option<Ipv4Addr> {
-    match addr {
-        IpAddr::V4(a) => Some(a),
-        IpAddr::V6(_) => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -638,14 +630,5 @@ mod tests {
         for (tcp_state, closed, want) in cases {
             assert_eq!(map_state(tcp_state, closed), want, "{tcp_state}");
         }
-    }
-
-    #[test]
-    fn ipv4_of_rejects_v6() {
-        assert_eq!(
-            ipv4_of("10.0.0.1".parse().unwrap()),
-            Some(Ipv4Addr::new(10, 0, 0, 1))
-        );
-        assert_eq!(ipv4_of("::1".parse().unwrap()), None);
     }
 }
