@@ -5,12 +5,16 @@
 pub mod crc32c;
 mod error;
 pub mod framing;
+mod negotiate;
 mod seq;
+mod startup;
 pub mod wire;
 
 pub use error::{llp, ConfigError, DeframeError, FrameError, StartupError};
 pub use framing::{Deframer, Framer, FramingConfig};
+pub use negotiate::{CrcPolicy, InitiatorConfig, Negotiated, ReplyParams, ResponderConfig, Role};
 pub use seq::{StreamOffset, MARKER_INTERVAL, MARKER_LEN};
+pub use startup::{Startup, StartupEvent};
 pub use wire::{IrdOrd, Rtr, RtrSet};
 
 #[cfg(test)]
