@@ -8,10 +8,6 @@ pub fn be32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(array(b, at)?))
 }
 
-pub fn be64(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_be_bytes(array(b, at)?))
-}
-
 /// `N` bytes at `at`, or `None` if `b` is too short.
 pub fn array<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
     b.get(at..at.checked_add(N)?)?.try_into().ok()
@@ -29,8 +25,6 @@ mod tests {
         assert_eq!(be16(&b, 8), None);
         assert_eq!(be32(&b, 5), Some(0x0607_0809));
         assert_eq!(be32(&b, 6), None);
-        assert_eq!(be64(&b, 1), Some(0x0203_0405_0607_0809));
-        assert_eq!(be64(&b, 2), None);
         assert_eq!(be16(&b, usize::MAX), None);
     }
 }

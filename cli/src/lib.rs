@@ -2,6 +2,7 @@
 //! dissector behind `iwarp decode`, usable from tests and other tools.
 #![forbid(unsafe_code)]
 
+pub mod decode;
 pub mod net;
 pub mod pcap;
 pub mod reassembly;

@@ -1,4 +1,30 @@
-fn main() {
-    eprintln!("iwarp: no commands yet");
-    std::process::exit(2);
+//! `iwarp`: tools for the userspace iWARP stack. Each subcommand lives in
+//! its own module under `commands/`; this file only dispatches.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod commands;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "iwarp",
+    version,
+    about = "Tools for the userspace iWARP (RDMA over TCP) stack"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Decode(commands::decode::Args),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Decode(args) => commands::decode::run(&args),
+    }
 }

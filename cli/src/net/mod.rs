@@ -61,6 +61,21 @@ impl Skip {
     pub fn is_uninteresting(&self) -> bool {
         matches!(self, Skip::NotIp(_) | Skip::NotTcp(_))
     }
+
+    /// A fixed label per kind of reason, for counting in a summary.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Skip::UnsupportedLink(_) => "unsupported link type",
+            Skip::Truncated { .. } => "header cut short",
+            Skip::NotIp(_) => "not IP",
+            Skip::BadIpVersion(_) => "bad IP version",
+            Skip::BadIpv4HeaderLen(_) | Skip::BadIpv4TotalLen { .. } => "bad IPv4 header",
+            Skip::Fragment => "IP fragment (unsupported)",
+            Skip::Jumbogram => "IPv6 jumbogram (unsupported)",
+            Skip::NotTcp(_) => "not TCP",
+            Skip::BadTcpDataOffset(_) => "bad TCP header",
+        }
+    }
 }
 
 /// Dissects one captured frame down to its TCP segment.

@@ -12,6 +12,7 @@ mod link_type;
 mod pcapng;
 mod source;
 mod timestamp;
+mod writer;
 
 use std::io::Read;
 
@@ -20,6 +21,7 @@ pub use endian::Endian;
 pub use error::PcapError;
 pub use link_type::LinkType;
 pub use timestamp::{Resolution, Timestamp};
+pub use writer::PcapWriter;
 
 use endian::array_at;
 use source::Source;

@@ -14,7 +14,7 @@ impl SeqNumber {
     }
 
     /// `self + n`, wrapping.
-    pub fn add(self, n: u32) -> SeqNumber {
+    pub fn wrapping_add(self, n: u32) -> SeqNumber {
         SeqNumber(self.0.wrapping_add(n))
     }
 }
@@ -35,6 +35,6 @@ mod tests {
         assert_eq!(SeqNumber(3).distance_from(SeqNumber(5)), -2);
         assert_eq!(SeqNumber(2).distance_from(SeqNumber(u32::MAX - 1)), 4);
         assert_eq!(SeqNumber(u32::MAX - 1).distance_from(SeqNumber(2)), -4);
-        assert_eq!(SeqNumber(u32::MAX).add(2), SeqNumber(1));
+        assert_eq!(SeqNumber(u32::MAX).wrapping_add(2), SeqNumber(1));
     }
 }

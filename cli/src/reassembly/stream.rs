@@ -105,9 +105,9 @@ impl Reassembler {
         if syn {
             if self.base.is_none() {
                 self.isn = Some(seq);
-                self.base = Some(seq.add(1));
+                self.base = Some(seq.wrapping_add(1));
             }
-            seq = seq.add(1);
+            seq = seq.wrapping_add(1);
         }
         if self.base.is_none() {
             if len == 0 && !fin {
@@ -119,7 +119,7 @@ impl Reassembler {
         }
         let Some(base) = self.base else { return };
         // Distance from the next expected byte, so streams may exceed 2^31.
-        let expected = base.add(self.delivered as u32);
+        let expected = base.wrapping_add(self.delivered as u32);
         let start = self.delivered as i64 + seq.distance_from(expected);
         if start < 0 {
             // More than the whole stream so far behind: an old duplicate.

@@ -1,0 +1,3 @@
+//! One module per subcommand: its arguments (`Args`) and `run`.
+
+pub mod decode;
