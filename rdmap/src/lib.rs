@@ -3,11 +3,15 @@
 #![forbid(unsafe_code)]
 
 pub mod completion;
+pub mod connection;
 pub mod opcode;
 pub mod read_queue;
 pub mod term;
 pub mod wire;
+pub mod work_request;
 
 pub use completion::{WcOpcode, WcStatus, WorkCompletion};
+pub use connection::{Connection, ConnectionConfig, Event, PeerTerminate, State};
 pub use opcode::Opcode;
 pub use term::{Attach, Layer, TermCause, TermCode};
+pub use work_request::{PostError, RecvWr, SendOp, SendWr, Sge};

@@ -99,6 +99,16 @@ impl OutboundReads {
         Ok(())
     }
 
+    /// Records the zero-length READ of a peer-to-peer RTR, which is sent
+    /// whatever ORD is (once per connection).
+    pub fn push_rtr(&mut self, sink: ReadSink) {
+        self.queue.push_back(OutstandingRead {
+            owner: ReadOwner::Rtr,
+            sink,
+            placed: 0,
+        });
+    }
+
     /// Checks one Read Response segment against the oldest outstanding
     /// READ: the same sink STag, the next tagged offset, no more bytes than
     /// asked for, and on the last segment exactly as many. The codes are
@@ -308,8 +318,8 @@ mod tests {
 
     #[test]
     fn zero_length_response() {
-        let mut q = OutboundReads::new(1);
-        q.push(ReadOwner::Rtr, sink(0)).unwrap();
+        let mut q = OutboundReads::new(0);
+        q.push_rtr(sink(0));
         let p = q.check(STag(0x100), 0x1000, 0, true).unwrap();
         assert_eq!(q.advance(&p, 0).unwrap().owner, ReadOwner::Rtr);
     }

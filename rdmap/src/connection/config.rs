@@ -1,0 +1,48 @@
+//! Connection parameters: what MPA negotiated plus local limits.
+
+use ddp::memory::PdId;
+
+pub use super::negotiated::{Negotiated, Role};
+
+/// How a [`Connection`](super::Connection) is set up.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// The outcome of MPA start-up: CRC, markers, IRD/ORD, RTR, role.
+    pub negotiated: Negotiated,
+    /// The protection domain of the queue pair.
+    pub pd: PdId,
+    /// Largest FPDU to send (header, markers and CRC included): the TCP MSS.
+    /// Rounded down to a multiple of 8 as siw does; at least
+    /// [`MIN_FPDU`].
+    pub max_fpdu: usize,
+    /// Send queue depth (outstanding send work requests).
+    pub sq_depth: usize,
+    /// Receive queue depth (posted receive work requests).
+    pub rq_depth: usize,
+    /// SGEs per send work request.
+    pub max_send_sge: usize,
+    /// SGEs per receive work request.
+    pub max_recv_sge: usize,
+}
+
+/// The smallest FPDU a connection builds: room for a TERMINATE carrying
+/// an untagged DDP header and a Read Request.
+pub const MIN_FPDU: usize = 128;
+
+/// The largest ULPDU accepted from the peer: MPA's 16-bit length field.
+pub const MAX_RX_ULPDU: usize = u16::MAX as usize;
+
+impl ConnectionConfig {
+    /// Defaults like siw's: 128-entry queues, 6 SGEs per request.
+    pub fn new(negotiated: Negotiated, pd: PdId, max_fpdu: usize) -> Self {
+        ConnectionConfig {
+            negotiated,
+            pd,
+            max_fpdu,
+            sq_depth: 128,
+            rq_depth: 128,
+            max_send_sge: 6,
+            max_recv_sge: 6,
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! The MPA framing seam: every use of `mpa::framing` is here.
+
+use core::ops::ControlFlow;
+
+use mpa::framing::{Deframer, Framer};
+
+use crate::term::{Layer, TermCode};
+
+use super::config::Negotiated;
+
+/// Builds FPDUs straight into the caller's buffer.
+#[derive(Debug)]
+pub(crate) struct FrameTx {
+    framer: Framer,
+}
+
+impl FrameTx {
+    pub fn new(negotiated: &Negotiated) -> Self {
+        FrameTx {
+            framer: Framer::new(negotiated.crc, negotiated.markers_tx),
+        }
+    }
+
+    /// The largest ULPDU an FPDU of at most `max_fpdu` bytes carries.
+    pub fn max_ulpdu(&self, max_fpdu: usize) -> usize {
+        self.framer.max_ulpdu(max_fpdu)
+    }
+
+    /// Bytes one FPDU carrying `ulpdu_len` takes (upper bound with markers).
+    pub fn fpdu_len(&self, ulpdu_len: usize) -> usize {
+        self.framer.fpdu_len(ulpdu_len)
+    }
+
+    /// Frames `header ++ payload`; `None` (state untouched) if `out` is too
+    /// small.
+    pub fn frame(&mut self, header: &[u8], payload: &[u8], out: &mut [u8]) -> Option<usize> {
+        self.framer.frame(header, payload, out).ok()
+    }
+}
+
+/// Recovers ULPDUs from the byte stream.
+#[derive(Debug)]
+pub(crate) struct FrameRx {
+    deframer: Deframer,
+}
+
+impl FrameRx {
+    pub fn new(negotiated: &Negotiated, max_ulpdu: usize) -> Self {
+        FrameRx {
+            deframer: Deframer::new(negotiated.crc, negotiated.markers_rx, max_ulpdu),
+        }
+    }
+
+    /// Feeds stream bytes; `each` sees every complete ULPDU and may stop
+    /// the feed. Returns the bytes consumed, or the LLP TERMINATE triple of
+    /// a broken stream (bad CRC, bad marker, oversized length).
+    pub fn feed(
+        &mut self,
+        input: &[u8],
+        each: impl FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<usize, TermCode> {
+        self.deframer.feed(input, each).map_err(|e| {
+            let (etype, code) = e.terminate_code();
+            TermCode::new(Layer::Llp, etype, code)
+        })
+    }
+}

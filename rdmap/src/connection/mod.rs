@@ -1,0 +1,168 @@
+//! The per-connection state machine joining MPA framing, DDP placement and
+//! RDMAP semantics, driven sans-IO by a transport after MPA start-up:
+//! stream bytes in ([`Connection::handle_bytes`]), whole FPDUs out
+//! ([`Connection::poll_transmit`]), completions and terminations as
+//! [`Event`]s.
+//!
+//! Ordering (RFC 5040 sections 5.5 and 6): send queue entries go on the wire
+//! in posting order, one message at a time, and complete in posting order;
+//! Read Responses are sent in the order the Read Requests arrived, and may
+//! share the wire with an untagged send queue message segment by segment,
+//! never with another tagged one (siw keeps one tagged and one untagged
+//! message in progress per direction, and so do we). Receives complete in
+//! MSN order. Every error caused by the peer queues a TERMINATE, moves the
+//! connection to [`State::Error`] and flushes all work requests.
+
+mod config;
+mod event;
+mod framing;
+mod inner;
+mod negotiated;
+mod rx;
+mod send_queue;
+mod terminate;
+mod tx;
+
+#[cfg(test)]
+mod tests;
+
+use core::ops::ControlFlow;
+use std::time::Instant;
+
+use ddp::memory::{Memory, PdId};
+
+pub use config::{ConnectionConfig, Negotiated, Role, MAX_RX_ULPDU, MIN_FPDU};
+pub use event::{Event, PeerTerminate, State};
+
+use crate::work_request::{PostError, RecvWr, SendWr};
+use framing::FrameRx;
+use inner::Inner;
+
+/// One RDMAP stream (a connected queue pair) after MPA start-up.
+#[derive(Debug)]
+pub struct Connection {
+    rx: FrameRx,
+    inner: Inner,
+}
+
+impl Connection {
+    pub fn new(cfg: ConnectionConfig) -> Self {
+        Connection {
+            rx: FrameRx::new(&cfg.negotiated, MAX_RX_ULPDU),
+            inner: Inner::new(&cfg),
+        }
+    }
+
+    /// Queues a send work request. On a terminated or closed connection it
+    /// completes at once with [`WcStatus::WrFlushErr`](crate::WcStatus).
+    pub fn post_send(&mut self, wr: SendWr) -> Result<(), PostError> {
+        self.inner.post_send(wr)
+    }
+
+    /// Posts a receive buffer. On a terminated or closed connection it
+    /// completes at once with [`WcStatus::WrFlushErr`](crate::WcStatus).
+    pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
+        self.inner.post_recv(wr)
+    }
+
+    /// Takes bytes of the TCP stream, placing what they carry into `mem`.
+    /// Returns how many were consumed (all of them unless a ULPDU stops
+    /// half-way, which the deframer buffers internally). A protocol error
+    /// queues a TERMINATE and moves to [`State::Error`]; from then on input
+    /// is discarded (reported as consumed).
+    pub fn handle_bytes<M: Memory + ?Sized>(&mut self, mem: &mut M, input: &[u8]) -> usize {
+        if !self.inner.accepts_input() {
+            return input.len();
+        }
+        let Connection { rx, inner } = self;
+        match rx.feed(input, |ulpdu| inner.on_ulpdu(mem, ulpdu)) {
+            Ok(n) if inner.accepts_input() => n,
+            Ok(_) => input.len(),
+            Err(code) => {
+                inner.stream_broken(code);
+                input.len()
+            }
+        }
+    }
+
+    /// Writes whole FPDUs into `out` (the transport's send buffer) and
+    /// returns the bytes written; 0 when nothing is due or the next FPDU
+    /// does not fit.
+    pub fn poll_transmit<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> usize {
+        self.inner.poll_transmit(mem, out)
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.inner.events.pop_front()
+    }
+
+    /// RDMAP keeps no timers (TCP retransmits, MPA start-up has its own);
+    /// always `None`.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Nothing is time-driven; see [`poll_timeout`](Self::poll_timeout).
+    pub fn handle_timeout(&mut self, _now: Instant) {}
+
+    /// The peer closed its direction (TCP FIN): every outstanding work
+    /// request is flushed and [`Event::PeerClosed`] reported.
+    pub fn handle_peer_close(&mut self) {
+        self.inner.peer_closed();
+    }
+
+    /// Closes locally: every outstanding work request completes with
+    /// [`WcStatus::WrFlushErr`](crate::WcStatus). A TERMINATE already queued
+    /// is still handed out by `poll_transmit`.
+    pub fn close(&mut self) {
+        self.inner.close();
+    }
+
+    /// No work request, READ or TERMINATE outstanding and nothing to send.
+    pub fn is_idle(&self) -> bool {
+        self.inner.is_idle()
+    }
+
+    /// `poll_transmit` has an FPDU to hand out (given room).
+    pub fn wants_write(&self) -> bool {
+        self.inner.wants_write()
+    }
+
+    pub fn state(&self) -> State {
+        self.inner.state
+    }
+
+    pub fn pd(&self) -> PdId {
+        self.inner.pd
+    }
+
+    /// Largest ULPDU (DDP header and payload) this side puts in one FPDU.
+    pub fn max_ulpdu(&self) -> usize {
+        self.inner.mulpdu
+    }
+
+    /// READs the peer may have outstanding towards us.
+    pub fn ird(&self) -> usize {
+        self.inner.irq.ird()
+    }
+
+    /// READs we may have outstanding towards the peer.
+    pub fn ord(&self) -> usize {
+        self.inner.orq.ord()
+    }
+}
+
+impl Inner {
+    fn accepts_input(&self) -> bool {
+        matches!(self.state, State::AwaitingFirstFpdu | State::Established)
+    }
+
+    /// Whether to keep feeding after a ULPDU.
+    fn flow(&self) -> ControlFlow<()> {
+        if self.accepts_input() {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Two connections back to back: operations, ordering, peer-to-peer
+//! start-up, every error path, flushes, chunked delivery.
+
+mod util;
+
+mod errors;
+mod operations;
+mod ordering;
+mod p2p;
+mod teardown;
+mod transport;

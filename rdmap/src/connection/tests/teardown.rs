@@ -1,0 +1,135 @@
+//! Closing: every outstanding work request completes, flushed.
+
+use ddp::memory::Access;
+
+use super::util::{pattern, Pair, Setup};
+use crate::completion::{WcOpcode, WcStatus};
+use crate::connection::{Event, State};
+
+fn busy_pair() -> Pair {
+    let mut p = Pair::new(Setup::default());
+    let src = p.b.register(Access::REMOTE_READ, pattern(100_000, 1));
+    let sink = p.a.register(Access::LOCAL_WRITE, vec![0; 100_000]);
+    let (k, s) = (p.a.sge(sink), p.b.sge(src));
+    for i in 0..3 {
+        p.a.read(i, k, s);
+    }
+    for i in 3..6 {
+        p.a.send(i, vec![]);
+        p.b.recv(i, vec![]);
+    }
+    for i in 10..13 {
+        p.a.recv(i, vec![]);
+    }
+    // Let the first READ get under way.
+    p.step();
+    p.step();
+    p
+}
+
+#[test]
+fn close_flushes_everything_in_order() {
+    let mut p = busy_pair();
+    p.a.conn.close();
+    p.drive();
+    assert_eq!(p.a.conn.state(), State::Closed);
+    let c: Vec<_> =
+        p.a.completions()
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect();
+    let flushed: Vec<u64> = c
+        .iter()
+        .filter(|x| x.1 == WcStatus::WrFlushErr)
+        .map(|x| x.0)
+        .collect();
+    assert_eq!(flushed, vec![0, 1, 2, 3, 4, 5, 10, 11, 12]);
+    assert!(p.a.conn.is_idle());
+    assert!(!p.a.conn.wants_write());
+}
+
+#[test]
+fn posts_after_close_complete_flushed_at_once() {
+    let mut p = Pair::new(Setup::default());
+    p.a.conn.close();
+    p.a.send(1, vec![]);
+    p.a.recv(2, vec![]);
+    p.drive();
+    let c: Vec<_> =
+        p.a.completions()
+            .iter()
+            .map(|c| (c.wr_id, c.status, c.opcode))
+            .collect();
+    assert_eq!(
+        c,
+        vec![
+            (1, WcStatus::WrFlushErr, WcOpcode::Send),
+            (2, WcStatus::WrFlushErr, WcOpcode::Recv)
+        ]
+    );
+    assert!(p.a.wire.is_empty());
+}
+
+#[test]
+fn peer_close_flushes_and_reports() {
+    let mut p = busy_pair();
+    p.b.conn.handle_peer_close();
+    p.a.conn.handle_peer_close();
+    p.drive();
+    assert!(p.a.events.contains(&Event::PeerClosed));
+    assert!(p.b.events.contains(&Event::PeerClosed));
+    assert_eq!(
+        p.a.completions()
+            .iter()
+            .filter(|c| c.status == WcStatus::WrFlushErr)
+            .count(),
+        9
+    );
+    // Reported once.
+    p.a.conn.handle_peer_close();
+    assert_eq!(p.a.conn.poll_event(), None);
+}
+
+#[test]
+fn unsignaled_requests_are_flushed_too() {
+    let mut p = Pair::new(Setup::default());
+    p.a.conn
+        .post_send(crate::work_request::SendWr {
+            wr_id: 1,
+            op: crate::work_request::SendOp::Send {
+                solicited: false,
+                invalidate: None,
+            },
+            sgl: vec![],
+            signaled: false,
+        })
+        .unwrap();
+    p.a.conn.close();
+    assert_eq!(
+        p.a.conn.poll_event().map(|e| match e {
+            Event::Completion(c) => (c.wr_id, c.status),
+            _ => (0, WcStatus::Success),
+        }),
+        Some((1, WcStatus::WrFlushErr))
+    );
+}
+
+#[test]
+fn close_keeps_a_queued_terminate() {
+    let mut p = Pair::new(Setup::default());
+    p.a.send(1, vec![]); // no receive posted at b: b terminates
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.conn.poll_transmit(&p.a.mem, &mut buf);
+    assert_eq!(p.b.conn.handle_bytes(&mut p.b.mem, &buf[..n]), n);
+    assert_eq!(p.b.conn.state(), State::Error);
+    p.b.conn.close();
+    assert_eq!(p.b.conn.state(), State::Closed);
+    assert!(p.b.conn.wants_write());
+    let n = p.b.conn.poll_transmit(&p.b.mem, &mut buf);
+    assert_eq!(n, 48, "a TERMINATE with a DDP header");
+    assert!(!p.b.conn.wants_write());
+    assert_eq!(p.b.conn.poll_transmit(&p.b.mem, &mut buf), 0);
+    p.inject_to_a(&buf[..n]);
+    p.drive();
+    assert_eq!(p.a.terminated().map(|t| t.0), Some(true));
+}

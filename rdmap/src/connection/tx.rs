@@ -1,0 +1,473 @@
+//! The transmit half: choosing the next FPDU and building it straight into
+//! the transport's buffer.
+
+use ddp::memory::{Access, Memory, PdId, STag};
+use ddp::tagged::check;
+use ddp::untagged::{QN_READ_REQUEST, QN_SEND};
+use ddp::wire::{SegmentRepr, TaggedRepr, UntaggedRepr, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+
+use crate::completion::WcStatus;
+use crate::opcode::Opcode;
+use crate::read_queue::{ReadOwner, ReadSink};
+use crate::term::{Attach, Layer, TermCause, TermCode};
+use crate::wire::read_request::HEADER_LEN as READ_REQUEST_LEN;
+use crate::wire::{Control, ReadRequestRepr};
+use crate::work_request::{SendOp, Sge};
+
+use super::event::State;
+use super::inner::Inner;
+use super::send_queue::Progress;
+
+/// The STag siw and iw_cxgb4 use where a zero-length message needs one
+/// (RTRs, and Reads with no sink buffer): never 0 on the wire.
+pub(crate) const NULL_STAG: STag = STag(1);
+
+/// Header bytes of one FPDU: the DDP header and a Read Request.
+const MAX_HEADER: usize = UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
+
+/// What one attempt to produce an FPDU did.
+enum Step {
+    /// An FPDU of this many bytes is in the buffer.
+    Wrote(usize),
+    /// Nothing due, or the next FPDU does not fit.
+    Blocked,
+    /// State changed without output (a local error queued a TERMINATE).
+    Again,
+}
+
+/// RDMAP's local catastrophic error, unspecified (siw's choice when a
+/// local buffer fails while sending).
+const LOCAL_CATASTROPHIC: TermCode = TermCode::new(Layer::Rdmap, 0, 0xff);
+
+/// Copies `buf.len()` message bytes starting at `offset` from the SGL.
+/// Each piece is checked (valid STag, our PD, inside the region) first;
+/// local read needs no access right.
+fn gather<M: Memory + ?Sized>(
+    mem: &M,
+    pd: PdId,
+    sgl: &[Sge],
+    mut offset: u32,
+    buf: &mut [u8],
+) -> Result<(), ()> {
+    let mut done = 0usize;
+    for s in sgl {
+        if done == buf.len() {
+            break;
+        }
+        if offset >= s.len {
+            offset -= s.len;
+            continue;
+        }
+        let n = ((s.len - offset) as usize).min(buf.len() - done);
+        let to = s.to.wrapping_add(u64::from(offset));
+        let region = mem.region(s.stag);
+        let at = check(region, pd, s.stag, to, n, Access::NONE).map_err(|_| ())?;
+        let piece = buf.get_mut(done..done + n).ok_or(())?;
+        mem.read(s.stag, at, piece).map_err(|_| ())?;
+        done += n;
+        offset = 0;
+    }
+    if done == buf.len() {
+        Ok(())
+    } else {
+        Err(())
+    }
+}
+
+fn header_bytes(
+    ddp: &SegmentRepr,
+    extra: Option<&ReadRequestRepr>,
+    out: &mut [u8; MAX_HEADER],
+) -> usize {
+    let n = ddp.emit(out).unwrap_or(0);
+    match (extra, out.get_mut(n..n + READ_REQUEST_LEN)) {
+        (Some(r), Some(slot)) => {
+            slot.copy_from_slice(&r.to_bytes());
+            n + READ_REQUEST_LEN
+        }
+        _ => n,
+    }
+}
+
+impl Inner {
+    pub fn poll_transmit<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> usize {
+        let mut written = 0;
+        // Every FPDU is at least 8 bytes and a state change without output
+        // happens at most once per error, so this bound is never reached.
+        for _ in 0..out.len() / 8 + 4 {
+            let Some(rest) = out.get_mut(written..) else {
+                break;
+            };
+            match self.next_fpdu(mem, rest) {
+                Step::Wrote(n) => written += n,
+                Step::Again => continue,
+                Step::Blocked => break,
+            }
+        }
+        written
+    }
+
+    /// The send queue's current entry may go now.
+    pub fn sq_eligible(&self) -> bool {
+        let Some(e) = self.sq.current() else {
+            return false;
+        };
+        match e.wr.op {
+            SendOp::Read { .. } => self.orq.has_room(),
+            SendOp::Write { .. } => !self.irq_started,
+            SendOp::Send { .. } => true,
+        }
+    }
+
+    /// The oldest Read Response may go now.
+    pub fn irq_eligible(&self) -> bool {
+        let tagged_busy = self.sq_current_is_write() && self.sq.current_started();
+        self.irq.front().is_some() && !tagged_busy
+    }
+
+    fn sq_current_is_write(&self) -> bool {
+        matches!(
+            self.sq.current().map(|e| e.wr.op),
+            Some(SendOp::Write { .. })
+        )
+    }
+
+    fn next_fpdu<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
+        if let Some(t) = &self.pending_term {
+            return match self.tx.frame(t.bytes(), &[], out) {
+                Some(n) => {
+                    self.pending_term = None;
+                    Step::Wrote(n)
+                }
+                None => Step::Blocked,
+            };
+        }
+        if self.state != State::Established {
+            return Step::Blocked;
+        }
+        if let Some(kind) = self.rtr_out {
+            return self.emit_rtr(kind, out);
+        }
+        let (sq, irq) = (self.sq_eligible(), self.irq_eligible());
+        let use_sq = match (sq, irq) {
+            (true, true) => self.sq_turn,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => return Step::Blocked,
+        };
+        let step = if use_sq {
+            self.emit_sq(mem, out)
+        } else {
+            self.emit_irq(mem, out)
+        };
+        if matches!(step, Step::Wrote(_)) && sq && irq {
+            self.sq_turn = !use_sq;
+        }
+        step
+    }
+
+    /// Frames a header and `payload_len` bytes of `self.scratch`.
+    fn frame(&mut self, header: &[u8], payload_len: usize, out: &mut [u8]) -> Option<usize> {
+        let payload = self.scratch.get(..payload_len)?;
+        self.tx.frame(header, payload, out)
+    }
+
+    fn fits(&self, ulpdu_len: usize, out: &[u8]) -> bool {
+        self.tx.fpdu_len(ulpdu_len) <= out.len()
+    }
+
+    /// The RFC 6581 ready-to-receive message, as siw sends it.
+    fn emit_rtr(&mut self, kind: mpa::Rtr, out: &mut [u8]) -> Step {
+        let mut hdr = [0u8; MAX_HEADER];
+        let (ddp, read) = match kind {
+            mpa::Rtr::Write => (
+                SegmentRepr::Tagged(TaggedRepr::new(
+                    true,
+                    Control::new(Opcode::RdmaWrite).0,
+                    NULL_STAG,
+                    0,
+                )),
+                None,
+            ),
+            mpa::Rtr::Send => (
+                SegmentRepr::Untagged(UntaggedRepr::new(
+                    true,
+                    Control::new(Opcode::Send).0,
+                    0,
+                    QN_SEND,
+                    self.msn_send.peek(),
+                    0,
+                )),
+                None,
+            ),
+            mpa::Rtr::Read => (
+                SegmentRepr::Untagged(UntaggedRepr::new(
+                    true,
+                    Control::new(Opcode::ReadRequest).0,
+                    0,
+                    QN_READ_REQUEST,
+                    self.msn_read.peek(),
+                    0,
+                )),
+                Some(ReadRequestRepr {
+                    sink_stag: NULL_STAG,
+                    sink_to: 0,
+                    size: 0,
+                    source_stag: NULL_STAG,
+                    source_to: 0,
+                }),
+            ),
+        };
+        let n = header_bytes(&ddp, read.as_ref(), &mut hdr);
+        let Some(w) = self.frame(&hdr[..n], 0, out) else {
+            return Step::Blocked;
+        };
+        match kind {
+            mpa::Rtr::Write => {}
+            mpa::Rtr::Send => {
+                self.msn_send.take();
+            }
+            mpa::Rtr::Read => {
+                self.msn_read.take();
+                self.orq.push_rtr(ReadSink {
+                    stag: NULL_STAG,
+                    to: 0,
+                    len: 0,
+                });
+            }
+        }
+        self.rtr_out = None;
+        Step::Wrote(w)
+    }
+
+    /// A local buffer of the current send queue entry failed its check:
+    /// the entry fails with `status` and the stream ends (siw: RDMAP local
+    /// catastrophic error).
+    fn local_sq_error(&mut self, status: WcStatus) -> Step {
+        self.sq.finish_current(Progress::Done(status));
+        self.terminate_local(
+            TermCause::with_attach(LOCAL_CATASTROPHIC, Attach::Nothing),
+            &[],
+        );
+        Step::Again
+    }
+
+    fn emit_sq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
+        let Some(e) = self.sq.current() else {
+            return Step::Blocked;
+        };
+        let (seq, op, len, msn) = (e.seq, e.wr.op, e.len, e.msn);
+        let sent = match e.progress {
+            Progress::Transmitting { sent } => sent,
+            _ => return Step::Blocked,
+        };
+        let mut hdr = [0u8; MAX_HEADER];
+        match op {
+            SendOp::Read {
+                remote_stag,
+                remote_to,
+            } => {
+                let sink = match e.wr.sgl.first() {
+                    Some(s) => ReadSink {
+                        stag: s.stag,
+                        to: s.to,
+                        len: s.len,
+                    },
+                    None => ReadSink {
+                        stag: NULL_STAG,
+                        to: 0,
+                        len: 0,
+                    },
+                };
+                let msn = self.msn_read.peek();
+                let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
+                    true,
+                    Control::new(Opcode::ReadRequest).0,
+                    0,
+                    QN_READ_REQUEST,
+                    msn,
+                    0,
+                ));
+                let request = ReadRequestRepr {
+                    sink_stag: sink.stag,
+                    sink_to: sink.to,
+                    size: sink.len,
+                    source_stag: remote_stag,
+                    source_to: remote_to,
+                };
+                let n = header_bytes(&ddp, Some(&request), &mut hdr);
+                if !self.fits(n, out) {
+                    return Step::Blocked;
+                }
+                let region = mem.region(sink.stag);
+                if check(
+                    region,
+                    self.pd,
+                    sink.stag,
+                    sink.to,
+                    sink.len as usize,
+                    Access::LOCAL_WRITE,
+                )
+                .is_err()
+                {
+                    return self.local_sq_error(WcStatus::LocProtErr);
+                }
+                let Some(w) = self.frame(&hdr[..n], 0, out) else {
+                    return Step::Blocked;
+                };
+                self.msn_read.take();
+                if let Some(cur) = self.sq.current_mut() {
+                    cur.msn = Some(msn);
+                }
+                // has_room() was checked by sq_eligible().
+                let _ = self.orq.push(ReadOwner::WorkRequest(seq), sink);
+                self.sq.finish_current(Progress::AwaitingResponse);
+                Step::Wrote(w)
+            }
+            SendOp::Send { .. } | SendOp::Write { .. } => {
+                let (ddp, room) = match op {
+                    SendOp::Send {
+                        solicited,
+                        invalidate,
+                    } => (
+                        SegmentRepr::Untagged(UntaggedRepr::new(
+                            false,
+                            Control::new(Opcode::send(solicited, invalidate.is_some())).0,
+                            invalidate.map_or(0, |s| s.0),
+                            QN_SEND,
+                            msn.unwrap_or(self.msn_send.peek()),
+                            sent,
+                        )),
+                        self.mulpdu.saturating_sub(UNTAGGED_HEADER_LEN),
+                    ),
+                    SendOp::Write {
+                        remote_stag,
+                        remote_to,
+                    }
+                    | SendOp::Read {
+                        remote_stag,
+                        remote_to,
+                    } => (
+                        SegmentRepr::Tagged(TaggedRepr::new(
+                            false,
+                            Control::new(Opcode::RdmaWrite).0,
+                            remote_stag,
+                            remote_to.wrapping_add(u64::from(sent)),
+                        )),
+                        self.mulpdu.saturating_sub(TAGGED_HEADER_LEN),
+                    ),
+                };
+                let chunk = (len - sent).min(u32::try_from(room).unwrap_or(u32::MAX));
+                let last = sent + chunk == len;
+                let ddp = match ddp {
+                    SegmentRepr::Untagged(mut u) => {
+                        u.last = last;
+                        SegmentRepr::Untagged(u)
+                    }
+                    SegmentRepr::Tagged(mut t) => {
+                        t.last = last;
+                        SegmentRepr::Tagged(t)
+                    }
+                };
+                let n = header_bytes(&ddp, None, &mut hdr);
+                if !self.fits(n + chunk as usize, out) {
+                    return Step::Blocked;
+                }
+                let gathered = match (self.sq.current(), self.scratch.get_mut(..chunk as usize)) {
+                    (Some(e), Some(buf)) => gather(mem, self.pd, &e.wr.sgl, sent, buf),
+                    _ => Err(()),
+                };
+                if gathered.is_err() {
+                    return self.local_sq_error(WcStatus::LocProtErr);
+                }
+                let Some(w) = self.frame(&hdr[..n], chunk as usize, out) else {
+                    return Step::Blocked;
+                };
+                if let (SendOp::Send { .. }, None) = (op, msn) {
+                    let m = self.msn_send.take();
+                    if let Some(cur) = self.sq.current_mut() {
+                        cur.msn = Some(m);
+                    }
+                }
+                if last {
+                    self.sq.finish_current(Progress::Done(WcStatus::Success));
+                    self.retire();
+                } else if let Some(cur) = self.sq.current_mut() {
+                    cur.progress = Progress::Transmitting { sent: sent + chunk };
+                }
+                Step::Wrote(w)
+            }
+        }
+    }
+
+    /// One segment of the oldest Read Response.
+    fn emit_irq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
+        let Some(p) = self.irq.front().copied() else {
+            return Step::Blocked;
+        };
+        let r = p.request;
+        let room = self.mulpdu.saturating_sub(TAGGED_HEADER_LEN);
+        let chunk = p.remaining().min(u32::try_from(room).unwrap_or(u32::MAX));
+        let last = p.sent + chunk == r.size;
+        let ddp = SegmentRepr::Tagged(TaggedRepr::new(
+            last,
+            Control::new(Opcode::ReadResponse).0,
+            r.sink_stag,
+            r.sink_to.wrapping_add(u64::from(p.sent)),
+        ));
+        let mut hdr = [0u8; MAX_HEADER];
+        let n = header_bytes(&ddp, None, &mut hdr);
+        if !self.fits(n + chunk as usize, out) {
+            return Step::Blocked;
+        }
+        if chunk > 0 {
+            // Checked when the request arrived; checked again because the
+            // region may have changed since.
+            let src = r.source_stag;
+            let to = r.source_to.wrapping_add(u64::from(p.sent));
+            let read = check(
+                mem.region(src),
+                self.pd,
+                src,
+                to,
+                chunk as usize,
+                Access::REMOTE_READ,
+            )
+            .and_then(|at| {
+                let buf = self.scratch.get_mut(..chunk as usize).unwrap_or_default();
+                mem.read(src, at, buf).map_err(ddp::TaggedError::Memory)
+            });
+            if let Err(e) = read {
+                // Report the Read Request as the peer sent it.
+                let request = SegmentRepr::Untagged(UntaggedRepr::new(
+                    true,
+                    Control::new(Opcode::ReadRequest).0,
+                    0,
+                    QN_READ_REQUEST,
+                    p.msn,
+                    0,
+                ));
+                let mut offending = [0u8; MAX_HEADER];
+                let len = header_bytes(&request, Some(&r), &mut offending);
+                self.terminate_local(
+                    TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
+                    &offending[..len],
+                );
+                return Step::Again;
+            }
+        }
+        let Some(w) = self.frame(&hdr[..n], chunk as usize, out) else {
+            return Step::Blocked;
+        };
+        if last {
+            self.irq.pop_front();
+            self.irq_started = false;
+        } else {
+            if let Some(front) = self.irq.front_mut() {
+                front.sent += chunk;
+            }
+            self.irq_started = true;
+        }
+        Step::Wrote(w)
+    }
+}
