@@ -8,6 +8,12 @@
 //! [`FaultConfig`]: the same seed and the same sequence of `poll` instants
 //! replay the same run exactly, which makes virtual time (advancing `now`
 //! by `poll_delay` instead of sleeping) a deterministic simulator.
+//!
+//! On the real clock, loss is expensive: smoltcp 0.14 repairs one loss per
+//! window by fast retransmit and waits out its 1 s minimum RTO for further
+//! losses in the same window (no NewReno partial-ACK or SACK recovery).
+//! Measured raw goodput at MTU 1500: about 5–7 Gbit/s clean, 5 Gbit/s at
+//! 0.1 % loss, and about 6 Mbit/s at 1 % loss.
 
 mod device;
 mod fault;
