@@ -2,7 +2,7 @@
 
 use ddp::memory::PdId;
 
-pub use super::negotiated::{Negotiated, Role};
+pub use mpa::{Negotiated, Role};
 
 /// How a [`Connection`](super::Connection) is set up.
 #[derive(Debug, Clone)]

@@ -17,7 +17,6 @@ mod config;
 mod event;
 mod framing;
 mod inner;
-mod negotiated;
 mod rx;
 mod send_queue;
 mod terminate;

@@ -59,6 +59,7 @@ pub fn negotiated(role: Role, s: &Setup) -> Negotiated {
         rtr: s.rtr,
         peer_private_data: Vec::new(),
         role,
+        peer_ird_ord: None,
     }
 }
 
