@@ -8,3 +8,5 @@ pub mod pcap;
 pub mod reassembly;
 
 mod bytes;
+#[cfg(test)]
+mod testutil;

@@ -17,6 +17,9 @@ pub mod summary;
 pub mod text;
 mod ulpdu;
 
+#[cfg(test)]
+mod tests;
+
 pub use driver::{decode, decode_path, Decoder};
 pub use event::{
     Connection, CrcStatus, Event, Fpdu, MpaFrame, Negotiated, Note, NoteKind, Severity, Terminate,
