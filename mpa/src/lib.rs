@@ -5,6 +5,9 @@
 pub mod crc32c;
 mod error;
 pub mod framing;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod negotiate;
 mod seq;
 mod startup;
