@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use iwarp::decode::{json, text, Decoder, Event, Summary};
@@ -68,7 +68,7 @@ pub fn run(args: &Args) -> ExitCode {
     ExitCode::from(worst)
 }
 
-fn decode_one(args: &Args, path: &PathBuf, out: &mut Out) -> u8 {
+fn decode_one(args: &Args, path: &Path, out: &mut Out) -> u8 {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) => {
@@ -117,7 +117,7 @@ fn decode_one(args: &Args, path: &PathBuf, out: &mut Out) -> u8 {
     report(args, path, &summary, out)
 }
 
-fn report(args: &Args, path: &PathBuf, summary: &Summary, out: &mut Out) -> u8 {
+fn report(args: &Args, path: &Path, summary: &Summary, out: &mut Out) -> u8 {
     let lines = if args.json {
         json::summary(summary)
     } else {

@@ -7,8 +7,11 @@ use super::*;
 use crate::reassembly::Direction::{ClientToServer as C2S, ServerToClient as S2C};
 use crate::testutil::*;
 
+/// Client stream, server stream, and the ULPDUs each carries.
+type Streams = (Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
 /// Client and server byte streams of a small rping-like exchange.
-fn rping_streams(crc: bool) -> (Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn rping_streams(crc: bool) -> Streams {
     let c_ulpdus = vec![
         send(1, &[1; 16]),
         read_response(0x1100, 0x1000, &[7; 64]),
