@@ -1,0 +1,129 @@
+#!/bin/sh
+# /init of the siw peer's initramfs (busybox sh).
+#
+# Everything the guest does comes from the kernel command line, so one
+# initramfs serves every case:
+#   iwarp.variant=default|crc|cxgb|rev1   which siw.ko build to load
+#   iwarp.ip=A.B.C.D/N                    address of eth0
+#   iwarp.cmd=prog,arg,arg                the command, commas for spaces
+#   iwarp.timeout=SECONDS                 cap on the command's run time
+#   iwarp.wait_for=A.B.C.D                optional: wait until it answers ping
+#   iwarp.wait_settle=SECONDS             and then this long (default 2)
+#
+# Markers on the serial console tell the host how far the guest got; the
+# host never has to guess from a hang:
+#   IWARP-INTEROP-READY                   siw0 exists, the command starts now
+#   IWARP-INTEROP-RESULT rc=N             the command ended with status N
+#                                         (124: it ran into iwarp.timeout)
+#   IWARP-INTEROP-SETUP-FAILED <what>     the guest could not get that far
+# and then the guest powers off, always.
+
+PATH=/bin:/usr/bin:/sbin:/usr/sbin
+export PATH
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+
+finish() {
+	# Give the serial port a moment to drain before the machine goes away.
+	sync
+	sleep 1
+	poweroff -f
+	# poweroff -f does not return; if it ever does, stop here anyway.
+	exit 0
+}
+
+setup_failed() {
+	echo "IWARP-INTEROP-SETUP-FAILED $*"
+	dmesg | tail -n 30 | sed 's/^/guest-dmesg: /'
+	finish
+}
+
+variant=default
+ip_cidr=
+cmd=
+cmd_timeout=100
+wait_for=
+wait_settle=2
+for word in $(cat /proc/cmdline); do
+	case "$word" in
+	iwarp.variant=*) variant=${word#iwarp.variant=} ;;
+	iwarp.ip=*) ip_cidr=${word#iwarp.ip=} ;;
+	iwarp.cmd=*) cmd=${word#iwarp.cmd=} ;;
+	iwarp.timeout=*) cmd_timeout=${word#iwarp.timeout=} ;;
+	iwarp.wait_for=*) wait_for=${word#iwarp.wait_for=} ;;
+	iwarp.wait_settle=*) wait_settle=${word#iwarp.wait_settle=} ;;
+	esac
+done
+cmd=$(echo "$cmd" | tr ',' ' ')
+
+# Modules in dependency order, worked out on the host with modprobe
+# --show-depends. A module the CPU cannot use (crc32c-intel without SSE4.2)
+# fails to load and is not needed: crc32c_generic covers it.
+while read -r mod; do
+	[ -n "$mod" ] || continue
+	if ! insmod "/modules/$mod" 2>/tmp/insmod.err; then
+		case "$mod" in
+		crc32c-intel.ko) ;;
+		*) if ! grep -q 'File exists' /tmp/insmod.err; then
+			cat /tmp/insmod.err
+			setup_failed "insmod $mod"
+		fi ;;
+		esac
+	fi
+done </modules/order
+
+[ -f "/modules/siw-$variant.ko" ] || setup_failed "no siw build named $variant"
+insmod "/modules/siw-$variant.ko" || setup_failed "insmod siw-$variant.ko"
+
+ip link set lo up
+[ -n "$ip_cidr" ] || setup_failed "no iwarp.ip= on the command line"
+ip link set eth0 up || setup_failed "eth0 missing"
+# siw0 first, the address second: a peer that sees this guest answer ping
+# (iwarp.wait_for) knows siw is already attached.
+rdma link add siw0 type siw netdev eth0 || setup_failed "rdma link add siw0"
+ip addr add "$ip_cidr" dev eth0 || setup_failed "ip addr add $ip_cidr"
+
+# Wait for the uverbs and rdma_cm device nodes (devtmpfs creates them
+# asynchronously); bounded.
+tries=0
+while [ ! -e /dev/infiniband/rdma_cm ] || [ ! -e /dev/infiniband/uverbs0 ]; do
+	tries=$((tries + 1))
+	[ "$tries" -le 50 ] || setup_failed "no /dev/infiniband nodes"
+	sleep 0.1
+done
+
+# When both guests boot at once, the client waits for the server to answer
+# ping, then gives it a moment to start listening; bounded.
+if [ -n "$wait_for" ]; then
+	tries=0
+	until ping -c 1 -W 1 "$wait_for" >/dev/null 2>&1; do
+		tries=$((tries + 1))
+		[ "$tries" -le 90 ] || setup_failed "$wait_for never answered ping"
+		sleep 0.2
+	done
+	sleep "$wait_settle"
+fi
+
+echo "iwarp-interop: siw build $variant, eth0 $ip_cidr, running: $cmd"
+echo "IWARP-INTEROP-READY"
+[ -n "$cmd" ] || setup_failed "no iwarp.cmd= on the command line"
+started=$(date +%s)
+# shellcheck disable=SC2086 # the command is split into words on purpose
+timeout "$cmd_timeout" $cmd
+rc=$?
+elapsed=$(($(date +%s) - started))
+# A command that ran into the limit was killed, whatever status timeout
+# reported: call it 124, as coreutils does, so the host can tell a hang
+# from a clean failure.
+if [ "$elapsed" -ge "$cmd_timeout" ]; then
+	echo "IWARP-INTEROP-TIMED-OUT after $elapsed s"
+	rc=124
+fi
+# siw and the RDMA core print connection errors to the kernel log; keep the
+# ones that explain a failure next to the result.
+dmesg | grep -iE 'siw|iw_cm|rdma|infiniband' | tail -n 20 | sed 's/^/guest-dmesg: /'
+echo "IWARP-INTEROP-RESULT rc=$rc"
+finish

@@ -1,0 +1,87 @@
+# Starting and watching siw guests under qemu; sourced, not run.
+# shellcheck shell=bash
+#
+# Each guest is Debian's kernel plus the harness initramfs, booted under TCG
+# (KVM hangs on the machines this runs on), with one virtio NIC on its own
+# TAP in the harness namespace and its serial console in a log file. The
+# guest's init prints markers (see guest-init.sh) that these functions wait
+# for; every wait is bounded, and qemu itself runs under `timeout`.
+
+# Seconds a guest may spend booting before its command starts.
+GUEST_BOOT_ALLOWANCE=${IWARP_INTEROP_BOOT_SECS:-90}
+GUEST_MEM_MB=512
+
+# guest_start NAME VARIANT IP CMD LIMIT LOG
+#   NAME     short tag, also names the TAP ("q" + NAME, at most 15 chars)
+#   VARIANT  siw build (default, crc, cxgb, rev1)
+#   IP       the guest's address; the last octet also picks the MAC
+#   CMD      command line for the guest, words separated by spaces
+#   LIMIT    seconds the command may run inside the guest
+#   LOG      serial console log file
+# GUEST_WAIT_FOR=IP (optional) makes the guest wait for IP to answer ping
+# before its command starts. Sets GUEST_PID (the pid of the `timeout`
+# wrapping qemu).
+guest_start() {
+	local name=$1 variant=$2 ip=$3 cmd=$4 limit=$5 log_file=$6
+	local tap="q$name" last_octet mac append
+	case "$cmd" in *,*) die "guest commands cannot contain commas: $cmd" ;; esac
+	last_octet=${ip##*.}
+	mac=$(printf '52:54:00:99:00:%02x' "$last_octet")
+	netns_add_tap "$tap"
+	append="console=ttyS0 loglevel=4 panic=-1 ipv6.disable=1"
+	append+=" iwarp.variant=$variant iwarp.ip=$ip/$NET_BITS"
+	append+=" iwarp.cmd=${cmd// /,} iwarp.timeout=$limit"
+	[ -z "${GUEST_WAIT_FOR:-}" ] || append+=" iwarp.wait_for=$GUEST_WAIT_FOR"
+	# Extra kernel arguments for debugging a guest (e.g. loglevel=7).
+	append+=" ${IWARP_INTEROP_KERNEL_ARGS:-}"
+	: >"$log_file"
+	timeout -k 5 $((limit + GUEST_BOOT_ALLOWANCE)) \
+		ip netns exec "$NETNS" qemu-system-x86_64 \
+		-accel tcg -cpu max -smp 1 -m "$GUEST_MEM_MB" \
+		-nodefaults -no-user-config -display none -monitor none -no-reboot \
+		-serial "file:$log_file" \
+		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append" \
+		-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
+		-device "virtio-net-pci,netdev=n0,mac=$mac,romfile=" \
+		>"$log_file.qemu" 2>&1 &
+	GUEST_PID=$!
+	netns_track_pid "$GUEST_PID"
+}
+
+# guest_wait_marker LOG MARKER SECONDS PID: 0 once LOG holds MARKER; 1 when
+# the time runs out or the guest has exited without printing it.
+guest_wait_marker() {
+	local log_file=$1 marker=$2 secs=$3 pid=$4 deadline
+	deadline=$(($(date +%s) + secs))
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		grep -qa "$marker" "$log_file" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || {
+			grep -qa "$marker" "$log_file" 2>/dev/null
+			return
+		}
+		sleep 0.2
+	done
+	return 1
+}
+
+# guest_wait PID: waits for the guest's qemu (bounded by its own timeout) and
+# returns qemu's status (124 when `timeout` had to kill it).
+guest_wait() {
+	local rc=0
+	wait "$1" || rc=$?
+	netns_untrack_pid "$1"
+	return "$rc"
+}
+
+# guest_result LOG: the command's exit status from the result marker, or
+# "none" when the guest never printed one.
+guest_result() {
+	local rc
+	rc=$(tr -d '\r' <"$1" | sed -n 's/^IWARP-INTEROP-RESULT rc=\([0-9]*\)$/\1/p' | tail -n 1)
+	echo "${rc:-none}"
+}
+
+# guest_setup_failure LOG: why the guest could not start its command, if so.
+guest_setup_failure() {
+	tr -d '\r' <"$1" | sed -n 's/^IWARP-INTEROP-SETUP-FAILED //p' | tail -n 1
+}

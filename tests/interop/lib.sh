@@ -1,0 +1,63 @@
+# Common settings and helpers of the interop harness; sourced, not run.
+# shellcheck shell=bash
+
+INTEROP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$INTEROP_DIR/../.." && pwd)
+CACHE_ROOT=${IWARP_INTEROP_CACHE:-/var/cache/iwarp-interop}
+
+# The four siw builds and the three constants each one sets in siw_main.c:
+# mpa_crc_required, peer_to_peer, mpa_version.
+SIW_VARIANTS="default crc cxgb rev1"
+siw_variant_constants() {
+	case "$1" in
+	default) echo "false false 2" ;;
+	crc) echo "true false 2" ;;
+	cxgb) echo "true true 2" ;;
+	rev1) echo "true false 1" ;;
+	*) return 1 ;;
+	esac
+}
+
+log() { printf '[interop %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+need_root() {
+	[ "$(id -u)" = 0 ] || die "needs root (network namespaces, TAP devices, apt)"
+}
+
+# The kernel ABI that Debian's linux-image-amd64 points at, e.g. 6.1.0-56-amd64.
+# IWARP_INTEROP_KVER overrides it.
+debian_kernel_version() {
+	if [ -n "${IWARP_INTEROP_KVER:-}" ]; then
+		echo "$IWARP_INTEROP_KVER"
+		return
+	fi
+	apt-cache depends linux-image-amd64 2>/dev/null |
+		sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*-amd64\)$/\1/p' | head -n 1
+}
+
+# Where setup.sh leaves the kernel and initramfs for one kernel version.
+cache_dir_for() { echo "$CACHE_ROOT/$1"; }
+
+# Loads the paths setup.sh recorded (KVER, VMLINUZ, INITRD, VARIANTS).
+load_setup_env() {
+	local env_file="$CACHE_ROOT/current.env"
+	[ -f "$env_file" ] || die "no $env_file: run tests/interop/setup.sh first"
+	# shellcheck disable=SC1090
+	. "$env_file"
+	[ -f "$VMLINUZ" ] && [ -f "$INITRD" ] || die "cache is incomplete: run tests/interop/setup.sh"
+}
+
+# The project's own tool, when it has been built.
+iwarp_bin() { echo "${IWARP_BIN:-$REPO_ROOT/target/release/iwarp}"; }
+
+# Whether the iwarp binary exists and has a given subcommand (clap answers
+# `SUB --help` with status 0 only for a subcommand it knows).
+iwarp_has_subcommand() {
+	local bin
+	bin=$(iwarp_bin)
+	[ -x "$bin" ] && "$bin" "$1" --help >/dev/null 2>&1
+}

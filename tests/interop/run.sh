@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# Runs interop cases between Linux soft-iWARP (siw) guests and, once it has
+# an `rping` subcommand, the project's `iwarp` tool; prints a summary table
+# and exits non-zero when a case did not do what it is expected to do.
+#
+# Usage: tests/interop/run.sh [--list] [--out DIR] [PATTERN...]
+#   PATTERN   shell glob over case names (default: every case), e.g.
+#             'siw-siw/*'  'siw-siw/crc/*'  '*/cxgb/65000'
+#   --list    print the selected cases and what they expect, run nothing
+#   --out     where logs and captures go (default target/interop/<time>)
+# Environment: IWARP_BIN (default target/release/iwarp),
+#   IWARP_INTEROP_CACHE (see setup.sh), IWARP_INTEROP_BOOT_SECS,
+#   IWARP_INTEROP_SEQUENTIAL_BOOT=1 (boot the client guest only after the
+#   server guest is up, instead of both at once).
+# Needs root and a finished tests/interop/setup.sh.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$INTEROP_DIR/netns.sh"
+. "$INTEROP_DIR/guest.sh"
+. "$INTEROP_DIR/cases.sh"
+. "$INTEROP_DIR/check.sh"
+
+RPING_PORT=7174
+# Seconds a case's commands may run once started.
+SIW_SIW_LIMIT=60
+IWARP_LIMIT=180
+
+list_only=0
+out_dir=
+patterns=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--list) list_only=1 ;;
+	--out)
+		out_dir=$2
+		shift
+		;;
+	-h | --help)
+		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*) patterns+=("$1") ;;
+	esac
+	shift
+done
+[ "${#patterns[@]}" -gt 0 ] || patterns=('*')
+
+selected=()
+while read -r line; do
+	name=${line%% *}
+	for p in "${patterns[@]}"; do
+		# shellcheck disable=SC2053 # glob match on purpose
+		if [[ $name == $p ]]; then
+			selected+=("$line")
+			break
+		fi
+	done
+done < <(interop_cases)
+[ "${#selected[@]}" -gt 0 ] || die "no case matches: ${patterns[*]}"
+
+if [ "$list_only" = 1 ]; then
+	printf '%-34s %-6s %s\n' CASE EXPECT NOTE
+	for line in "${selected[@]}"; do
+		read -r name kind variant size count expect <<<"$line"
+		printf '%-34s %-6s %s\n' "$name" "$expect" "$(known_unsupported "$kind" "$variant")"
+	done
+	exit 0
+fi
+
+need_root
+load_setup_env
+for tool in qemu-system-x86_64 tshark tcpdump ip timeout; do
+	command -v "$tool" >/dev/null || die "missing $tool: run tests/interop/setup.sh"
+done
+out_dir=${out_dir:-$REPO_ROOT/target/interop/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out_dir"
+out_dir=$(cd "$out_dir" && pwd)
+log "kernel $KVER, results in $out_dir"
+
+have_iwarp_rping=0
+iwarp_has_subcommand rping && have_iwarp_rping=1
+if iwarp_has_subcommand decode; then
+	log "captures are also checked with $(iwarp_bin) decode"
+else
+	log "$(iwarp_bin) has no decode subcommand: captures are checked with tshark only"
+fi
+
+netns_create
+
+# Outcome of one case, set by the run_* functions: a guest or tool status per
+# end ("none" when it never reported one), plus a note.
+SERVER_RC=none
+CLIENT_RC=none
+CASE_NOTE=
+
+# A run of rping between two siw guests.
+run_siw_siw() {
+	local dir=$1 variant=$2 size=$3 count=$4 srv_pid cli_pid
+	local args="-C $count -S $size -V -p $RPING_PORT"
+	guest_start s "$variant" "$SIW_SERVER_IP" "rping -s -a $SIW_SERVER_IP $args" \
+		$((SIW_SIW_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
+	srv_pid=$GUEST_PID
+	if [ "${IWARP_INTEROP_SEQUENTIAL_BOOT:-0}" = 1 ]; then
+		if ! guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
+			CASE_NOTE="server guest never got ready"
+		fi
+		sleep 1
+		GUEST_WAIT_FOR= guest_start c "$variant" "$SIW_CLIENT_IP" "rping -c -a $SIW_SERVER_IP $args" \
+			"$SIW_SIW_LIMIT" "$dir/client.log"
+	else
+		GUEST_WAIT_FOR=$SIW_SERVER_IP guest_start c "$variant" "$SIW_CLIENT_IP" \
+			"rping -c -a $SIW_SERVER_IP $args" "$SIW_SIW_LIMIT" "$dir/client.log"
+	fi
+	cli_pid=$GUEST_PID
+	guest_wait "$cli_pid" || true
+	# The server's rping exits by itself once the client has gone; give it
+	# a bounded moment, then stop it.
+	if ! guest_wait_marker "$dir/server.log" IWARP-INTEROP-RESULT 30 "$srv_pid"; then
+		kill "$srv_pid" 2>/dev/null || true
+	fi
+	guest_wait "$srv_pid" || true
+	SERVER_RC=$(guest_result "$dir/server.log")
+	CLIENT_RC=$(guest_result "$dir/client.log")
+	netns_del_tap qs
+	netns_del_tap qc
+}
+
+# The iwarp tool's transport flags and address for a case kind.
+iwarp_transport() {
+	case "$1" in
+	*-tap) echo "$IWARP_TAP_IP --tap $IWARP_TAP --ip $IWARP_TAP_IP/$NET_BITS" ;;
+	*) echo "$HOST_IP" ;;
+	esac
+}
+
+# Our `iwarp rping -c` against a siw server guest.
+run_iwarp_client() {
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 srv_pid tool_rc=0
+	local transport our_addr extra
+	transport=$(iwarp_transport "$kind")
+	our_addr=${transport%% *}
+	extra=${transport#"$our_addr"}
+	guest_start s "$variant" "$SIW_SERVER_IP" "rping -s -a $SIW_SERVER_IP -C $count -S $size -V -p $RPING_PORT" \
+		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
+	srv_pid=$GUEST_PID
+	if guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
+		sleep 1
+		# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
+		nsx timeout -k 5 "$IWARP_LIMIT" "$(iwarp_bin)" rping -c -a "$SIW_SERVER_IP" -p "$RPING_PORT" \
+			-C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra \
+			>"$dir/iwarp.log" 2>&1 || tool_rc=$?
+		CLIENT_RC=$tool_rc
+	else
+		CASE_NOTE="server guest never got ready"
+	fi
+	if ! guest_wait_marker "$dir/server.log" IWARP-INTEROP-RESULT 30 "$srv_pid"; then
+		kill "$srv_pid" 2>/dev/null || true
+	fi
+	guest_wait "$srv_pid" || true
+	SERVER_RC=$(guest_result "$dir/server.log")
+	netns_del_tap qs
+}
+
+# Our `iwarp rping -s` against a siw client guest.
+run_iwarp_server() {
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 tool_pid tool_rc=0 cli_pid
+	local transport our_addr extra
+	transport=$(iwarp_transport "$kind")
+	our_addr=${transport%% *}
+	extra=${transport#"$our_addr"}
+	# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
+	ip netns exec "$NETNS" timeout -k 5 $((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$(iwarp_bin)" rping -s -a "$our_addr" \
+		-p "$RPING_PORT" -C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra \
+		>"$dir/iwarp.log" 2>&1 &
+	tool_pid=$!
+	netns_track_pid "$tool_pid"
+	# The guest needs several seconds to boot, and then waits for our
+	# address to answer ping: time enough for the server to listen.
+	GUEST_WAIT_FOR=$our_addr guest_start c "$variant" "$SIW_CLIENT_IP" \
+		"rping -c -a $our_addr -C $count -S $size -V -p $RPING_PORT" "$IWARP_LIMIT" "$dir/client.log"
+	cli_pid=$GUEST_PID
+	guest_wait "$cli_pid" || true
+	CLIENT_RC=$(guest_result "$dir/client.log")
+	wait "$tool_pid" || tool_rc=$?
+	netns_untrack_pid "$tool_pid"
+	SERVER_RC=$tool_rc
+	netns_del_tap qc
+}
+
+# Sorts one case's outcome into PASS / FAIL / XFAIL / XPASS / HANG.
+verdict() {
+	local expect=$1 s=$2 c=$3
+	if [ "$s" = none ] || [ "$c" = none ] || [ "$s" = 124 ] || [ "$c" = 124 ]; then
+		echo HANG
+	elif [ "$s" = 0 ] && [ "$c" = 0 ]; then
+		[ "$expect" = pass ] && echo PASS || echo XPASS
+	else
+		[ "$expect" = fail ] && echo XFAIL || echo FAIL
+	fi
+}
+
+results=()
+n_pass=0
+n_fail=0
+n_skip=0
+t_all=$(date +%s)
+for line in "${selected[@]}"; do
+	read -r name kind variant size count expect <<<"$line"
+	dir=$out_dir/${name//\//_}
+	mkdir -p "$dir"
+	SERVER_RC=none
+	CLIENT_RC=none
+	CASE_NOTE=
+	t0=$(date +%s)
+	if [[ $kind == iwarp-* ]] && [ "$have_iwarp_rping" = 0 ]; then
+		results+=("$name|$expect|SKIP|0|iwarp rping not available ($(iwarp_bin))")
+		n_skip=$((n_skip + 1))
+		log "$name: SKIP, iwarp rping not available"
+		continue
+	fi
+	log "$name: starting ($kind, siw $variant, -S $size -C $count, expect $expect)"
+	capture_start "$dir/case.pcap"
+	case "$kind" in
+	siw-siw) run_siw_siw "$dir" "$variant" "$size" "$count" ;;
+	iwarp-client-*) run_iwarp_client "$dir" "$kind" "$variant" "$size" "$count" ;;
+	iwarp-server-*) run_iwarp_server "$dir" "$kind" "$variant" "$size" "$count" ;;
+	esac
+	capture_stop
+	secs=$(($(date +%s) - t0))
+	result=$(verdict "$expect" "$SERVER_RC" "$CLIENT_RC")
+	note="server rc=$SERVER_RC client rc=$CLIENT_RC"
+	[ -z "$CASE_NOTE" ] || note+="; $CASE_NOTE"
+	for f in "$dir/server.log" "$dir/client.log"; do
+		[ -f "$f" ] || continue
+		why=$(guest_setup_failure "$f")
+		[ -z "$why" ] || note+="; $(basename "$f" .log) setup failed: $why"
+	done
+	if ! problems=$(check_capture "$dir/case.pcap" "$variant" "$expect"); then
+		note+="; ${problems//$'\n'/; }"
+		case "$result" in PASS | XFAIL) result=FAIL ;; esac
+	fi
+	case "$result" in
+	PASS | XFAIL) n_pass=$((n_pass + 1)) ;;
+	*) n_fail=$((n_fail + 1)) ;;
+	esac
+	results+=("$name|$expect|$result|$secs|$note")
+	log "$name: $result in ${secs}s ($note)"
+done
+
+echo
+printf '%-34s %-6s %-6s %5s  %s\n' CASE EXPECT RESULT SECS NOTE
+for r in "${results[@]}"; do
+	IFS='|' read -r name expect result secs note <<<"$r"
+	printf '%-34s %-6s %-6s %5s  %s\n' "$name" "$expect" "$result" "$secs" "$note"
+done
+echo
+echo "interop: total $(($(date +%s) - t_all)) s, logs and captures in $out_dir"
+echo "interop: $n_pass passed, $n_fail failed, $n_skip skipped"
+[ "$n_fail" = 0 ]
