@@ -140,3 +140,143 @@ pub trait Transport {
     /// timeout). Never spins while idle.
     fn wait(&mut self, timeout: Option<Duration>);
 }
+
+/// A boxed transport (say `Box<dyn Transport + Send>`, as a device holds
+/// whichever one it was opened with) is a transport.
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn listen(&mut self, port: u16) -> Result<ListenerId, TransportError> {
+        (**self).listen(port)
+    }
+    fn accept(&mut self, l: ListenerId) -> Option<StreamId> {
+        (**self).accept(l)
+    }
+    fn unlisten(&mut self, l: ListenerId) {
+        (**self).unlisten(l)
+    }
+    fn connect(&mut self, remote: SocketAddr) -> Result<StreamId, TransportError> {
+        (**self).connect(remote)
+    }
+    fn state(&self, s: StreamId) -> StreamState {
+        (**self).state(s)
+    }
+    fn local_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        (**self).local_addr(s)
+    }
+    fn peer_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        (**self).peer_addr(s)
+    }
+    fn send_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        (**self).send_with(s, f)
+    }
+    fn recv_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        (**self).recv_with(s, f)
+    }
+    fn send_capacity(&self, s: StreamId) -> usize {
+        (**self).send_capacity(s)
+    }
+    fn recv_queued(&self, s: StreamId) -> usize {
+        (**self).recv_queued(s)
+    }
+    fn mss(&self, s: StreamId) -> usize {
+        (**self).mss(s)
+    }
+    fn close(&mut self, s: StreamId) {
+        (**self).close(s)
+    }
+    fn abort(&mut self, s: StreamId) {
+        (**self).abort(s)
+    }
+    fn poll(&mut self, now: Instant) -> bool {
+        (**self).poll(now)
+    }
+    fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
+        (**self).poll_delay(now)
+    }
+    fn wait(&mut self, timeout: Option<Duration>) {
+        (**self).wait(timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::kernel::{KernelConfig, KernelTransport};
+    use crate::transport::memory::MemoryLink;
+    use crate::transport::memory::MemoryLinkConfig;
+    use crate::transport::testutil::{drive, Receiver, Sender};
+
+    #[test]
+    fn state_predicates() {
+        use StreamState::*;
+        for (s, send, terminal) in [
+            (Connecting, false, false),
+            (Established, true, false),
+            (PeerClosed, true, false),
+            (Closing, false, false),
+            (Closed, false, true),
+            (Reset, false, true),
+        ] {
+            assert_eq!(s.may_send(), send, "{s:?}");
+            assert_eq!(s.is_terminal(), terminal, "{s:?}");
+        }
+    }
+
+    /// Every transport is usable as `Box<dyn Transport + Send>`, and all of
+    /// them move threads.
+    #[test]
+    fn boxed_transports_carry_bytes() {
+        let (a, b) = MemoryLink::pair(&MemoryLinkConfig::default()).unwrap();
+        let kernel = KernelTransport::new(KernelConfig {
+            bind_ip: "127.0.0.1".parse().unwrap(),
+            ..Default::default()
+        });
+        let boxed: Vec<Box<dyn Transport + Send>> = vec![Box::new(a), Box::new(kernel)];
+        let mut b: Box<dyn Transport + Send> = Box::new(b);
+        for (i, mut t) in boxed.into_iter().enumerate() {
+            let t = &mut t;
+            // Memory: B listens; kernel: one transport serves both ends.
+            let (server_side, addr): (&mut dyn Transport, SocketAddr) = if i == 0 {
+                (&mut *b, "10.77.0.2:7000".parse().unwrap())
+            } else {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                let a = l.local_addr().unwrap();
+                drop(l);
+                (&mut **t, a)
+            };
+            let l = server_side.listen(addr.port()).unwrap();
+            let c = t.connect(addr).unwrap();
+            let mut s = None;
+            let mut tx = Sender::new(9, 100_000);
+            let mut rx = Receiver::new(9, 100_000);
+            let ok = drive(t, Duration::from_secs(20), |t| {
+                if i == 0 {
+                    b.poll(Instant::now());
+                    s = s.or_else(|| b.accept(l));
+                } else {
+                    s = s.or_else(|| t.accept(l));
+                }
+                if t.state(c) == StreamState::Established {
+                    tx.pump(&mut **t, c).unwrap();
+                }
+                if let Some(s) = s {
+                    if i == 0 {
+                        rx.drain(&mut *b, s).unwrap();
+                    } else {
+                        rx.drain(&mut **t, s).unwrap();
+                    }
+                }
+                rx.done()
+            });
+            assert!(ok, "transport {i}: {} of 100000", rx.received);
+            assert_eq!(rx.bad_bytes, 0);
+        }
+    }
+}

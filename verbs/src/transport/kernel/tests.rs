@@ -398,3 +398,51 @@ fn capture_carries_the_exact_bytes_each_way() {
     assert_eq!(matched, 1, "the client→server direction, seen by both ends");
     crate::transport::pcap_check::tshark_accepts(&bytes, "kernel");
 }
+
+#[test]
+fn client_capture_alone_is_one_clean_connection() {
+    // Server in its own transport without capture: the client's file holds
+    // exactly one connection, each direction once.
+    let mut server = loopback();
+    let l = server.listen(0).unwrap();
+    let addr = server.listener_addr(l).unwrap();
+    let buf = SharedBuf::default();
+    let mut client = loopback();
+    client.set_pcap(Some(PcapSink::new(Box::new(buf.clone())).unwrap()));
+    let c = client.connect(addr).unwrap();
+    let mut s = None;
+    let (mut tx, mut at_s) = (Sender::new(5, 500_000), Receiver::new(5, 500_000));
+    let (mut tx_s, mut at_c) = (Sender::new(6, 70_000), Receiver::new(6, 70_000));
+    assert!(drive(&mut client, LIMIT, |t| {
+        server.poll(Instant::now());
+        s = s.or_else(|| server.accept(l));
+        if t.state(c) == StreamState::Established {
+            tx.pump(t, c).unwrap();
+            at_c.drain(t, c).unwrap();
+        }
+        if let Some(s) = s {
+            tx_s.pump(&mut server, s).unwrap();
+            at_s.drain(&mut server, s).unwrap();
+        }
+        at_s.done() && at_c.done()
+    }));
+    client.close(c);
+    server.close(s.unwrap());
+    assert!(drive(&mut client, LIMIT, |t| {
+        server.poll(Instant::now());
+        t.state(c) == StreamState::Closed
+    }));
+    drop(client.take_pcap());
+    let bytes = buf.0.lock().unwrap().clone();
+    let cport = {
+        let (_, _, recs) = parse(&bytes).unwrap();
+        u16::from_be_bytes([recs[0].2[34], recs[0].2[35]])
+    };
+    let mut want = vec![0u8; 500_000];
+    Pattern::new(5).fill(0, &mut want);
+    assert_eq!(payload_from(&bytes, cport), want);
+    let mut back = vec![0u8; 70_000];
+    Pattern::new(6).fill(0, &mut back);
+    assert_eq!(payload_from(&bytes, addr.port()), back);
+    crate::transport::pcap_check::tshark_accepts(&bytes, "kernel-client");
+}
