@@ -253,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn placement_runs_a_scripted_session() {
+    fn placement_runs_a_scripted_exchange() {
         // Regions: 32 bytes at 0x1000, 0x2000, 0x3000; all rights, PD 0.
         let mut d = vec![0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1];
         // Post an SGL: 2 SGEs (region 0 + 4, 6 bytes) (region 1 + 0, 10).
