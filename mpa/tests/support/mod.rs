@@ -101,11 +101,7 @@ pub fn frames(file: &[u8]) -> Vec<&[u8]> {
                 }
             }
             // Simple packet (interface 0).
-            3 => {
-                if link_types.first() == Some(&1) {
-                    out.push(&body[4..]);
-                }
-            }
+            3 if link_types.first() == Some(&1) => out.push(&body[4..]),
             _ => {}
         }
         at += len;
@@ -205,7 +201,7 @@ pub fn connections(file: &[u8]) -> Vec<Connection> {
         .into_iter()
         .map(|(a, b)| {
             let (client, server) = match by_dir.get(&(a, b)).and_then(|s| s.first()) {
-                Some(first) if first.syn || by_dir.get(&(b, a)).is_none() => (a, b),
+                Some(first) if first.syn || !by_dir.contains_key(&(b, a)) => (a, b),
                 _ if by_dir
                     .get(&(b, a))
                     .and_then(|s| s.first())
