@@ -2,3 +2,24 @@
 //! queues, queue pairs and a connection manager over pluggable transports.
 
 pub mod transport;
+
+pub mod cm;
+pub mod cq;
+mod device;
+mod engine;
+mod error;
+pub mod mr;
+pub mod pd;
+pub mod qp;
+
+pub use cm::{
+    AcceptParams, CmEvent, ConnectParams, ConnectRequest, ConnectionInfo, CrcPolicy,
+    DisconnectReason, ListenOptions, Listener, MpaOptions, Rtr, RtrSet,
+};
+pub use cq::{CompletionQueue, WcOpcode, WcStatus, WorkCompletion};
+pub use ddp::memory::{Access, PdId, STag};
+pub use device::{Device, ProgressThread};
+pub use error::VerbsError;
+pub use mr::MemoryRegion;
+pub use pd::ProtectionDomain;
+pub use qp::{wr, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};

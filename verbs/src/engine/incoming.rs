@@ -1,0 +1,104 @@
+//! Connections accepted at the TCP level, in MPA start-up as responder,
+//! until the application accepts one onto a queue pair or rejects it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::startup::{RequestInfo, Startup, StartupOutcome};
+use crate::cm::ConnectRequest;
+use crate::device::DeviceShared;
+use crate::transport::{StreamId, Transport};
+
+pub(crate) enum IncomingState {
+    /// Waiting for the initiator's MPA request.
+    AwaitingRequest,
+    /// The request is waiting in the listener's queue for the application.
+    Offered(RequestInfo),
+    /// A reject reply is being sent; the stream closes after it.
+    Rejecting,
+    /// Moved onto a queue pair.
+    Handed,
+}
+
+pub(crate) struct Incoming {
+    pub(crate) listener: u32,
+    pub(crate) stream: StreamId,
+    pub(crate) startup: Startup,
+    pub(crate) state: IncomingState,
+}
+
+/// What one drive of an incoming connection did.
+pub(crate) struct Step {
+    pub(crate) busy: bool,
+    /// The request just became available to the application.
+    pub(crate) offered: bool,
+    /// The entry is done (failed, timed out or rejected) and can go.
+    pub(crate) finished: bool,
+}
+
+impl Incoming {
+    pub(crate) fn new(listener: u32, stream: StreamId, startup: Startup) -> Self {
+        Incoming {
+            listener,
+            stream,
+            startup,
+            state: IncomingState::AwaitingRequest,
+        }
+    }
+
+    pub(crate) fn drive(&mut self, transport: &mut dyn Transport, now: Instant) -> Step {
+        let mut step = Step {
+            busy: false,
+            offered: false,
+            finished: false,
+        };
+        if transport.state(self.stream).is_terminal() {
+            step.finished = true;
+            return step;
+        }
+        self.startup.handle_timeout(now);
+        step.busy |= self.startup.transmit(transport, self.stream);
+        if matches!(self.state, IncomingState::AwaitingRequest) {
+            step.busy |= self.startup.receive(transport, self.stream, now);
+            if let Some(info) = self.startup.request() {
+                self.state = IncomingState::Offered(info);
+                step.offered = true;
+            }
+        }
+        match self.startup.outcome() {
+            Some(StartupOutcome::Failed(_)) => step.finished = true,
+            Some(_) => {}
+            None => {}
+        }
+        if matches!(self.state, IncomingState::Rejecting) && !self.startup.has_transmit() {
+            step.finished = true;
+        }
+        step
+    }
+}
+
+/// A request taken off a listener's queue, before it gets its device handle.
+pub(crate) struct PendingRequest {
+    pub(crate) id: u64,
+    pub(crate) peer_addr: Option<SocketAddr>,
+    pub(crate) info: RequestInfo,
+}
+
+impl PendingRequest {
+    pub(crate) fn into_request(self, device: Arc<DeviceShared>) -> ConnectRequest {
+        ConnectRequest {
+            id: self.id,
+            device,
+            answered: false,
+            peer_addr: self.peer_addr,
+            private_data: self.info.private_data,
+            revision: self.info.revision,
+            crc: self.info.crc,
+            markers: self.info.markers,
+            ird: self.info.ird,
+            ord: self.info.ord,
+            p2p: self.info.p2p,
+        }
+    }
+}

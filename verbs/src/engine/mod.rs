@@ -1,0 +1,361 @@
+//! The progress engine: one transport, the queue pairs and listeners on it,
+//! and one `turn` that moves bytes between them.
+//!
+//! Per queue pair the phases are: idle (receives may be posted), MPA
+//! start-up on a TCP stream, connected (an `rdmap::Connection` reading
+//! straight out of the transport's receive buffer and writing FPDUs
+//! straight into its send buffer), and closed. Incoming connections wait in
+//! [`incoming`] until the application accepts them onto a queue pair.
+
+mod incoming;
+mod qp_slot;
+mod startup;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ddp::memory::PdId;
+use rdmap::work_request::{RecvWr, SendWr};
+
+use crate::cm::{AcceptParams, CmEvent, ConnectParams, ListenOptions};
+use crate::error::VerbsError;
+use crate::mr::Registry;
+use crate::qp::{QpInit, QpState};
+use crate::transport::{ListenerId, Transport};
+
+pub(crate) use incoming::PendingRequest;
+use incoming::{Incoming, IncomingState};
+use qp_slot::{Phase, QpSlot};
+use startup::Startup;
+
+/// Connections completing start-up per listener when the caller names none.
+const DEFAULT_BACKLOG: usize = 8;
+
+#[derive(Debug)]
+struct ListenerSlot {
+    transport_id: ListenerId,
+    opts: ListenOptions,
+    requests: VecDeque<u64>,
+}
+
+pub(crate) struct Engine {
+    transport: Box<dyn Transport + Send>,
+    registry: Arc<Registry>,
+    qps: HashMap<u32, QpSlot>,
+    /// Queue pairs in a stable order, so every turn visits them alike.
+    qp_order: Vec<u32>,
+    listeners: HashMap<u32, ListenerSlot>,
+    incoming: HashMap<u64, Incoming>,
+    next_qp: u32,
+    next_listener: u32,
+    next_request: u64,
+    /// Something a blocked caller may be waiting for happened.
+    changed: bool,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("qps", &self.qps.len())
+            .field("listeners", &self.listeners.len())
+            .field("incoming", &self.incoming.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    pub(crate) fn new(transport: Box<dyn Transport + Send>, registry: Arc<Registry>) -> Self {
+        Engine {
+            transport,
+            registry,
+            qps: HashMap::new(),
+            qp_order: Vec::new(),
+            listeners: HashMap::new(),
+            incoming: HashMap::new(),
+            next_qp: 1,
+            next_listener: 1,
+            next_request: 1,
+            changed: false,
+        }
+    }
+
+    pub(crate) fn transport_mut(&mut self) -> &mut dyn Transport {
+        &mut *self.transport
+    }
+
+    pub(crate) fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    pub(crate) fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
+        let mut delay = self.transport.poll_delay(now);
+        let deadlines = self.qps.values().filter_map(|q| q.deadline()).chain(
+            self.incoming
+                .values()
+                .filter_map(|i| i.startup.poll_timeout()),
+        );
+        for d in deadlines {
+            let d = d.saturating_duration_since(now);
+            delay = Some(delay.map_or(d, |x| x.min(d)));
+        }
+        delay
+    }
+
+    pub(crate) fn wait(&mut self, timeout: Duration) {
+        self.transport.wait(Some(timeout));
+    }
+
+    /// One round of progress. True if anything happened.
+    pub(crate) fn turn(&mut self, now: Instant) -> bool {
+        let mut busy = self.transport.poll(now);
+        busy |= self.accept_streams(now);
+        busy |= self.drive_incoming(now);
+        busy |= self.drive_qps(now);
+        if busy {
+            self.transport.poll(now);
+        }
+        busy
+    }
+
+    /// Pushes queued FPDUs onto the wire without reading anything.
+    pub(crate) fn flush(&mut self, now: Instant) {
+        let mut sent = false;
+        for num in &self.qp_order {
+            if let Some(slot) = self.qps.get_mut(num) {
+                sent |= slot.transmit(&mut *self.transport, &self.registry);
+            }
+        }
+        if sent {
+            self.transport.poll(now);
+        }
+    }
+
+    fn drive_qps(&mut self, now: Instant) -> bool {
+        let mut busy = false;
+        for num in &self.qp_order {
+            if let Some(slot) = self.qps.get_mut(num) {
+                let (b, changed) = slot.drive(&mut *self.transport, &self.registry, now);
+                busy |= b;
+                self.changed |= changed;
+            }
+        }
+        busy
+    }
+
+    // ---- queue pairs -------------------------------------------------
+
+    pub(crate) fn create_qp(&mut self, pd: PdId, init: &QpInit) -> u32 {
+        let num = self.next_qp;
+        self.next_qp += 1;
+        self.qps.insert(num, QpSlot::new(num, pd, init));
+        self.qp_order.push(num);
+        num
+    }
+
+    pub(crate) fn destroy_qp(&mut self, num: u32, now: Instant) {
+        if let Some(mut slot) = self.qps.remove(&num) {
+            slot.disconnect(&mut *self.transport, now);
+            slot.release(&mut *self.transport);
+        }
+        self.qp_order.retain(|&n| n != num);
+    }
+
+    fn slot(&mut self, num: u32) -> Result<&mut QpSlot, VerbsError> {
+        self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))
+    }
+
+    pub(crate) fn qp_state(&self, num: u32) -> QpState {
+        self.qps.get(&num).map_or(QpState::Error, |s| s.state())
+    }
+
+    pub(crate) fn post_send(
+        &mut self,
+        num: u32,
+        wr: SendWr,
+        _now: Instant,
+    ) -> Result<(), VerbsError> {
+        self.slot(num)?.post_send(wr)
+    }
+
+    pub(crate) fn post_recv(
+        &mut self,
+        num: u32,
+        wr: RecvWr,
+        _now: Instant,
+    ) -> Result<(), VerbsError> {
+        self.slot(num)?.post_recv(wr)
+    }
+
+    pub(crate) fn take_qp_event(&mut self, num: u32) -> Option<CmEvent> {
+        self.qps.get_mut(&num)?.events.pop_front()
+    }
+
+    pub(crate) fn has_qp_event(&self, num: u32) -> bool {
+        self.qps.get(&num).is_some_and(|s| !s.events.is_empty())
+    }
+
+    pub(crate) fn connect(
+        &mut self,
+        num: u32,
+        remote: SocketAddr,
+        params: ConnectParams,
+        now: Instant,
+    ) -> Result<(), VerbsError> {
+        let startup = Startup::initiator(&params, now)?;
+        let slot = self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))?;
+        if !matches!(slot.phase, Phase::Idle) {
+            return Err(VerbsError::AlreadyConnected);
+        }
+        let stream = self
+            .transport
+            .connect(remote)
+            .map_err(VerbsError::Transport)?;
+        slot.phase = Phase::Starting { stream, startup: Box::new(startup) };
+        Ok(())
+    }
+
+    pub(crate) fn disconnect(&mut self, num: u32, now: Instant) {
+        if let Some(slot) = self.qps.get_mut(&num) {
+            slot.disconnect(&mut *self.transport, now);
+            self.changed = true;
+        }
+    }
+
+    // ---- listening -----------------------------------------------------
+
+    pub(crate) fn listen(
+        &mut self,
+        port: u16,
+        opts: ListenOptions,
+    ) -> Result<(u32, u16), VerbsError> {
+        let transport_id = self.transport.listen(port).map_err(VerbsError::Transport)?;
+        let _ = opts.backlog.unwrap_or(DEFAULT_BACKLOG);
+        let id = self.next_listener;
+        self.next_listener += 1;
+        self.listeners.insert(
+            id,
+            ListenerSlot {
+                transport_id,
+                opts,
+                requests: VecDeque::new(),
+            },
+        );
+        Ok((id, port))
+    }
+
+    pub(crate) fn unlisten(&mut self, id: u32) {
+        if let Some(l) = self.listeners.remove(&id) {
+            self.transport.unlisten(l.transport_id);
+            for req in l.requests {
+                if let Some(inc) = self.incoming.remove(&req) {
+                    self.transport.abort(inc.stream);
+                }
+            }
+        }
+    }
+
+    fn accept_streams(&mut self, now: Instant) -> bool {
+        let mut busy = false;
+        for (&lid, l) in &mut self.listeners {
+            while let Some(stream) = self.transport.accept(l.transport_id) {
+                busy = true;
+                match Startup::responder(&l.opts, now) {
+                    Ok(startup) => {
+                        let id = self.next_request;
+                        self.next_request += 1;
+                        self.incoming
+                            .insert(id, Incoming::new(lid, stream, startup));
+                    }
+                    Err(_) => self.transport.abort(stream),
+                }
+            }
+        }
+        busy
+    }
+
+    fn drive_incoming(&mut self, now: Instant) -> bool {
+        let mut busy = false;
+        let mut done = Vec::new();
+        for (&id, inc) in &mut self.incoming {
+            let step = inc.drive(&mut *self.transport, now);
+            busy |= step.busy;
+            if step.offered {
+                if let Some(l) = self.listeners.get_mut(&inc.listener) {
+                    l.requests.push_back(id);
+                    self.changed = true;
+                }
+            }
+            if step.finished {
+                done.push(id);
+            }
+        }
+        for id in done {
+            if let Some(inc) = self.incoming.remove(&id) {
+                for l in self.listeners.values_mut() {
+                    l.requests.retain(|&r| r != id);
+                }
+                if !matches!(inc.state, IncomingState::Handed) {
+                    self.transport.close(inc.stream);
+                }
+            }
+        }
+        busy
+    }
+
+    pub(crate) fn has_request(&self, listener: u32) -> bool {
+        self.listeners
+            .get(&listener)
+            .is_some_and(|l| !l.requests.is_empty())
+    }
+
+    pub(crate) fn take_request(&mut self, listener: u32) -> Option<PendingRequest> {
+        let l = self.listeners.get_mut(&listener)?;
+        while let Some(id) = l.requests.pop_front() {
+            if let Some(inc) = self.incoming.get(&id) {
+                if let IncomingState::Offered(info) = &inc.state {
+                    let peer_addr = self.transport.peer_addr(inc.stream);
+                    return Some(PendingRequest {
+                        id,
+                        peer_addr,
+                        info: info.clone(),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    pub(crate) fn accept(
+        &mut self,
+        id: u64,
+        qp: u32,
+        params: AcceptParams,
+    ) -> Result<(), VerbsError> {
+        let slot = self.qps.get_mut(&qp).ok_or(VerbsError::NoSuchQp(qp))?;
+        if !matches!(slot.phase, Phase::Idle) {
+            return Err(VerbsError::AlreadyConnected);
+        }
+        let mut inc = self.incoming.remove(&id).ok_or(VerbsError::RequestGone)?;
+        if !matches!(inc.state, IncomingState::Offered(_)) {
+            self.transport.abort(inc.stream);
+            return Err(VerbsError::RequestGone);
+        }
+        inc.startup.accept(&params, Instant::now())?;
+        inc.state = IncomingState::Handed;
+        slot.phase = Phase::Starting {
+            stream: inc.stream,
+            startup: Box::new(inc.startup),
+        };
+        self.changed = true;
+        Ok(())
+    }
+
+    pub(crate) fn reject(&mut self, id: u64, private_data: &[u8]) -> Result<(), VerbsError> {
+        let inc = self.incoming.get_mut(&id).ok_or(VerbsError::RequestGone)?;
+        inc.startup.reject(private_data, Instant::now())?;
+        inc.state = IncomingState::Rejecting;
+        Ok(())
+    }
+}

@@ -1,0 +1,205 @@
+//! MPA start-up as the engine drives it: the verbs-level options turned
+//! into `mpa` configuration, and the start-up events folded into the two
+//! things the engine asks about — a connect request to offer, an outcome.
+
+use std::time::Instant;
+
+use mpa::{InitiatorConfig, Negotiated, ReplyParams, ResponderConfig, StartupEvent};
+
+use crate::cm::{AcceptParams, ConnectParams, ListenOptions};
+use crate::error::VerbsError;
+use crate::transport::{StreamId, Transport};
+
+/// A connect request as the listener offers it.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestInfo {
+    pub(crate) private_data: Vec<u8>,
+    pub(crate) revision: u8,
+    pub(crate) crc: bool,
+    pub(crate) markers: bool,
+    pub(crate) ird: Option<u16>,
+    pub(crate) ord: Option<u16>,
+    pub(crate) p2p: Vec<mpa::Rtr>,
+}
+
+#[derive(Debug)]
+pub(crate) enum StartupOutcome {
+    Established(Box<Negotiated>),
+    Rejected(Vec<u8>),
+    Failed(String),
+}
+
+#[derive(Debug)]
+pub(crate) struct Startup {
+    inner: mpa::Startup,
+    request: Option<RequestInfo>,
+    outcome: Option<StartupOutcome>,
+}
+
+impl Startup {
+    pub(crate) fn initiator(p: &ConnectParams, now: Instant) -> Result<Self, VerbsError> {
+        let cfg = InitiatorConfig {
+            rev: p.mpa.revision,
+            crc: p.mpa.crc,
+            markers_rx: p.mpa.markers,
+            markers_tx: true,
+            ird: p.ird,
+            ord: p.ord,
+            peer_to_peer: (!p.mpa.p2p.is_empty()).then_some(p.mpa.p2p),
+            private_data: p.private_data.clone(),
+            reply_timeout: p.mpa.timeout,
+            accept_rev1_reply: p.mpa.revision == 1,
+        };
+        let inner =
+            mpa::Startup::initiator(cfg, now).map_err(|e| VerbsError::Mpa(e.to_string()))?;
+        Ok(Startup {
+            inner,
+            request: None,
+            outcome: None,
+        })
+    }
+
+    pub(crate) fn responder(opts: &ListenOptions, now: Instant) -> Result<Self, VerbsError> {
+        let cfg = ResponderConfig {
+            max_rev: opts.mpa.revision,
+            crc: opts.mpa.crc,
+            markers_rx: opts.mpa.markers,
+            markers_tx: true,
+            rtr: opts.mpa.p2p,
+            request_timeout: opts.mpa.timeout,
+        };
+        let inner =
+            mpa::Startup::responder(cfg, now).map_err(|e| VerbsError::Mpa(e.to_string()))?;
+        Ok(Startup {
+            inner,
+            request: None,
+            outcome: None,
+        })
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.inner.poll_timeout()
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        self.inner.handle_timeout(now);
+        self.collect();
+    }
+
+    pub(crate) fn handle_peer_closed(&mut self) {
+        self.inner.handle_peer_closed();
+        self.collect();
+    }
+
+    /// Whether start-up still reads from the stream (not after the frame
+    /// arrived: what follows it belongs to the connection).
+    pub(crate) fn wants_input(&self) -> bool {
+        !self.inner.is_finished() && !self.inner.is_awaiting_decision()
+    }
+
+    pub(crate) fn has_transmit(&self) -> bool {
+        self.inner.has_transmit()
+    }
+
+    /// Queues pending start-up bytes into the stream. True if any went.
+    pub(crate) fn transmit(&mut self, transport: &mut dyn Transport, stream: StreamId) -> bool {
+        if !self.inner.has_transmit() {
+            return false;
+        }
+        let inner = &mut self.inner;
+        transport
+            .send_with(stream, &mut |buf| inner.transmit_into(buf))
+            .unwrap_or(0)
+            > 0
+    }
+
+    /// Reads start-up bytes (and no more) from the stream. True if any came.
+    pub(crate) fn receive(
+        &mut self,
+        transport: &mut dyn Transport,
+        stream: StreamId,
+        now: Instant,
+    ) -> bool {
+        if !self.wants_input() {
+            return false;
+        }
+        let inner = &mut self.inner;
+        let got = transport
+            .recv_with(stream, &mut |buf| inner.handle_bytes(buf, now).unwrap_or(0))
+            .unwrap_or(0);
+        self.collect();
+        got > 0
+    }
+
+    pub(crate) fn request(&mut self) -> Option<RequestInfo> {
+        self.request.take()
+    }
+
+    pub(crate) fn outcome(&mut self) -> Option<StartupOutcome> {
+        self.outcome.take()
+    }
+
+    pub(crate) fn accept(&mut self, p: &AcceptParams, now: Instant) -> Result<(), VerbsError> {
+        let params = ReplyParams {
+            ird: p.ird,
+            ord: p.ord,
+            private_data: p.private_data.clone(),
+        };
+        self.inner
+            .accept(params, now)
+            .map_err(|e| VerbsError::Mpa(e.to_string()))?;
+        self.collect();
+        Ok(())
+    }
+
+    pub(crate) fn reject(&mut self, private_data: &[u8], now: Instant) -> Result<(), VerbsError> {
+        self.inner
+            .reject(private_data, now)
+            .map_err(|e| VerbsError::Mpa(e.to_string()))?;
+        self.collect();
+        Ok(())
+    }
+
+    fn collect(&mut self) {
+        while let Some(ev) = self.inner.poll_event() {
+            match ev {
+                StartupEvent::RequestReceived {
+                    rev,
+                    crc,
+                    markers,
+                    ird_ord,
+                    rtr: _,
+                    private_data,
+                } => {
+                    let p2p = ird_ord
+                        .filter(|b| b.peer_to_peer)
+                        .map(|b| {
+                            mpa::Rtr::PREFERENCE
+                                .into_iter()
+                                .filter(|r| b.rtr.contains(*r))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    self.request = Some(RequestInfo {
+                        private_data,
+                        revision: rev,
+                        crc,
+                        markers,
+                        ird: ird_ord.map(|b| b.ird),
+                        ord: ird_ord.map(|b| b.ord),
+                        p2p,
+                    });
+                }
+                StartupEvent::Established(n) => {
+                    self.outcome = Some(StartupOutcome::Established(Box::new(n)))
+                }
+                StartupEvent::Rejected { private_data } => {
+                    self.outcome = Some(StartupOutcome::Rejected(private_data))
+                }
+                StartupEvent::Failed(e) => {
+                    self.outcome = Some(StartupOutcome::Failed(e.to_string()))
+                }
+            }
+        }
+    }
+}

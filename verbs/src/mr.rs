@@ -1,0 +1,480 @@
+//! Memory regions and the registration table placement writes through.
+//!
+//! The memory model: a region's bytes are owned by the library, behind a
+//! per-region lock. A peer's RDMA Write lands while the program runs, so the
+//! program never holds a plain `&mut [u8]` that a remote write could race
+//! with; it reads and writes through copy accessors ([`MemoryRegion::read`],
+//! [`MemoryRegion::write`]) or short closures ([`MemoryRegion::with_bytes`],
+//! [`MemoryRegion::with_bytes_mut`]) that hold the lock. Placement takes the
+//! same lock per DDP segment, so every observation is of whole segments.
+//!
+//! The tagged offset of a region's first byte is the address of its buffer,
+//! as with libibverbs, so peers such as rping see ordinary virtual addresses.
+//! Deregistration invalidates the STag at once; the bytes live on only while
+//! an in-flight placement still holds them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use ddp::memory::{Access, InvalidateError, Memory, OutOfRange, PdId, RegionInfo, STag};
+use ddp::untagged::Sge;
+
+use crate::error::VerbsError;
+
+/// One registered region.
+#[derive(Debug)]
+pub(crate) struct Region {
+    stag: STag,
+    info: RegionInfo,
+    valid: AtomicBool,
+    /// Whether a peer's Send with Invalidate may invalidate this STag.
+    remote_invalidate: bool,
+    bytes: RwLock<Box<[u8]>>,
+}
+
+impl Region {
+    fn is_valid(&self) -> bool {
+        self.valid.load(Ordering::Acquire)
+    }
+
+    fn range(&self, offset: u64, len: usize) -> Option<core::ops::Range<usize>> {
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(len)?;
+        (end as u64 <= self.info.len).then_some(start..end)
+    }
+}
+
+/// A registered memory region: its STag serves as both lkey and rkey.
+#[derive(Debug, Clone)]
+pub struct MemoryRegion {
+    region: Arc<Region>,
+    registry: Arc<Registry>,
+}
+
+impl MemoryRegion {
+    /// The local key, used in scatter/gather entries of local work requests.
+    pub fn lkey(&self) -> STag {
+        self.region.stag
+    }
+
+    /// The remote key a peer names in RDMA Write and Read.
+    pub fn rkey(&self) -> STag {
+        self.region.stag
+    }
+
+    /// Tagged offset (virtual address) of the first byte.
+    pub fn addr(&self) -> u64 {
+        self.region.info.base
+    }
+
+    pub fn len(&self) -> usize {
+        self.region.info.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.region.info.len == 0
+    }
+
+    pub fn access(&self) -> Access {
+        self.region.info.access
+    }
+
+    pub fn pd(&self) -> PdId {
+        self.region.info.pd
+    }
+
+    /// Whether the STag is still valid (not deregistered or invalidated by a peer).
+    pub fn is_valid(&self) -> bool {
+        self.region.is_valid()
+    }
+
+    /// A scatter/gather entry covering `len` bytes from `offset`.
+    pub fn sge(&self, offset: usize, len: usize) -> Result<Sge, VerbsError> {
+        let range = self
+            .region
+            .range(offset as u64, len)
+            .ok_or(VerbsError::OutOfBounds {
+                offset,
+                len,
+                region_len: self.len(),
+            })?;
+        Ok(Sge {
+            stag: self.region.stag,
+            to: self.addr() + range.start as u64,
+            len: u32::try_from(len).map_err(|_| VerbsError::TooLong(len))?,
+        })
+    }
+
+    /// A scatter/gather entry covering the whole region.
+    pub fn sge_all(&self) -> Sge {
+        Sge {
+            stag: self.region.stag,
+            to: self.addr(),
+            len: self.len().min(u32::MAX as usize) as u32,
+        }
+    }
+
+    /// Copies `out.len()` bytes from `offset` into `out`.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), VerbsError> {
+        let range = self.checked(offset, out.len())?;
+        out.copy_from_slice(&self.region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
+        Ok(())
+    }
+
+    /// Copies `data` into the region at `offset`.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), VerbsError> {
+        let range = self.checked(offset, data.len())?;
+        self.region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Runs `f` over the bytes while holding off placement.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        f(&self.region.bytes.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Runs `f` over the bytes, mutably, while holding off placement.
+    pub fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        f(&mut self.region.bytes.write().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// A copy of the whole region.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// Invalidates the STag and removes the registration. Work requests that
+    /// still name it complete with a protection error.
+    pub fn deregister(self) {
+        self.registry.remove(self.region.stag);
+    }
+
+    fn checked(&self, offset: usize, len: usize) -> Result<core::ops::Range<usize>, VerbsError> {
+        self.region
+            .range(offset as u64, len)
+            .ok_or(VerbsError::OutOfBounds {
+                offset,
+                len,
+                region_len: self.len(),
+            })
+    }
+}
+
+/// The device-wide registration table: STag index -> region.
+///
+/// STag = 24-bit index << 8 | 8-bit key. Index 0 is never used, so no STag is
+/// 0 on the wire (hardware peers refuse STag 0). The key advances each time a
+/// slot is reused, so a stale STag from a deregistered region is refused.
+#[derive(Debug, Default)]
+pub struct Registry {
+    slots: RwLock<Slots>,
+    /// Serialises registration so keys advance predictably.
+    register_lock: Mutex<()>,
+}
+
+#[derive(Debug, Default)]
+struct Slots {
+    regions: Vec<Option<Arc<Region>>>,
+    keys: Vec<u8>,
+    free: Vec<u32>,
+}
+
+/// The most regions one device holds (24-bit STag index, index 0 unused).
+pub const MAX_REGIONS: usize = (1 << 24) - 1;
+
+impl Registry {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Registers a zero-filled region of `len` bytes.
+    pub fn register(
+        self: &Arc<Self>,
+        pd: PdId,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion, VerbsError> {
+        self.register_vec(pd, vec![0; len], access)
+    }
+
+    /// Registers `bytes`, taking ownership of them.
+    pub fn register_vec(
+        self: &Arc<Self>,
+        pd: PdId,
+        bytes: Vec<u8>,
+        access: Access,
+    ) -> Result<MemoryRegion, VerbsError> {
+        let _serial = self.register_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = bytes.into_boxed_slice();
+        let base = bytes.as_ptr() as u64;
+        let info = RegionInfo {
+            pd,
+            base,
+            len: bytes.len() as u64,
+            access,
+        };
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let index = match slots.free.pop() {
+            Some(i) => i,
+            None => {
+                if slots.regions.len() >= MAX_REGIONS {
+                    return Err(VerbsError::TooManyRegions);
+                }
+                if slots.regions.is_empty() {
+                    slots.regions.push(None); // index 0 is never handed out
+                    slots.keys.push(0);
+                }
+                slots.regions.push(None);
+                slots.keys.push(0);
+                (slots.regions.len() - 1) as u32
+            }
+        };
+        let key = slots.keys[index as usize];
+        let stag = STag::new(index, key);
+        let region = Arc::new(Region {
+            stag,
+            info,
+            valid: AtomicBool::new(true),
+            remote_invalidate: access.contains(Access::REMOTE_WRITE)
+                || access.contains(Access::REMOTE_READ),
+            bytes: RwLock::new(bytes),
+        });
+        slots.regions[index as usize] = Some(region.clone());
+        Ok(MemoryRegion {
+            region,
+            registry: self.clone(),
+        })
+    }
+
+    fn lookup(&self, stag: STag) -> Option<Arc<Region>> {
+        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        let region = slots.regions.get(stag.index() as usize)?.as_ref()?;
+        (region.stag == stag && region.is_valid()).then(|| region.clone())
+    }
+
+    fn remove(&self, stag: STag) -> bool {
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let index = stag.index() as usize;
+        let Some(Some(region)) = slots.regions.get(index) else {
+            return false;
+        };
+        if region.stag != stag {
+            return false;
+        }
+        region.valid.store(false, Ordering::Release);
+        slots.regions[index] = None;
+        slots.keys[index] = slots.keys[index].wrapping_add(1);
+        slots.free.push(index as u32);
+        true
+    }
+
+    /// Number of live registrations.
+    pub fn len(&self) -> usize {
+        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        slots.regions.iter().filter(|r| r.is_some()).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A view the protocol places through; caches the last region it used,
+    /// so a stream of segments to one region costs one table lookup.
+    pub fn view(&self) -> RegistryView<'_> {
+        RegistryView {
+            registry: self,
+            last: None,
+        }
+    }
+}
+
+/// [`Memory`] over a [`Registry`], for the duration of one protocol call.
+#[derive(Debug)]
+pub struct RegistryView<'a> {
+    registry: &'a Registry,
+    last: Option<Arc<Region>>,
+}
+
+impl RegistryView<'_> {
+    fn get(&mut self, stag: STag) -> Option<Arc<Region>> {
+        if let Some(r) = &self.last {
+            if r.stag == stag && r.is_valid() {
+                return Some(r.clone());
+            }
+        }
+        let r = self.registry.lookup(stag)?;
+        self.last = Some(r.clone());
+        Some(r)
+    }
+
+    fn get_ref(&self, stag: STag) -> Option<Arc<Region>> {
+        match &self.last {
+            Some(r) if r.stag == stag && r.is_valid() => Some(r.clone()),
+            _ => self.registry.lookup(stag),
+        }
+    }
+}
+
+impl Memory for RegistryView<'_> {
+    fn region(&self, stag: STag) -> Option<RegionInfo> {
+        self.get_ref(stag).map(|r| r.info)
+    }
+
+    fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange> {
+        let err = OutOfRange {
+            stag: stag.0,
+            offset,
+            len: data.len(),
+        };
+        let region = self.get(stag).ok_or(err)?;
+        let range = region.range(offset, data.len()).ok_or(err)?;
+        region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange> {
+        let err = OutOfRange {
+            stag: stag.0,
+            offset,
+            len: out.len(),
+        };
+        let region = self.get_ref(stag).ok_or(err)?;
+        let range = region.range(offset, out.len()).ok_or(err)?;
+        out.copy_from_slice(&region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
+        Ok(())
+    }
+
+    fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError> {
+        let region = self.registry.lookup(stag).ok_or(InvalidateError::Invalid)?;
+        if region.info.pd != pd {
+            return Err(InvalidateError::WrongPd);
+        }
+        if !region.remote_invalidate {
+            return Err(InvalidateError::NotAllowed);
+        }
+        self.last = None;
+        self.registry.remove(stag);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PD: PdId = PdId(1);
+
+    #[test]
+    fn stags_are_never_zero_and_keys_advance_on_reuse() {
+        let reg = Registry::new();
+        let a = reg.register(PD, 8, Access::ALL).unwrap();
+        assert_ne!(a.rkey().0, 0);
+        assert_eq!(a.rkey().index(), 1);
+        let old = a.rkey();
+        a.deregister();
+        let b = reg.register(PD, 8, Access::ALL).unwrap();
+        assert_eq!(b.rkey().index(), old.index());
+        assert_ne!(b.rkey(), old, "a reused slot gets a new key");
+        assert!(reg.view().region(old).is_none(), "stale STag refused");
+        assert!(reg.view().region(b.rkey()).is_some());
+    }
+
+    #[test]
+    fn base_is_the_buffer_address_and_sge_checks_bounds() {
+        let reg = Registry::new();
+        let mr = reg.register(PD, 100, Access::LOCAL_WRITE).unwrap();
+        assert_ne!(mr.addr(), 0);
+        let sge = mr.sge(10, 20).unwrap();
+        assert_eq!(sge.to, mr.addr() + 10);
+        assert_eq!(sge.len, 20);
+        assert!(mr.sge(90, 11).is_err());
+        assert!(mr.sge(usize::MAX, 1).is_err());
+    }
+
+    #[test]
+    fn copy_accessors() {
+        let reg = Registry::new();
+        let mr = reg.register_vec(PD, vec![1, 2, 3, 4], Access::ALL).unwrap();
+        let mut out = [0; 2];
+        mr.read(1, &mut out).unwrap();
+        assert_eq!(out, [2, 3]);
+        mr.write(2, &[9, 9]).unwrap();
+        assert_eq!(mr.to_vec(), vec![1, 2, 9, 9]);
+        assert!(mr.write(3, &[0, 0]).is_err());
+        assert!(mr.read(5, &mut []).is_err());
+        mr.with_bytes_mut(|b| b[0] = 7);
+        assert_eq!(mr.with_bytes(|b| b[0]), 7);
+    }
+
+    #[test]
+    fn view_places_inside_only() {
+        let reg = Registry::new();
+        let mr = reg.register(PD, 16, Access::ALL).unwrap();
+        let mut v = reg.view();
+        v.write(mr.rkey(), 12, &[1, 2, 3, 4]).unwrap();
+        assert!(v.write(mr.rkey(), 13, &[1, 2, 3, 4]).is_err());
+        assert!(v.write(mr.rkey(), u64::MAX, &[1]).is_err());
+        assert_eq!(&mr.to_vec()[12..], &[1, 2, 3, 4]);
+        let mut out = [0; 4];
+        v.read(mr.rkey(), 12, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn deregistered_region_is_not_placed_into() {
+        let reg = Registry::new();
+        let mr = reg.register(PD, 16, Access::ALL).unwrap();
+        let keep = mr.clone();
+        let stag = mr.rkey();
+        let mut v = reg.view();
+        v.write(stag, 0, &[1]).unwrap(); // caches the region
+        mr.deregister();
+        assert!(v.write(stag, 0, &[2]).is_err());
+        assert!(v.region(stag).is_none());
+        assert_eq!(keep.to_vec()[0], 1);
+        assert!(!keep.is_valid());
+    }
+
+    #[test]
+    fn remote_invalidate_rules() {
+        let reg = Registry::new();
+        let local_only = reg.register(PD, 4, Access::LOCAL_WRITE).unwrap();
+        let remote = reg.register(PD, 4, Access::REMOTE_WRITE).unwrap();
+        let mut v = reg.view();
+        assert_eq!(
+            v.invalidate(local_only.rkey(), PD),
+            Err(InvalidateError::NotAllowed)
+        );
+        assert_eq!(
+            v.invalidate(remote.rkey(), PdId(9)),
+            Err(InvalidateError::WrongPd)
+        );
+        assert_eq!(v.invalidate(remote.rkey(), PD), Ok(()));
+        assert!(!remote.is_valid());
+        assert_eq!(
+            v.invalidate(remote.rkey(), PD),
+            Err(InvalidateError::Invalid)
+        );
+        assert_eq!(reg.len(), 1);
+    }
+
+    #[test]
+    fn concurrent_readers_see_whole_writes() {
+        let reg = Registry::new();
+        let mr = reg.register(PD, 4096, Access::ALL).unwrap();
+        let stag = mr.rkey();
+        let writer = {
+            let reg = reg.clone();
+            std::thread::spawn(move || {
+                let mut v = reg.view();
+                for i in 0..200u32 {
+                    v.write(stag, 0, &[(i % 251) as u8; 4096]).unwrap();
+                }
+            })
+        };
+        for _ in 0..200 {
+            mr.with_bytes(|b| assert!(b.iter().all(|&x| x == b[0]), "torn write observed"));
+        }
+        writer.join().unwrap();
+    }
+}

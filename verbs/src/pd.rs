@@ -1,0 +1,34 @@
+//! Protection domains: a region is reachable only from queue pairs of the
+//! domain it was registered in.
+
+use std::sync::Arc;
+
+use ddp::memory::{Access, PdId};
+
+use crate::device::DeviceShared;
+use crate::error::VerbsError;
+use crate::mr::MemoryRegion;
+
+/// A protection domain. Cloning gives another handle to the same domain.
+#[derive(Debug, Clone)]
+pub struct ProtectionDomain {
+    pub(crate) id: PdId,
+    pub(crate) device: Arc<DeviceShared>,
+}
+
+impl ProtectionDomain {
+    pub fn id(&self) -> PdId {
+        self.id
+    }
+
+    /// Registers a zero-filled region of `len` bytes with `access` rights
+    /// (local read is always allowed).
+    pub fn register(&self, len: usize, access: Access) -> Result<MemoryRegion, VerbsError> {
+        self.device.registry.register(self.id, len, access)
+    }
+
+    /// Registers `bytes`, taking ownership of them.
+    pub fn register_vec(&self, bytes: Vec<u8>, access: Access) -> Result<MemoryRegion, VerbsError> {
+        self.device.registry.register_vec(self.id, bytes, access)
+    }
+}
