@@ -79,9 +79,9 @@ pub struct InitiatorConfig {
     /// client/server model. Needs rev 2.
     pub peer_to_peer: Option<RtrSet>,
     /// Private data for the Request: at most 508 bytes with rev 2 (512
-    /// minus the IRD/ORD block), 512 with rev 1. siw closes connections
-    /// whose private data, IRD/ORD included, exceeds 256 bytes: keep it
-    /// within 252 (rev 2) for siw peers.
+    /// minus the IRD/ORD block), 512 with rev 1. siw refuses a PD_Length
+    /// over 256 and sends at most 255: for siw peers keep PD_Length within
+    /// 255, that is 251 bytes next to the IRD/ORD block.
     pub private_data: Vec<u8>,
     /// How long to wait for the Reply (siw: 10 s).
     pub reply_timeout: Duration,
@@ -147,7 +147,7 @@ pub struct ReplyParams {
     /// Outbound RDMA READ depth we want; limited by the Initiator's IRD.
     pub ord: u16,
     /// Private data for the Reply (at most 508 bytes with rev 2, 512 with
-    /// rev 1; keep it within 252 for siw peers).
+    /// rev 1; keep it within 251 next to the IRD/ORD block for siw peers).
     pub private_data: Vec<u8>,
 }
 

@@ -1,6 +1,6 @@
 //! The receive side: TCP stream bytes in, verified ULPDUs out.
 //!
-//! A explicit state machine (length, ULPDU, pad, CRC) fed in arbitrary cuts
+//! An explicit state machine (length, ULPDU, pad, CRC) fed in arbitrary cuts
 //! of the stream. Markers are stripped in their own step keyed on the stream
 //! position. ULPDU_Length is checked against the cap before anything is
 //! buffered, so the peer cannot make this side hold more than `max_ulpdu`
@@ -66,7 +66,8 @@ impl Deframer {
         Deframer::at(crc, markers, max_ulpdu, StreamOffset::ZERO)
     }
 
-    /// A deframer whose next octet is at stream position `pos`.
+    /// A deframer whose next octet is at stream position `pos` (a multiple
+    /// of 4, as every FPDU boundary is).
     pub fn at(crc: bool, markers: bool, max_ulpdu: usize, pos: StreamOffset) -> Deframer {
         Deframer {
             crc,

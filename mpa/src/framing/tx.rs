@@ -37,7 +37,8 @@ impl Framer {
     }
 
     /// A framer whose next FPDU starts at `pos` (for resuming, and for
-    /// testing the stream position's wrap).
+    /// testing the stream position's wrap). `pos` is a multiple of 4, as
+    /// every FPDU boundary is.
     pub fn at(crc: bool, markers: bool, pos: StreamOffset) -> Framer {
         Framer { crc, markers, pos }
     }
