@@ -20,11 +20,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Bench(commands::bench::Args),
     Decode(commands::decode::Args),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Bench(args) => commands::bench::run(&args),
         Command::Decode(args) => commands::decode::run(&args),
     }
 }

@@ -1,3 +1,4 @@
 //! One module per subcommand: its arguments (`Args`) and `run`.
 
+pub mod bench;
 pub mod decode;

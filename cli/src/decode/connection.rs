@@ -111,6 +111,7 @@ impl ConnectionDecoder {
                         self.note(ctx.at(dir, start), Severity::Info, NoteKind::NotMpa, out);
                     }
                     StartOutcome::Bad(msg) => {
+                        self.dirs[i].bad_frame = true;
                         self.dirs[i].summary.undecoded_bytes += held + len;
                         self.dirs[i].phase = Phase::Stopped;
                         self.note(
@@ -372,7 +373,7 @@ impl ConnectionDecoder {
             ConnectionKind::Rejected
         } else if frames.len() == 2 {
             ConnectionKind::Iwarp
-        } else if frames.len() == 1 {
+        } else if frames.len() == 1 || self.dirs.iter().any(|d| d.bad_frame) {
             ConnectionKind::MpaIncomplete
         } else if self.dirs.iter().any(|d| matches!(d.phase, Phase::NotMpa)) {
             ConnectionKind::NotMpa

@@ -44,6 +44,8 @@ pub(crate) struct DirectionDecoder {
     pub(crate) summary: DirectionSummary,
     pub(crate) saw_data: bool,
     pub(crate) saw_fin: bool,
+    /// The stream began with an MPA key but the frame was malformed.
+    pub(crate) bad_frame: bool,
 }
 
 impl Default for DirectionDecoder {
@@ -55,6 +57,7 @@ impl Default for DirectionDecoder {
             summary: DirectionSummary::default(),
             saw_data: false,
             saw_fin: false,
+            bad_frame: false,
         }
     }
 }

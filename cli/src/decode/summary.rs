@@ -14,7 +14,7 @@ use crate::reassembly::{Direction, StreamStats};
 pub enum ConnectionKind {
     /// Both MPA frames seen; FPDUs decoded.
     Iwarp,
-    /// One MPA frame seen, the other never.
+    /// One MPA frame seen, the other never (or a frame was malformed).
     MpaIncomplete,
     /// The Reply had the R bit.
     Rejected,

@@ -538,3 +538,123 @@ fn text_and_json_lines_for_each_event() {
         ts[2]
     );
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// (direction, offset, ULPDU length, opcode, CRC) of every FPDU.
+    fn fingerprint(events: &[Event]) -> Vec<(usize, u64, usize, Option<Opcode>, CrcStatus)> {
+        fpdus_of(events)
+            .iter()
+            .map(|f| {
+                (
+                    f.at.direction.index(),
+                    f.at.offset,
+                    f.ulpdu_len,
+                    f.opcode,
+                    f.crc,
+                )
+            })
+            .collect()
+    }
+
+    fn in_order(c: &[u8], s: &[u8]) -> Vec<Event> {
+        let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+        conv.handshake().data(C2S, c).data(S2C, s);
+        run(&conv.pcap()).0
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// However the client's stream is cut, reordered and re-sent, the
+        /// dissection is the one of the stream sent in order.
+        #[test]
+        fn segmentation_reordering_and_duplicates_do_not_matter(
+            crc in any::<bool>(),
+            cuts in proptest::collection::vec(1usize..400, 0..25),
+            swaps in proptest::collection::vec((0usize..30, 0usize..30), 0..10),
+            dups in proptest::collection::vec(0usize..30, 0..5),
+        ) {
+            let (c, s, _, _) = rping_streams(crc);
+            let want = fingerprint(&in_order(&c, &s));
+            let mut bounds: Vec<usize> = cuts.iter().map(|x| x % c.len()).collect();
+            bounds.extend([0, c.len()]);
+            bounds.sort_unstable();
+            bounds.dedup();
+            let mut segs: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+            for (a, b) in swaps {
+                let n = segs.len();
+                segs.swap(a % n, b % n);
+            }
+            for d in dups {
+                let n = segs.len();
+                segs.push(segs[d % n]);
+            }
+            let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+            conv.handshake().data(S2C, &s);
+            for (a, b) in segs {
+                conv.data_at(C2S, a, &c[a..b]);
+            }
+            let (events, summary) = run(&conv.pcap());
+            prop_assert!(summary.is_clean(), "{:?}", summary.problems());
+            let mut got = fingerprint(&events);
+            let mut want = want;
+            got.sort_by_key(|f| (f.0, f.1));
+            want.sort_by_key(|f| (f.0, f.1));
+            prop_assert_eq!(got, want);
+        }
+
+        /// Whatever follows a valid start-up, every captured byte of the
+        /// stream is accounted for: frame, FPDUs, undecoded or partial.
+        #[test]
+        fn arbitrary_fpdu_streams_are_accounted_for(
+            crc in any::<bool>(),
+            markers in any::<bool>(),
+            garbage in proptest::collection::vec(any::<u8>(), 0..2000),
+            chunk in 1usize..600,
+            fin in any::<bool>(),
+        ) {
+            let mut c = mpa_frame(FrameKind::Request, crc, false, false, 2);
+            c.extend_from_slice(&garbage);
+            let s = mpa_frame(FrameKind::Reply, crc, markers, false, 2);
+            let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+            conv.handshake().data(S2C, &s);
+            for part in c.chunks(chunk) {
+                conv.data(C2S, part);
+            }
+            if fin {
+                conv.fin(C2S);
+            }
+            let (events, summary) = run(&conv.pcap());
+            let d = summary.connections[0].direction(C2S);
+            let wire: u64 = fpdus_of(&events)
+                .iter()
+                .filter(|f| f.at.direction == C2S)
+                .map(|f| f.wire_len as u64)
+                .sum();
+            prop_assert_eq!(24 + wire + d.undecoded_bytes + d.trailing_partial_bytes, d.tcp.bytes);
+            prop_assert_eq!(d.tcp.bytes, c.len() as u64);
+        }
+
+        /// Any bytes at all, either way, from the first byte: no panic, and
+        /// a stream that is not MPA is skipped without an error.
+        #[test]
+        fn arbitrary_streams_never_panic(
+            a in proptest::collection::vec(any::<u8>(), 0..700),
+            b in proptest::collection::vec(any::<u8>(), 0..700),
+            key_prefix in 0usize..17,
+        ) {
+            let mut a2 = b"MPA ID Req Frame"[..key_prefix].to_vec();
+            a2.extend_from_slice(&a);
+            let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+            conv.handshake().data(C2S, &a2).data(S2C, &b);
+            let (_, summary) = run(&conv.pcap());
+            prop_assert_eq!(summary.connections.len(), 1);
+            if summary.connections[0].kind == ConnectionKind::NotMpa {
+                prop_assert!(summary.is_clean());
+            }
+        }
+    }
+}

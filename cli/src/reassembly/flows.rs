@@ -227,3 +227,124 @@ impl<T> FlowTable<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::TcpFlags;
+    use crate::reassembly::SeqNumber;
+
+    fn seg(src: &str, dst: &str, seq: u32, flags: u8) -> TcpSegment<'static> {
+        TcpSegment {
+            endpoints: Endpoints {
+                src: src.parse().unwrap(),
+                dst: dst.parse().unwrap(),
+            },
+            seq,
+            ack: 0,
+            flags: TcpFlags(flags),
+            payload: &[],
+            payload_len: 0,
+        }
+    }
+
+    const C: &str = "10.0.0.1:5000";
+    const S: &str = "10.0.0.2:7174";
+
+    #[test]
+    fn syn_sender_is_the_client() {
+        let mut t: FlowTable<()> = FlowTable::new();
+        assert_eq!(
+            t.lookup(&seg(C, S, 1, 0x02), || ()),
+            Lookup::New(0, Direction::ClientToServer)
+        );
+        assert_eq!(
+            t.lookup(&seg(S, C, 9, 0x12), || ()),
+            Lookup::Existing(0, Direction::ServerToClient)
+        );
+        let e = &t.entries()[0];
+        assert_eq!(e.client(), C.parse().unwrap());
+        assert_eq!(e.orientation, Orientation::Handshake);
+        assert_eq!(e.number, 1);
+    }
+
+    #[test]
+    fn syn_ack_first_still_finds_the_client() {
+        let mut t: FlowTable<()> = FlowTable::new();
+        assert_eq!(
+            t.lookup(&seg(S, C, 9, 0x12), || ()),
+            Lookup::New(0, Direction::ServerToClient)
+        );
+        assert_eq!(t.entries()[0].client(), C.parse().unwrap());
+    }
+
+    #[test]
+    fn mid_stream_guess_can_be_corrected_once() {
+        let mut t: FlowTable<()> = FlowTable::new();
+        t.lookup(&seg(S, C, 9, 0x10), || ());
+        let e = t.entry_mut(0).unwrap();
+        assert_eq!(e.orientation, Orientation::Guessed);
+        assert_eq!(e.client(), S.parse().unwrap());
+        assert!(e.decide_client(C.parse().unwrap()));
+        assert_eq!(e.client(), C.parse().unwrap());
+        assert_eq!(e.orientation, Orientation::Decided);
+        assert_eq!(
+            t.lookup(&seg(C, S, 1, 0x10), || ()),
+            Lookup::Existing(0, Direction::ClientToServer)
+        );
+    }
+
+    #[test]
+    fn a_handshake_is_never_overruled() {
+        let mut t: FlowTable<()> = FlowTable::new();
+        t.lookup(&seg(C, S, 1, 0x02), || ());
+        let e = t.entry_mut(0).unwrap();
+        assert!(!e.decide_client(S.parse().unwrap()));
+        assert_eq!(e.client(), C.parse().unwrap());
+        assert_eq!(e.orientation, Orientation::Handshake);
+    }
+
+    #[test]
+    fn a_new_syn_on_a_used_pair_is_a_new_connection() {
+        let mut t: FlowTable<()> = FlowTable::new();
+        let first = seg(C, S, 100, 0x02);
+        t.lookup(&first, || ());
+        // The reassembler records the ISN when the SYN goes through it.
+        t.entry_mut(0).unwrap().streams[0].segment(
+            SeqNumber(100),
+            true,
+            false,
+            &[],
+            0,
+            &mut |_| {},
+        );
+        assert_eq!(
+            t.lookup(&first, || ()),
+            Lookup::Existing(0, Direction::ClientToServer)
+        );
+        assert_eq!(
+            t.lookup(&seg(C, S, 5000, 0x02), || ()),
+            Lookup::Replaced {
+                old: 0,
+                new: 1,
+                dir: Direction::ClientToServer
+            }
+        );
+        assert_eq!(t.entries().len(), 2);
+        assert_eq!(t.entries()[1].number, 2);
+        assert_eq!(
+            t.lookup(&seg(S, C, 1, 0x10), || ()),
+            Lookup::Existing(1, Direction::ServerToClient)
+        );
+    }
+
+    #[test]
+    fn different_pairs_are_different_connections() {
+        let mut t: FlowTable<u32> = FlowTable::new();
+        t.lookup(&seg(C, S, 1, 0x02), || 7);
+        t.lookup(&seg("10.0.0.1:5001", S, 1, 0x02), || 8);
+        t.lookup(&seg("[fd00::1]:5000", "[fd00::2]:7174", 1, 0x02), || 9);
+        let states: Vec<u32> = t.entries().iter().map(|e| e.state).collect();
+        assert_eq!(states, [7, 8, 9]);
+    }
+}

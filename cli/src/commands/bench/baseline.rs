@@ -1,0 +1,74 @@
+//! Raw TCP goodput over the same kind of link, measured in the same run:
+//! the figure RDMA goodput is divided by.
+//!
+//! One thread pushes bytes from the client transport to the server
+//! transport through the same seam the RDMA engine uses, copying each byte
+//! once into the send buffer and once out of the receive buffer — the
+//! copies RDMA Write pays too — and nothing else.
+
+use std::time::{Duration, Instant};
+
+use verbs::transport::{StreamState, Transport};
+
+use super::link::{self, LinkOptions};
+
+const CHUNK: usize = 1 << 20;
+
+/// Gbit/s of payload delivered in `duration`.
+pub(crate) fn measure(opts: &LinkOptions, duration: Duration) -> Result<f64, String> {
+    let mut link = link::build_with(opts, None)?;
+    let port = link.server_addr.port().wrapping_add(1).max(1024);
+    let mut addr = link.server_addr;
+    addr.set_port(port);
+    let (a, b) = (&mut link.client, &mut link.server);
+    let listener = b
+        .listen(port)
+        .map_err(|e| format!("baseline listen: {e}"))?;
+    let client = a
+        .connect(addr)
+        .map_err(|e| format!("baseline connect: {e}"))?;
+    let limit = Instant::now() + Duration::from_secs(30);
+    let mut server = None;
+    while server.is_none() || a.state(client) == StreamState::Connecting {
+        if Instant::now() > limit {
+            return Err("baseline: TCP did not connect".into());
+        }
+        poll_both(a.as_mut(), b.as_mut());
+        server = server.or_else(|| b.accept(listener));
+    }
+    let server = server.ok_or("baseline: no connection")?;
+    let source: Vec<u8> = (0..CHUNK).map(|i| (i % 251) as u8).collect();
+    let mut sink = vec![0u8; CHUNK];
+    let (mut sent, mut received) = (0u64, 0u64);
+    let start = Instant::now();
+    while start.elapsed() < duration {
+        a.send_with(client, &mut |buf| {
+            let at = (sent % CHUNK as u64) as usize;
+            let n = buf.len().min(CHUNK - at);
+            buf[..n].copy_from_slice(&source[at..at + n]);
+            sent += n as u64;
+            n
+        })
+        .map_err(|e| format!("baseline send: {e}"))?;
+        poll_both(a.as_mut(), b.as_mut());
+        b.recv_with(server, &mut |d| {
+            let at = (received % CHUNK as u64) as usize;
+            let n = d.len().min(CHUNK - at);
+            sink[at..at + n].copy_from_slice(&d[..n]);
+            received += n as u64;
+            n
+        })
+        .map_err(|e| format!("baseline receive: {e}"))?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    a.abort(client);
+    b.abort(server);
+    drop(link);
+    Ok(received as f64 * 8.0 / secs / 1e9)
+}
+
+fn poll_both(a: &mut dyn Transport, b: &mut dyn Transport) {
+    let now = Instant::now();
+    a.poll(now);
+    b.poll(now);
+}

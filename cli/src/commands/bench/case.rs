@@ -1,0 +1,437 @@
+//! One measured case: an operation at one message size.
+//!
+//! Bandwidth phase: keep `depth` work requests outstanding for the
+//! duration, counting bytes of successful completions. Latency phase: one
+//! request at a time, timing post to completion.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use verbs::{
+    wr, AcceptParams, Access, CmEvent, CompletionQueue, ConnectParams, CrcPolicy, Device,
+    ListenOptions, MemoryRegion, MpaOptions, ProtectionDomain, QpInit, QueuePair, WorkCompletion,
+};
+
+use super::{progress_both, ProgressModel};
+
+/// The work requests in flight at most, whatever `--depth` says.
+const MAX_DEPTH: usize = 64;
+/// Bytes the default depth aims to keep in flight.
+const TARGET_IN_FLIGHT: usize = 1 << 20;
+/// No case waits longer than this for a single completion.
+const STALL_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Op {
+    Write,
+    Read,
+    Send,
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Write => "write",
+            Op::Read => "read",
+            Op::Send => "send",
+        })
+    }
+}
+
+/// Both endpoints, connected.
+pub(crate) struct Endpoints {
+    pub client: Device,
+    pub server: Device,
+    client_pd: ProtectionDomain,
+    server_pd: ProtectionDomain,
+    client_cq: CompletionQueue,
+    server_cq: CompletionQueue,
+    client_qp: QueuePair,
+    server_qp: QueuePair,
+}
+
+impl Endpoints {
+    pub(crate) fn connect(
+        client: super::link::BoxedTransport,
+        server: super::link::BoxedTransport,
+        addr: SocketAddr,
+        crc: CrcPolicy,
+        markers: bool,
+    ) -> Result<Self, String> {
+        let client = Device::new(client);
+        let server = Device::new(server);
+        let client_pd = client.alloc_pd();
+        let server_pd = server.alloc_pd();
+        let client_cq = client.create_cq(4 * MAX_DEPTH);
+        let server_cq = server.create_cq(4 * MAX_DEPTH);
+        let client_qp = client
+            .create_qp(&client_pd, QpInit::new(&client_cq))
+            .map_err(|e| e.to_string())?;
+        let server_qp = server
+            .create_qp(&server_pd, QpInit::new(&server_cq))
+            .map_err(|e| e.to_string())?;
+        let mpa = MpaOptions {
+            crc,
+            markers,
+            ..MpaOptions::default()
+        };
+        let listener = server
+            .listen(
+                addr.port(),
+                ListenOptions {
+                    mpa: mpa.clone(),
+                    backlog: None,
+                },
+            )
+            .map_err(|e| format!("listen: {e}"))?;
+        let depth = MAX_DEPTH as u16;
+        client_qp
+            .connect(
+                addr,
+                ConnectParams {
+                    private_data: Vec::new(),
+                    ird: depth,
+                    ord: depth,
+                    mpa,
+                },
+            )
+            .map_err(|e| format!("connect: {e}"))?;
+        let start = Instant::now();
+        let (mut accepted, mut client_up, mut server_up) = (false, false, false);
+        while !(client_up && server_up) {
+            if start.elapsed() > STALL_LIMIT {
+                return Err("the endpoints did not connect".into());
+            }
+            progress_both(&client, &server);
+            if !accepted {
+                if let Some(req) = listener.try_request() {
+                    req.accept(
+                        &server_qp,
+                        AcceptParams {
+                            private_data: Vec::new(),
+                            ird: depth,
+                            ord: depth,
+                        },
+                    )
+                    .map_err(|e| format!("accept: {e}"))?;
+                    accepted = true;
+                }
+            }
+            for (qp, up, who) in [
+                (&client_qp, &mut client_up, "client"),
+                (&server_qp, &mut server_up, "server"),
+            ] {
+                match qp.try_event() {
+                    Some(CmEvent::Established(_)) => *up = true,
+                    Some(other) => return Err(format!("{who}: {other:?}")),
+                    None => {}
+                }
+            }
+        }
+        Ok(Endpoints {
+            client,
+            server,
+            client_pd,
+            server_pd,
+            client_cq,
+            server_cq,
+            client_qp,
+            server_qp,
+        })
+    }
+
+    pub(crate) fn close(&self) {
+        self.client_qp.disconnect();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(200)
+            && progress_both(&self.client, &self.server)
+        {}
+    }
+}
+
+/// What one case measured.
+#[derive(Debug, Clone)]
+pub(crate) struct Measured {
+    pub bytes: u64,
+    pub messages: u64,
+    pub elapsed: Duration,
+    /// Unloaded post-to-completion latencies, sorted.
+    pub latencies: Vec<Duration>,
+}
+
+pub(crate) struct Case {
+    pub op: Op,
+    pub size: usize,
+    pub duration: Duration,
+    pub depth: Option<usize>,
+    pub progress: ProgressModel,
+}
+
+/// The regions one case uses.
+struct Buffers {
+    /// Client side: source of Write/Send, sink of Read.
+    local: MemoryRegion,
+    /// Server side: sink of Write, source of Read, receive ring for Send.
+    remote: MemoryRegion,
+    /// Receive slots in `remote` (Send).
+    slots: usize,
+}
+
+impl Case {
+    pub(crate) fn run(&self, ep: &Endpoints) -> Result<Measured, String> {
+        let depth = self
+            .depth
+            .unwrap_or((TARGET_IN_FLIGHT / self.size.max(1)).clamp(2, MAX_DEPTH))
+            .clamp(1, MAX_DEPTH);
+        let buffers = self.buffers(ep, depth)?;
+        let mut driver = Driver {
+            ep,
+            case: self,
+            buffers: &buffers,
+            posted: 0,
+            next_slot: 0,
+        };
+        driver.prime_receives()?;
+        let bw = driver.bandwidth(depth)?;
+        let latencies = driver.latency()?;
+        driver.drain_receives()?;
+        Ok(Measured { latencies, ..bw })
+    }
+
+    fn buffers(&self, ep: &Endpoints, depth: usize) -> Result<Buffers, String> {
+        let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+        let local = ep
+            .client_pd
+            .register_vec((0..self.size).map(|i| (i % 251) as u8).collect(), access)
+            .map_err(|e| e.to_string())?;
+        let slots = if self.op == Op::Send { depth + 1 } else { 1 };
+        let remote = ep
+            .server_pd
+            .register(self.size.max(1) * slots, access)
+            .map_err(|e| e.to_string())?;
+        Ok(Buffers {
+            local,
+            remote,
+            slots,
+        })
+    }
+}
+
+struct Driver<'a> {
+    ep: &'a Endpoints,
+    case: &'a Case,
+    buffers: &'a Buffers,
+    posted: u64,
+    next_slot: usize,
+}
+
+impl Driver<'_> {
+    fn post(&mut self) -> Result<(), String> {
+        let b = self.buffers;
+        let size = self.case.size;
+        let id = self.posted;
+        let wr = match self.case.op {
+            Op::Write => wr::write(
+                id,
+                vec![b.local.sge(0, size).map_err(|e| e.to_string())?],
+                b.remote.rkey(),
+                b.remote.addr(),
+            ),
+            Op::Read => wr::read(
+                id,
+                b.local.sge(0, size).map_err(|e| e.to_string())?,
+                b.remote.rkey(),
+                b.remote.addr(),
+            ),
+            Op::Send => wr::send(id, vec![b.local.sge(0, size).map_err(|e| e.to_string())?]),
+        };
+        self.ep
+            .client_qp
+            .post_send(wr)
+            .map_err(|e| format!("post: {e}"))?;
+        self.posted += 1;
+        Ok(())
+    }
+
+    fn post_receive(&mut self) -> Result<(), String> {
+        let b = self.buffers;
+        let size = self.case.size.max(1);
+        let slot = self.next_slot % b.slots;
+        self.next_slot += 1;
+        let sge = b.remote.sge(slot * size, size).map_err(|e| e.to_string())?;
+        self.ep
+            .server_qp
+            .post_recv(wr::recv(slot as u64, vec![sge]))
+            .map_err(|e| format!("post receive: {e}"))
+    }
+
+    /// Send needs a receive posted ahead of every message in flight.
+    fn prime_receives(&mut self) -> Result<(), String> {
+        if self.case.op == Op::Send {
+            for _ in 0..self.buffers.slots {
+                self.post_receive()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes completions from the client, reposting receives at the
+    /// server for every message it took. Returns client completions.
+    fn reap(&mut self, out: &mut Vec<WorkCompletion>) -> Result<(), String> {
+        let moved = match self.case.progress {
+            ProgressModel::Caller => progress_both(&self.ep.client, &self.ep.server),
+            ProgressModel::Thread => false,
+        };
+        if self.case.op == Op::Send {
+            while let Some(wc) = self.ep.server_cq.poll_one().map_err(|e| e.to_string())? {
+                check(&wc, "server")?;
+                self.post_receive()?;
+            }
+        }
+        let before = out.len();
+        while let Some(wc) = self.ep.client_cq.poll_one().map_err(|e| e.to_string())? {
+            check(&wc, "client")?;
+            out.push(wc);
+        }
+        if out.len() == before && !moved {
+            if self.case.progress == ProgressModel::Thread {
+                if let Some(wc) = self
+                    .ep
+                    .client_cq
+                    .wait_one(Duration::from_millis(1))
+                    .map_err(|e| e.to_string())?
+                {
+                    check(&wc, "client")?;
+                    out.push(wc);
+                }
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    fn bandwidth(&mut self, depth: usize) -> Result<Measured, String> {
+        let size = self.case.size as u64;
+        let mut done = Vec::with_capacity(depth);
+        let (mut outstanding, mut messages) = (0usize, 0u64);
+        let start = Instant::now();
+        let mut last = start;
+        while start.elapsed() < self.case.duration {
+            while outstanding < depth {
+                self.post()?;
+                outstanding += 1;
+            }
+            done.clear();
+            self.reap(&mut done)?;
+            if done.is_empty() {
+                if last.elapsed() > STALL_LIMIT {
+                    return Err(format!(
+                        "{} {} B: no completion for {STALL_LIMIT:?}",
+                        self.case.op, size
+                    ));
+                }
+            } else {
+                last = Instant::now();
+            }
+            outstanding -= done.len();
+            messages += done.len() as u64;
+        }
+        // Let the pipeline empty; what completes after the clock stopped
+        // does not count.
+        let elapsed = start.elapsed();
+        self.wait_for(outstanding)?;
+        Ok(Measured {
+            bytes: messages * size,
+            messages,
+            elapsed,
+            latencies: Vec::new(),
+        })
+    }
+
+    fn latency(&mut self) -> Result<Vec<Duration>, String> {
+        let budget = (self.case.duration / 4).max(Duration::from_millis(100));
+        let mut lat = Vec::new();
+        let start = Instant::now();
+        while start.elapsed() < budget || lat.len() < 10 {
+            if lat.len() >= 1_000_000 {
+                break;
+            }
+            let t = Instant::now();
+            self.post()?;
+            self.wait_for(1)?;
+            lat.push(t.elapsed());
+        }
+        lat.sort_unstable();
+        Ok(lat)
+    }
+
+    fn wait_for(&mut self, mut n: usize) -> Result<(), String> {
+        let mut done = Vec::new();
+        let mut last = Instant::now();
+        while n > 0 {
+            done.clear();
+            self.reap(&mut done)?;
+            if done.is_empty() {
+                if last.elapsed() > STALL_LIMIT {
+                    return Err(format!(
+                        "{} {} B: {n} completions missing",
+                        self.case.op, self.case.size
+                    ));
+                }
+            } else {
+                last = Instant::now();
+            }
+            n = n.saturating_sub(done.len());
+        }
+        Ok(())
+    }
+
+    /// Consumes the receives still posted, so the next case starts clean.
+    fn drain_receives(&mut self) -> Result<(), String> {
+        if self.case.op != Op::Send {
+            return Ok(());
+        }
+        // Send exactly as many messages as receives remain posted, and take
+        // both sides' completions without reposting.
+        let remaining = self.buffers.slots;
+        let start = Instant::now();
+        let mut server_done = 0;
+        for _ in 0..remaining {
+            self.post()?;
+        }
+        let mut client_done = 0;
+        while client_done < remaining || server_done < remaining {
+            if start.elapsed() > STALL_LIMIT {
+                return Err("send: receives could not be drained".into());
+            }
+            if self.case.progress == ProgressModel::Caller {
+                progress_both(&self.ep.client, &self.ep.server);
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            while let Some(wc) = self.ep.server_cq.poll_one().map_err(|e| e.to_string())? {
+                check(&wc, "server")?;
+                server_done += 1;
+            }
+            while let Some(wc) = self.ep.client_cq.poll_one().map_err(|e| e.to_string())? {
+                check(&wc, "client")?;
+                client_done += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check(wc: &WorkCompletion, who: &str) -> Result<(), String> {
+    if wc.is_success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{who} completion failed: {:?} ({:?}, wr_id {})",
+            wc.status, wc.opcode, wc.wr_id
+        ))
+    }
+}

@@ -1,0 +1,195 @@
+//! The two transports the bench's endpoints sit on.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use clap::ValueEnum;
+use verbs::transport::kernel::{KernelConfig, KernelTransport};
+use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
+use verbs::transport::pcap::PcapSink;
+use verbs::transport::tap::{TapConfig, TapTransport};
+use verbs::transport::Transport;
+
+/// Port the server endpoint listens on.
+pub(crate) const PORT: u16 = 7471;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportKind {
+    /// smoltcp on an in-memory link (no privileges).
+    Memory,
+    /// Kernel TCP on 127.0.0.1.
+    Kernel,
+    /// smoltcp on two TAP devices bridged in a private network namespace.
+    Tap,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LinkOptions {
+    pub kind: TransportKind,
+    pub mtu: usize,
+    /// Fractions, not percent.
+    pub loss: f64,
+    pub corrupt: f64,
+    pub pcap: Option<PathBuf>,
+}
+
+pub(crate) type BoxedTransport = Box<dyn Transport + Send>;
+
+/// Two transports that reach each other, and what must outlive them.
+pub(crate) struct Link {
+    pub client: BoxedTransport,
+    pub server: BoxedTransport,
+    /// Where the server listens, as the client reaches it.
+    pub server_addr: SocketAddr,
+    pub guard: Option<NetnsGuard>,
+}
+
+impl LinkOptions {
+    pub(crate) fn memory_config(&self) -> MemoryLinkConfig {
+        MemoryLinkConfig {
+            mtu: self.mtu,
+            faults: FaultConfig {
+                loss: self.loss,
+                corrupt: self.corrupt,
+                ..FaultConfig::default()
+            },
+            ..MemoryLinkConfig::default()
+        }
+    }
+}
+
+/// Builds a link; with `pcap`, the client side records what crosses it.
+pub(crate) fn build(opts: &LinkOptions) -> Result<Link, String> {
+    build_with(opts, opts.pcap.as_deref())
+}
+
+pub(crate) fn build_with(
+    opts: &LinkOptions,
+    pcap: Option<&std::path::Path>,
+) -> Result<Link, String> {
+    let sink = match pcap {
+        Some(p) => {
+            Some(PcapSink::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()))?)
+        }
+        None => None,
+    };
+    match opts.kind {
+        TransportKind::Memory => {
+            let cfg = opts.memory_config();
+            let (mut a, b) = MemoryLink::pair(&cfg).map_err(|e| format!("memory link: {e}"))?;
+            a.device_mut().set_pcap(sink);
+            Ok(Link {
+                client: Box::new(a),
+                server: Box::new(b),
+                server_addr: cfg.endpoint_b(PORT),
+                guard: None,
+            })
+        }
+        TransportKind::Kernel => {
+            let cfg = KernelConfig {
+                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                ..KernelConfig::default()
+            };
+            let mut a = KernelTransport::new(cfg.clone());
+            a.set_pcap(sink);
+            let b = KernelTransport::new(cfg);
+            // A port of this process's own, so concurrent runs do not collide.
+            let port = 20_000 + (std::process::id() % 20_000) as u16;
+            Ok(Link {
+                client: Box::new(a),
+                server: Box::new(b),
+                server_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
+                guard: None,
+            })
+        }
+        TransportKind::Tap => {
+            let guard = NetnsGuard::create()?;
+            guard.run(&["link", "add", "br0", "type", "bridge"])?;
+            guard.run(&["link", "set", "br0", "up"])?;
+            let open = |name: &str, last: u8| -> Result<TapTransport, String> {
+                let cfg = TapConfig {
+                    ifname: name.into(),
+                    netns: Some(guard.name.clone()),
+                    addr: Ipv4Addr::new(10, 77, 2, last),
+                    prefix_len: 24,
+                    mac: [0x02, 0x49, 0x57, 0xbe, 0, last],
+                    mtu: None,
+                    ..TapConfig::default()
+                };
+                TapTransport::open(&cfg).map_err(|e| format!("TAP {name}: {e}"))
+            };
+            // The kernel side of each TAP joins the bridge; MTU first.
+            for name in ["iwb0", "iwb1"] {
+                guard.run(&["tuntap", "add", "dev", name, "mode", "tap"])?;
+                guard.run(&["link", "set", name, "mtu", &opts.mtu.to_string()])?;
+                guard.run(&["link", "set", name, "master", "br0"])?;
+                guard.run(&["link", "set", name, "up"])?;
+            }
+            let mut a = open("iwb0", 1)?;
+            let b = open("iwb1", 2)?;
+            a.device_mut().set_pcap(sink);
+            Ok(Link {
+                client: Box::new(a),
+                server: Box::new(b),
+                server_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 77, 2, 2)), PORT),
+                guard: Some(guard),
+            })
+        }
+    }
+}
+
+/// A network namespace this process created; deleted on drop.
+pub(crate) struct NetnsGuard {
+    name: String,
+}
+
+impl NetnsGuard {
+    fn create() -> Result<Self, String> {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "iwarp-bench-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let status = Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .map_err(|e| {
+                format!("cannot run ip(8): {e} (the TAP transport needs iproute2 and root)")
+            })?;
+        if !status.success() {
+            return Err(format!(
+                "`ip netns add {name}` failed (the TAP transport needs root)"
+            ));
+        }
+        Ok(NetnsGuard { name })
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(), String> {
+        let out = Command::new("ip")
+            .args(["-n", &self.name])
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run ip(8): {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "ip -n {} {}: {}",
+                self.name,
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+}
+
+impl Drop for NetnsGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}

@@ -1,0 +1,186 @@
+//! The bench's output: a progress line while it runs, then a table or JSON.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use super::case::{Measured, Op};
+use super::link::TransportKind;
+use super::Args;
+
+/// One line of results.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub op: Op,
+    pub size: usize,
+    pub transport: TransportKind,
+    pub gbps: f64,
+    pub msgs_per_s: f64,
+    pub lat_us_p50: f64,
+    pub lat_us_p99: f64,
+    pub baseline_gbps: Option<f64>,
+    pub ratio: Option<f64>,
+}
+
+impl Row {
+    pub(crate) fn new(
+        op: Op,
+        size: usize,
+        transport: TransportKind,
+        m: &Measured,
+        baseline: Option<f64>,
+    ) -> Row {
+        let secs = m.elapsed.as_secs_f64().max(1e-9);
+        let gbps = m.bytes as f64 * 8.0 / secs / 1e9;
+        Row {
+            op,
+            size,
+            transport,
+            gbps,
+            msgs_per_s: m.messages as f64 / secs,
+            lat_us_p50: percentile(&m.latencies, 50.0),
+            lat_us_p99: percentile(&m.latencies, 99.0),
+            baseline_gbps: baseline,
+            ratio: baseline.filter(|b| *b > 0.0).map(|b| gbps / b),
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted samples, in microseconds.
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e6
+}
+
+fn transport_name(t: TransportKind) -> &'static str {
+    match t {
+        TransportKind::Memory => "memory",
+        TransportKind::Kernel => "kernel",
+        TransportKind::Tap => "tap",
+    }
+}
+
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.4}")
+    } else {
+        "null".into()
+    }
+}
+
+/// A JSON array of rows (hand-written: flat numbers and short strings).
+pub(crate) fn json(rows: &[Row]) -> String {
+    let items: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"baseline_gbps\":{},\"ratio\":{}}}",
+                r.op,
+                r.size,
+                transport_name(r.transport),
+                num(r.gbps),
+                num(r.msgs_per_s),
+                num(r.lat_us_p50),
+                num(r.lat_us_p99),
+                r.baseline_gbps.map_or("null".into(), num),
+                r.ratio.map_or("null".into(), num),
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+fn human_size(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} B"),
+    }
+}
+
+pub(crate) fn table(rows: &[Row], baseline: Option<f64>, args: &Args) {
+    println!("iwarp bench: {}", super::describe(args));
+    match baseline {
+        Some(b) => println!("raw TCP goodput on the same link: {b:.2} Gbit/s"),
+        None => println!("raw TCP baseline skipped"),
+    }
+    println!();
+    println!(
+        "{:<6} {:>9} {:>10} {:>12} {:>10} {:>10} {:>8}",
+        "op", "size", "Gbit/s", "msgs/s", "p50 us", "p99 us", "ratio"
+    );
+    for r in rows {
+        println!(
+            "{:<6} {:>9} {:>10.3} {:>12.0} {:>10.1} {:>10.1} {:>8}",
+            r.op.to_string(),
+            human_size(r.size),
+            r.gbps,
+            r.msgs_per_s,
+            r.lat_us_p50,
+            r.lat_us_p99,
+            r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
+        );
+    }
+    println!();
+    println!("ratio = RDMA goodput / raw TCP goodput; latency = one request at a time, post to completion");
+}
+
+/// A progress line on stderr: rewritten in place on a terminal, one line
+/// per step otherwise.
+pub(crate) struct Progress {
+    total: usize,
+    step: std::cell::Cell<usize>,
+    tty: bool,
+}
+
+impl Progress {
+    pub(crate) fn new(total: usize) -> Self {
+        Progress {
+            total,
+            step: std::cell::Cell::new(0),
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    pub(crate) fn step(&self, what: &str) {
+        let n = self.step.get() + 1;
+        self.step.set(n);
+        let mut err = std::io::stderr();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[2K[{n}/{}] {what}", self.total);
+        } else {
+            let _ = writeln!(err, "[{n}/{}] {what}", self.total);
+        }
+        let _ = err.flush();
+    }
+
+    pub(crate) fn done(&self) {
+        if self.tty {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let s: Vec<Duration> = (1..=100).map(Duration::from_micros).collect();
+        assert_eq!(percentile(&s, 50.0), 50.0);
+        assert_eq!(percentile(&s, 99.0), 99.0);
+        assert_eq!(percentile(&s[..1], 99.0), 1.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(human_size(64), "64 B");
+        assert_eq!(human_size(4096), "4 KiB");
+        assert_eq!(human_size(1 << 20), "1 MiB");
+        assert_eq!(human_size(1000), "1000 B");
+    }
+}
