@@ -10,6 +10,10 @@ pub mod term;
 pub mod wire;
 pub mod work_request;
 
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use completion::{WcOpcode, WcStatus, WorkCompletion};
 pub use connection::{Connection, ConnectionConfig, Event, PeerTerminate, State};
 pub use opcode::Opcode;

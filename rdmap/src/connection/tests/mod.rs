@@ -1,11 +1,13 @@
 //! Two connections back to back: operations, ordering, peer-to-peer
 //! start-up, every error path, flushes, chunked delivery.
 
+mod capture;
 mod util;
 
 mod errors;
 mod operations;
 mod ordering;
 mod p2p;
+mod replay;
 mod teardown;
 mod transport;
