@@ -1,4 +1,4 @@
-//! CRC32c (Castagnoli), the MPA FPDU checksum (RFC 5044 section 6; the iSCSI
+//! CRC32c (Castagnoli), the MPA FPDU checksum (RFC 5044; the iSCSI
 //! polynomial of RFC 3720 appendix B.4).
 //!
 //! The data path uses the `crc-fast` crate (carry-less-multiply folding with

@@ -2,7 +2,7 @@
 //!
 //! Errors caused by the peer carry the LLP-layer error type and code that go
 //! into a TERMINATE message (RFC 5040 section 4.8, RFC 5044 section 8,
-//! RFC 6581 section 9; numbered as siw's `enum llp_ecode`). Local misuse of
+//! RFC 6581; numbered as siw's `enum llp_ecode`). Local misuse of
 //! the API is a [`ConfigError`] and never looks like the peer's fault.
 
 use crate::seq::StreamOffset;

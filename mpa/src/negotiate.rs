@@ -1,4 +1,4 @@
-//! What start-up settles (RFC 5044 section 7.1, RFC 6581 sections 5 to 9),
+//! What start-up settles (RFC 5044 section 7.1, RFC 6581),
 //! as pure functions from configuration and frames to decisions, so each
 //! rule can be tested without a state machine around it.
 //!

@@ -1,7 +1,7 @@
 //! Positions in the TCP byte stream, for marker placement.
 //!
 //! MPA places a marker every 512 octets of the stream counted from the first
-//! octet of the first FPDU (RFC 5044 section 4.3), so both ends keep a
+//! octet of the first FPDU (RFC 5044), so both ends keep a
 //! position that wraps modulo 2^32 exactly like a TCP sequence number. 2^32 is
 //! a multiple of 512, so the marker grid is seamless across the wrap.
 

@@ -1,5 +1,5 @@
-//! Where markers fall in an FPDU and what they point at (RFC 5044 section
-//! 4.3, 5.1 figure "FPDU format").
+//! Where markers fall in an FPDU and what they point at (RFC 5044's
+//! marker and FPDU formats).
 //!
 //! A marker occupies the 4 octets at every stream position that is a
 //! multiple of 512 counted from the first octet of the first FPDU:

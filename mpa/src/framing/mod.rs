@@ -1,4 +1,4 @@
-//! FPDU framing (RFC 5044 sections 4 to 6): [`Framer`] on the way out,
+//! FPDU framing (RFC 5044): [`Framer`] on the way out,
 //! [`Deframer`] on the way in. Each direction has its own marker setting:
 //! M in a frame asks the *other* side to insert markers.
 

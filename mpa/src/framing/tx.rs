@@ -67,7 +67,7 @@ impl Framer {
     /// TCP MSS) wherever in the stream it falls, so it can be fixed per
     /// connection. Without markers this is `max_fpdu - 6` rounded down to
     /// keep the FPDU a multiple of 4; with markers it also reserves
-    /// `4 * ceil(max_fpdu / 512)` octets for them (RFC 5044 section 5.2's
+    /// `4 * ceil(max_fpdu / 512)` octets for them (RFC 5044's
     /// MULPDU = EMSS - (6 + 4 * Ceiling(EMSS / 512) + EMSS mod 4)), and keeps
     /// every marker within reach of a 16-bit FPDUPTR. Zero when not even an
     /// empty ULPDU fits.
@@ -356,7 +356,7 @@ mod tests {
     }
 
     /// Figure: an FPDU starting at stream offset 0 with markers (RFC 5044
-    /// section 4.3/5.1): a leading marker, the header, a marker 512 octets in
+    /// FPDU format): a leading marker, the header, a marker 512 octets in
     /// pointing 508 octets back to ULPDU_Length, the rest, pad, CRC.
     #[test]
     fn markers_in_the_first_fpdu() {

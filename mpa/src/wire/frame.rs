@@ -1,4 +1,4 @@
-//! The MPA Request and Reply frames (RFC 5044 section 7.1, RFC 6581 section 5).
+//! The MPA Request and Reply frames (RFC 5044 section 7.1, RFC 6581).
 //!
 //! ```text
 //!  0                   1                   2                   3

@@ -38,7 +38,7 @@ pub enum Error {
         pd_length: usize,
     },
     /// The enhanced flag is set but the private data cannot hold the 4-byte
-    /// IRD/ORD block (RFC 6581 section 5).
+    /// IRD/ORD block (RFC 6581).
     #[error("enhanced flag set but only {pd_length} bytes of private data")]
     EnhancedTooShort {
         /// PD_Length of the frame.
