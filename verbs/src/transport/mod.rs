@@ -69,7 +69,9 @@ mod synth;
 pub mod tap;
 #[cfg(test)]
 mod testutil;
+mod wake;
 
 pub use error::TransportError;
 pub use seam::{ListenerId, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};
+pub use wake::Waker;

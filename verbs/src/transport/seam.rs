@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::TransportError;
+use super::{TransportError, Waker};
 
 /// A listening port of one transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -139,6 +139,20 @@ pub trait Transport {
     /// Blocks until I/O may be ready or `timeout` passes (`None`: no
     /// timeout). Never spins while idle.
     fn wait(&mut self, timeout: Option<Duration>);
+
+    /// The port a listener is bound to (the one picked for `listen(0)` on
+    /// transports that support that); `None` for an unknown listener.
+    fn listen_port(&self, l: ListenerId) -> Option<u16> {
+        let _ = l;
+        None
+    }
+
+    /// A handle that interrupts a [`wait`](Transport::wait) in progress on
+    /// another thread, or makes the next one return at once. `None` if the
+    /// transport cannot be woken: its waits then run to their timeout.
+    fn waker(&self) -> Option<Waker> {
+        None
+    }
 }
 
 /// A boxed transport (say `Box<dyn Transport + Send>`, as a device holds
@@ -202,6 +216,12 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn wait(&mut self, timeout: Option<Duration>) {
         (**self).wait(timeout)
+    }
+    fn listen_port(&self, l: ListenerId) -> Option<u16> {
+        (**self).listen_port(l)
+    }
+    fn waker(&self) -> Option<Waker> {
+        (**self).waker()
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) mod sys;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use buffer::LinearBuf;
@@ -21,7 +22,8 @@ use buffer::LinearBuf;
 use super::pcap::PcapSink;
 use super::slab::Slab;
 use super::synth::TcpSynth;
-use super::{ListenerId, StreamId, StreamState, Transport, TransportError};
+use super::wake::WakeFd;
+use super::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
 
 /// MSS reported when the kernel will not say.
 const DEFAULT_MSS: usize = 1460;
@@ -254,6 +256,9 @@ pub struct KernelTransport {
     fds: Vec<libc::pollfd>,
     /// Work queued since the last poll (bytes staged, a close requested).
     dirty: bool,
+    /// Lets another thread end a `wait`; `None` if no eventfd could be made
+    /// (waits then run to their timeout).
+    wake: Option<Arc<WakeFd>>,
 }
 
 impl KernelTransport {
@@ -266,6 +271,7 @@ impl KernelTransport {
             now: None,
             fds: Vec::new(),
             dirty: false,
+            wake: WakeFd::new().ok().map(Arc::new),
         }
     }
 
@@ -506,6 +512,9 @@ impl Transport for KernelTransport {
             return;
         }
         self.fds.clear();
+        if let Some(w) = &self.wake {
+            self.fds.push(w.pollfd());
+        }
         for (_, l) in self.listeners.iter_mut() {
             self.fds.push(libc::pollfd {
                 fd: l.as_raw_fd(),
@@ -539,6 +548,17 @@ impl Transport for KernelTransport {
                     .min(Duration::from_millis(1)),
             );
         }
+        if let Some(w) = &self.wake {
+            w.drain();
+        }
+    }
+
+    fn listen_port(&self, l: ListenerId) -> Option<u16> {
+        self.listener_addr(l).map(|a| a.port())
+    }
+
+    fn waker(&self) -> Option<Waker> {
+        self.wake.as_ref().map(WakeFd::waker)
     }
 }
 

@@ -446,3 +446,24 @@ fn client_capture_alone_is_one_clean_connection() {
     assert_eq!(payload_from(&bytes, addr.port()), back);
     crate::transport::pcap_check::tshark_accepts(&bytes, "kernel-client");
 }
+
+#[test]
+fn waker_ends_a_wait_and_listen_port_names_the_bound_port() {
+    let mut t = loopback();
+    let l = t.listen(0).unwrap();
+    assert_eq!(t.listen_port(l), t.listener_addr(l).map(|a| a.port()));
+    assert_ne!(t.listen_port(l), Some(0));
+    let wake = t.waker().expect("eventfd waker");
+    let th = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        wake();
+    });
+    let start = Instant::now();
+    t.wait(Some(Duration::from_secs(10)));
+    assert!(start.elapsed() < Duration::from_secs(5), "woken early");
+    th.join().unwrap();
+    // The wake was consumed: the next wait runs to its timeout.
+    let start = Instant::now();
+    t.wait(Some(Duration::from_millis(15)));
+    assert!(start.elapsed() >= Duration::from_millis(15));
+}

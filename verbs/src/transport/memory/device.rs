@@ -10,6 +10,7 @@ use super::fault::{Fate, FaultConfig, Impairment};
 use super::link::{InFlight, Wire};
 use crate::transport::pcap::PcapSink;
 use crate::transport::smol::LinkDevice;
+use crate::transport::Waker;
 
 /// Bytes of an Ethernet II header.
 const ETHERNET_HEADER: usize = 14;
@@ -246,5 +247,10 @@ impl LinkDevice for MemoryDevice {
             return;
         }
         self.wire.wait(self.rx_lane(), timeout);
+    }
+
+    fn waker(&self) -> Option<Waker> {
+        let (wire, lane) = (Arc::clone(&self.wire), self.rx_lane());
+        Some(Arc::new(move || wire.wake(lane)))
     }
 }

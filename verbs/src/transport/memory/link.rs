@@ -5,6 +5,7 @@
 //! to their sender's pool, so a steady flow allocates nothing.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,8 @@ impl Lane {
 pub(crate) struct Wire {
     lanes: [Mutex<Lane>; 2],
     ready: [Condvar; 2],
+    /// A wake for the receiver of each lane that its next `wait` takes.
+    woken: [AtomicBool; 2],
     capacity: usize,
 }
 
@@ -62,6 +65,7 @@ impl Wire {
         Wire {
             lanes: [Mutex::default(), Mutex::default()],
             ready: [Condvar::new(), Condvar::new()],
+            woken: [AtomicBool::new(false), AtomicBool::new(false)],
             capacity: capacity.max(1),
         }
     }
@@ -124,14 +128,27 @@ impl Wire {
         self.lane(i).overflow_drops
     }
 
-    /// Sleeps until a frame on lane `i` is due (by the real clock) or
-    /// `timeout` passes.
+    /// Ends the current or next `wait` on lane `i` (sticky: see
+    /// [`Waker`](crate::transport::Waker)).
+    pub(crate) fn wake(&self, i: usize) {
+        self.woken[i].store(true, Ordering::Release);
+        // Taking the lane lock orders the flag before a waiter's check, so
+        // the notify cannot fall between its check and its sleep.
+        drop(self.lane(i));
+        self.ready[i].notify_all();
+    }
+
+    /// Sleeps until a frame on lane `i` is due (by the real clock), a
+    /// [`Wire::wake`], or `timeout` passes.
     pub(crate) fn wait(&self, i: usize, timeout: Option<Duration>) {
         let start = Instant::now();
         let deadline = timeout.map(|t| start + t);
         let mut lane = self.lane(i);
         // Bounded: each turn either returns or sleeps until a deadline/notify.
         for _ in 0..1_000_000 {
+            if self.woken[i].swap(false, Ordering::AcqRel) {
+                return;
+            }
             let now = Instant::now();
             if lane.next_due().is_some_and(|d| d <= now) {
                 return;
@@ -246,5 +263,34 @@ mod tests {
         w.send(0, &mut vec![frame(due, 1)], &mut Vec::new(), 0);
         w.wait(0, None);
         assert!(Instant::now() >= due);
+    }
+
+    #[test]
+    fn a_wake_ends_the_wait_and_is_sticky() {
+        let w = Arc::new(Wire::new(8));
+        // Before the wait: the next wait returns at once, once.
+        w.wake(1);
+        let start = Instant::now();
+        w.wait(1, Some(Duration::from_secs(10)));
+        assert!(start.elapsed() < Duration::from_secs(1));
+        let start = Instant::now();
+        w.wait(1, Some(Duration::from_millis(20)));
+        assert!(
+            start.elapsed() >= Duration::from_millis(20),
+            "wake consumed"
+        );
+        // During the wait, from another thread; the other lane is untouched.
+        let w2 = Arc::clone(&w);
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            w2.wake(1);
+        });
+        let start = Instant::now();
+        w.wait(1, None);
+        assert!(start.elapsed() < Duration::from_secs(5));
+        t.join().unwrap();
+        let start = Instant::now();
+        w.wait(0, Some(Duration::from_millis(10)));
+        assert!(start.elapsed() >= Duration::from_millis(10));
     }
 }

@@ -777,3 +777,25 @@ fn full_queue_drops_are_counted_and_recovered() {
     assert_eq!(out.at_b.bad_bytes, 0);
     assert!(net.a.device().overflow_drops() > 0);
 }
+
+#[test]
+fn waker_ends_a_wait_and_listen_port_is_the_port() {
+    let (mut a, mut b) = MemoryLink::pair(&MemoryLinkConfig::default()).unwrap();
+    let l = b.listen(7174).unwrap();
+    assert_eq!(b.listen_port(l), Some(7174));
+    let wake = a.waker().expect("memory links can be woken");
+    let th = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        wake();
+    });
+    let start = Instant::now();
+    a.wait(Some(Duration::from_secs(10)));
+    assert!(start.elapsed() < Duration::from_secs(5), "woken early");
+    th.join().unwrap();
+    let start = Instant::now();
+    a.wait(Some(Duration::from_millis(15)));
+    assert!(
+        start.elapsed() >= Duration::from_millis(15),
+        "wake consumed"
+    );
+}

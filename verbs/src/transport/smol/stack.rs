@@ -11,7 +11,7 @@ use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Cidr};
 
 use super::tuning::TcpTuning;
 use crate::transport::slab::Slab;
-use crate::transport::{ListenerId, StreamId, StreamState, Transport, TransportError};
+use crate::transport::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
 
 /// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
 const IPV4_TCP_HEADERS: usize = 40;
@@ -33,6 +33,10 @@ pub trait LinkDevice: Device {
     fn poll_delay(&mut self, now: Instant) -> Option<Duration>;
     /// Blocks until a frame may have arrived or `timeout` passed.
     fn wait(&mut self, timeout: Option<Duration>);
+    /// Interrupts `wait` from another thread (see [`Transport::waker`]).
+    fn waker(&self) -> Option<Waker> {
+        None
+    }
 }
 
 /// A listening port: armed sockets waiting for a SYN, and sockets that took
@@ -603,6 +607,14 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
 
     fn wait(&mut self, timeout: Option<Duration>) {
         self.device.wait(timeout);
+    }
+
+    fn listen_port(&self, l: ListenerId) -> Option<u16> {
+        self.listeners.get(l.0).map(|l| l.port)
+    }
+
+    fn waker(&self) -> Option<Waker> {
+        self.device.waker()
     }
 }
 

@@ -6,6 +6,7 @@
 //! not overflow the kernel's per-CPU backlog in one go.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
@@ -14,6 +15,8 @@ use super::sys;
 use crate::transport::kernel::sys::poll;
 use crate::transport::pcap::PcapSink;
 use crate::transport::smol::LinkDevice;
+use crate::transport::wake::WakeFd;
+use crate::transport::Waker;
 
 /// Ethernet header plus an 802.1Q tag.
 const FRAME_OVERHEAD: usize = 18;
@@ -49,6 +52,8 @@ pub struct TapDevice {
     burst: usize,
     rx_buf: Vec<u8>,
     tx: TxSide,
+    /// Lets another thread end a `wait` (`None` if no eventfd could be made).
+    wake: Option<Arc<WakeFd>>,
 }
 
 impl TapDevice {
@@ -68,6 +73,7 @@ impl TapDevice {
                 budget: burst.max(1),
                 activity: false,
             },
+            wake: WakeFd::new().ok().map(Arc::new),
         }
     }
 
@@ -200,11 +206,12 @@ impl LinkDevice for TapDevice {
     }
 
     fn wait(&mut self, timeout: Option<Duration>) {
-        let mut fds = [libc::pollfd {
+        let tap = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
-        }];
+        };
+        let mut fds = [tap, self.wake.as_ref().map_or(tap, |w| w.pollfd())];
         if poll(&mut fds, timeout).is_err() {
             std::thread::sleep(
                 timeout
@@ -212,5 +219,12 @@ impl LinkDevice for TapDevice {
                     .min(Duration::from_millis(1)),
             );
         }
+        if let Some(w) = &self.wake {
+            w.drain();
+        }
+    }
+
+    fn waker(&self) -> Option<Waker> {
+        self.wake.as_ref().map(WakeFd::waker)
     }
 }
