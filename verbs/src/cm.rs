@@ -165,7 +165,7 @@ impl ConnectRequest {
     pub fn accept(mut self, qp: &QueuePair, params: AcceptParams) -> Result<(), VerbsError> {
         self.answered = true;
         self.device
-            .with_engine(|e| e.accept(self.id, qp.num, params))
+            .with_transport_engine(|e| e.accept(self.id, qp.num, params))
     }
 
     /// Rejects with `private_data` in an MPA reply with the R bit.
@@ -202,7 +202,7 @@ impl Listener {
     pub fn try_request(&self) -> Option<ConnectRequest> {
         self.device.progress_if_caller_driven();
         self.device
-            .with_engine(|e| e.take_request(self.id))
+            .with_transport_engine(|e| e.take_request(self.id))
             .map(|r| r.into_request(self.device.clone()))
     }
 
@@ -210,7 +210,10 @@ impl Listener {
     pub fn request(&self, timeout: Duration) -> Option<ConnectRequest> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(r) = self.device.with_engine(|e| e.take_request(self.id)) {
+            if let Some(r) = self
+                .device
+                .with_transport_engine(|e| e.take_request(self.id))
+            {
                 return Some(r.into_request(self.device.clone()));
             }
             if Instant::now() >= deadline {
@@ -226,6 +229,6 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         let id = self.id;
-        self.device.with_engine(|e| e.unlisten(id));
+        self.device.with_transport_engine(|e| e.unlisten(id));
     }
 }

@@ -12,7 +12,7 @@
 //!   on its own thread and blocked callers sleep on a condition variable it
 //!   signals. Use it when the program does not call into the device often.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -26,45 +26,166 @@ use crate::error::VerbsError;
 use crate::mr::Registry;
 use crate::pd::ProtectionDomain;
 use crate::qp::{QpInit, QueuePair};
-use crate::transport::Transport;
+use crate::transport::{Transport, Waker};
 
-/// Longest a blocked caller sleeps in one transport wait, so that another
-/// thread posting to the same device is never held up for longer.
+/// Longest one transport wait lasts when the transport cannot be woken
+/// from another thread, so that a poster is never held up for longer.
 const WAIT_SLICE: Duration = Duration::from_millis(2);
+/// Longest one transport wait lasts when it can be woken: only a bound on
+/// how stale an unforeseen deadline can get, not a polling interval.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+/// Longest a thread waits for the transport (or a change) before looking
+/// again, in case a wake or signal went to another thread.
+const RECHECK: Duration = Duration::from_millis(10);
 
-#[derive(Debug)]
 pub(crate) struct DeviceShared {
     pub(crate) registry: Arc<Registry>,
     engine: Mutex<Engine>,
-    /// Signalled by the progress thread after a turn that changed anything.
-    changed: Condvar,
+    /// Signalled when a turn changed something a blocked caller may wait
+    /// for, and when the transport comes back from a wait.
+    signal: Condvar,
+    /// Ends a transport wait in progress (taken once from the transport).
+    waker: Option<Waker>,
+    /// Threads that need the transport while it is lent out to a waiter.
+    wanting: AtomicUsize,
+    /// Threads queued on (or about to take) the engine lock.
+    contenders: AtomicUsize,
     threaded: AtomicBool,
     stop: AtomicBool,
     next_pd: AtomicU32,
+    /// Turns of the progress thread (busy or idle), for tests and tools.
+    thread_turns: AtomicU64,
+}
+
+impl std::fmt::Debug for DeviceShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceShared")
+            .field("wakeable", &self.waker.is_some())
+            .field("threaded", &self.threaded)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DeviceShared {
     fn lock(&self) -> MutexGuard<'_, Engine> {
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+        self.contenders.fetch_add(1, Ordering::AcqRel);
+        let g = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        self.contenders.fetch_sub(1, Ordering::AcqRel);
+        g
+    }
+
+    fn wake(&self) {
+        if let Some(w) = &self.waker {
+            w();
+        }
+    }
+
+    /// The engine lock with the transport at home: if a waiting thread has
+    /// it, that thread is woken and we wait for its return.
+    fn lock_full(&self) -> MutexGuard<'_, Engine> {
+        let mut e = self.lock();
+        if e.has_transport() {
+            return e;
+        }
+        self.wanting.fetch_add(1, Ordering::AcqRel);
+        // Bounded by the waiter's own timeout: it returns the transport
+        // after at most one wait even if every wake were lost.
+        while !e.has_transport() {
+            self.wake();
+            e = self
+                .signal
+                .wait_timeout(e, RECHECK)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        self.wanting.fetch_sub(1, Ordering::AcqRel);
+        e
+    }
+
+    /// Waits in the transport for at most `delay` without holding the
+    /// engine lock: the transport is lent out, and whoever needs it in the
+    /// meantime wakes us. Returns with the lock held and the transport home.
+    fn park<'a>(
+        &'a self,
+        mut e: MutexGuard<'a, Engine>,
+        delay: Duration,
+    ) -> MutexGuard<'a, Engine> {
+        if self.wanting.load(Ordering::Acquire) > 0 {
+            // Someone is queued for the transport: let them have the lock.
+            return self
+                .signal
+                .wait_timeout(e, RECHECK)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        let delay = if self.waker.is_some() {
+            delay
+        } else {
+            delay.min(WAIT_SLICE)
+        };
+        let Some(mut transport) = e.take_transport() else {
+            return e;
+        };
+        drop(e);
+        transport.wait(Some(delay));
+        let mut e = self.lock();
+        e.put_transport(transport);
+        self.signal.notify_all();
+        e
+    }
+
+    fn notify_if_changed(&self, e: &mut Engine) {
+        if e.take_changed() {
+            self.signal.notify_all();
+        }
     }
 
     pub(crate) fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
-        f(&mut self.lock())
+        let mut e = self.lock();
+        let r = f(&mut e);
+        self.notify_if_changed(&mut e);
+        r
     }
 
-    /// Runs `f`, then pushes whatever it queued onto the wire at once, so a
-    /// post does not wait for the next progress turn.
-    pub(crate) fn with_engine_now<R>(&self, f: impl FnOnce(&mut Engine, Instant) -> R) -> R {
+    /// Like [`Self::with_engine`], with the transport at home.
+    pub(crate) fn with_transport_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        let mut e = self.lock_full();
+        let r = f(&mut e);
+        self.notify_if_changed(&mut e);
+        r
+    }
+
+    /// Posts: runs `f`, then pushes whatever it queued onto the wire at
+    /// once so a post does not wait for the next progress turn. If a
+    /// waiting thread holds the transport, it is woken to send instead;
+    /// the poster never waits for it.
+    pub(crate) fn post<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
         let mut e = self.lock();
-        let now = Instant::now();
+        let r = f(&mut e);
+        let now = e.now();
+        if !e.flush(now) {
+            self.wake();
+        }
+        self.notify_if_changed(&mut e);
+        r
+    }
+
+    /// Connection management: like [`Self::post`] with the transport at home.
+    pub(crate) fn with_engine_now<R>(&self, f: impl FnOnce(&mut Engine, Instant) -> R) -> R {
+        let mut e = self.lock_full();
+        let now = e.now();
         let r = f(&mut e, now);
         e.flush(now);
+        self.notify_if_changed(&mut e);
         r
     }
 
     pub(crate) fn progress_if_caller_driven(&self) {
         if !self.threaded.load(Ordering::Acquire) {
-            self.lock().turn(Instant::now());
+            let mut e = self.lock_full();
+            let now = e.now();
+            e.turn(now);
+            self.notify_if_changed(&mut e);
         }
     }
 
@@ -80,27 +201,29 @@ impl DeviceShared {
             if ready(&e) {
                 return;
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let real = Instant::now();
+            if real >= deadline {
                 return;
             }
-            if self.threaded.load(Ordering::Acquire) {
+            let left = deadline - real;
+            if self.threaded.load(Ordering::Acquire) || !e.has_transport() {
+                // The progress thread (or another blocked caller, which has
+                // the transport) drives and signals what changes.
                 e = self
-                    .changed
-                    .wait_timeout(e, deadline - now)
+                    .signal
+                    .wait_timeout(e, left.min(RECHECK))
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
                 continue;
             }
-            if e.turn(now) || ready(&e) {
+            let now = e.now();
+            let busy = e.turn(now);
+            self.notify_if_changed(&mut e);
+            if busy || ready(&e) {
                 continue;
             }
-            let delay = e
-                .poll_delay(now)
-                .unwrap_or(WAIT_SLICE)
-                .min(deadline - now)
-                .min(WAIT_SLICE);
-            e.wait(delay);
+            let delay = e.poll_delay(now).unwrap_or(IDLE_WAIT).min(left);
+            e = self.park(e, delay.min(IDLE_WAIT));
         }
     }
 }
@@ -115,14 +238,19 @@ impl Device {
     /// A device over `transport` (smoltcp on a memory link or TAP, or kernel TCP).
     pub fn new(transport: Box<dyn Transport + Send>) -> Device {
         let registry = Registry::new();
+        let waker = transport.waker();
         Device {
             shared: Arc::new(DeviceShared {
                 registry: registry.clone(),
                 engine: Mutex::new(Engine::new(transport, registry)),
-                changed: Condvar::new(),
+                signal: Condvar::new(),
+                waker,
+                wanting: AtomicUsize::new(0),
+                contenders: AtomicUsize::new(0),
                 threaded: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
                 next_pd: AtomicU32::new(1),
+                thread_turns: AtomicU64::new(0),
             }),
         }
     }
@@ -158,7 +286,9 @@ impl Device {
 
     /// Listens for connect requests on `port`.
     pub fn listen(&self, port: u16, opts: ListenOptions) -> Result<Listener, VerbsError> {
-        let (id, port) = self.shared.with_engine(|e| e.listen(port, opts))?;
+        let (id, port) = self
+            .shared
+            .with_transport_engine(|e| e.listen(port, opts))?;
         Ok(Listener {
             id,
             port,
@@ -169,36 +299,68 @@ impl Device {
     /// Runs one round of progress: moves packets, feeds received bytes to
     /// the connections, sends what they have. True if anything happened.
     pub fn progress(&self) -> bool {
-        self.shared.lock().turn(Instant::now())
+        let mut e = self.shared.lock_full();
+        let now = e.now();
+        let busy = e.turn(now);
+        self.shared.notify_if_changed(&mut e);
+        busy
+    }
+
+    /// Switches the device to a caller-driven clock starting at `start`:
+    /// from now on its timers (MPA start-up, TCP retransmission on the
+    /// smoltcp transports) and the instants it stamps on posts see only
+    /// the instants passed to [`Device::progress_at`]. With the memory
+    /// link this makes a deterministic simulator: advance `now` by
+    /// [`Device::poll_delay_at`] instead of sleeping. Blocking calls still
+    /// time out on the system clock; drive such a device with `poll`-style
+    /// calls and `progress_at` only.
+    pub fn use_virtual_clock(&self, start: Instant) {
+        self.shared.with_engine(|e| e.set_clock(start));
+    }
+
+    /// One round of progress at `now` (which also advances a virtual
+    /// clock; it never goes backwards). True if anything happened.
+    pub fn progress_at(&self, now: Instant) -> bool {
+        let mut e = self.shared.lock_full();
+        e.advance_clock(now);
+        let now = e.now().max(now);
+        let busy = e.turn(now);
+        self.shared.notify_if_changed(&mut e);
+        busy
+    }
+
+    /// How long after `now` progress must run again without outside
+    /// events: the transport's timers and start-up deadlines. `None` when
+    /// only I/O can make progress.
+    pub fn poll_delay_at(&self, now: Instant) -> Option<Duration> {
+        self.shared.lock_full().poll_delay(now)
     }
 
     /// Runs progress on a thread of its own until the returned handle is
     /// dropped. While it runs, blocking calls sleep instead of driving.
+    ///
+    /// The thread sleeps in the transport's readiness wait without holding
+    /// the device lock, and a post or any other call that needs the
+    /// transport wakes it (see [`Transport::waker`]), so an idle device
+    /// costs no CPU and a post is sent at once.
     pub fn spawn_progress_thread(&self) -> ProgressThread {
         self.shared.threaded.store(true, Ordering::Release);
         self.shared.stop.store(false, Ordering::Release);
         let shared = self.shared.clone();
         let handle = std::thread::Builder::new()
             .name("iwarp-progress".into())
-            .spawn(move || {
-                while !shared.stop.load(Ordering::Acquire) {
-                    let mut e = shared.lock();
-                    let now = Instant::now();
-                    let busy = e.turn(now);
-                    if e.take_changed() {
-                        shared.changed.notify_all();
-                    }
-                    if !busy {
-                        let delay = e.poll_delay(now).unwrap_or(WAIT_SLICE).min(WAIT_SLICE);
-                        e.wait(delay);
-                    }
-                }
-            })
+            .spawn(move || progress_loop(&shared))
             .expect("spawning the progress thread");
         ProgressThread {
             shared: self.shared.clone(),
             handle: Some(handle),
         }
+    }
+
+    /// Turns the progress thread has run (each busy turn or idle wait
+    /// counts once): an idle device's count grows by a few per second.
+    pub fn progress_thread_turns(&self) -> u64 {
+        self.shared.thread_turns.load(Ordering::Relaxed)
     }
 
     /// Registered memory regions.
@@ -208,7 +370,38 @@ impl Device {
 
     /// Runs `f` on the transport (for statistics or a pcap writer).
     pub fn with_transport<R>(&self, f: impl FnOnce(&mut dyn Transport) -> R) -> R {
-        self.shared.with_engine(|e| f(e.transport_mut()))
+        let mut f = Some(f);
+        // lock_full returns with the transport at home, so one pass does.
+        loop {
+            let mut e = self.shared.lock_full();
+            if let (Some(t), Some(f)) = (e.transport_mut(), f.take()) {
+                return f(t);
+            }
+        }
+    }
+}
+
+fn progress_loop(shared: &DeviceShared) {
+    while !shared.stop.load(Ordering::Acquire) {
+        shared.thread_turns.fetch_add(1, Ordering::Relaxed);
+        let mut e = shared.lock_full();
+        let now = e.now();
+        let busy = e.turn(now);
+        shared.notify_if_changed(&mut e);
+        if busy {
+            drop(e);
+            if shared.contenders.load(Ordering::Acquire) > 0 {
+                // A poster is queued on the lock: let it in before the
+                // next turn takes the lock again.
+                std::thread::yield_now();
+            }
+            continue;
+        }
+        let delay = e.poll_delay(now).unwrap_or(IDLE_WAIT).min(IDLE_WAIT);
+        if shared.stop.load(Ordering::Acquire) {
+            break;
+        }
+        drop(shared.park(e, delay));
     }
 }
 
@@ -222,6 +415,7 @@ pub struct ProgressThread {
 impl Drop for ProgressThread {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }

@@ -85,14 +85,12 @@ impl QueuePair {
     /// connected queue pair takes them; after a disconnect they complete
     /// at once with a flush status.
     pub fn post_send(&self, wr: SendWr) -> Result<(), VerbsError> {
-        self.device
-            .with_engine_now(|e, now| e.post_send(self.num, wr, now))
+        self.device.post(|e| e.post_send(self.num, wr))
     }
 
     /// Posts a receive work request; allowed before connecting.
     pub fn post_recv(&self, wr: RecvWr) -> Result<(), VerbsError> {
-        self.device
-            .with_engine_now(|e, now| e.post_recv(self.num, wr, now))
+        self.device.post(|e| e.post_recv(self.num, wr))
     }
 
     /// Starts connecting to `remote`; see [`QueuePair::wait_established`].

@@ -41,7 +41,10 @@ struct ListenerSlot {
 }
 
 pub(crate) struct Engine {
-    transport: Box<dyn Transport + Send>,
+    /// `None` while a thread waits in it without the engine lock (see
+    /// `DeviceShared::park`); every path that needs it either waits for its
+    /// return or leaves the work to the thread that holds it.
+    transport: Option<Box<dyn Transport + Send>>,
     registry: Arc<Registry>,
     qps: HashMap<u32, QpSlot>,
     /// Queue pairs in a stable order, so every turn visits them alike.
@@ -53,11 +56,14 @@ pub(crate) struct Engine {
     next_request: u64,
     /// Something a blocked caller may be waiting for happened.
     changed: bool,
+    /// A caller-supplied clock (virtual time); `None`: the system clock.
+    clock: Option<Instant>,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
+            .field("transport_here", &self.transport.is_some())
             .field("qps", &self.qps.len())
             .field("listeners", &self.listeners.len())
             .field("incoming", &self.incoming.len())
@@ -68,7 +74,7 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     pub(crate) fn new(transport: Box<dyn Transport + Send>, registry: Arc<Registry>) -> Self {
         Engine {
-            transport,
+            transport: Some(transport),
             registry,
             qps: HashMap::new(),
             qp_order: Vec::new(),
@@ -78,11 +84,42 @@ impl Engine {
             next_listener: 1,
             next_request: 1,
             changed: false,
+            clock: None,
         }
     }
 
-    pub(crate) fn transport_mut(&mut self) -> &mut dyn Transport {
-        &mut *self.transport
+    /// The engine's notion of now: the virtual clock if one is set.
+    pub(crate) fn now(&self) -> Instant {
+        self.clock.unwrap_or_else(Instant::now)
+    }
+
+    /// Switches to a virtual clock starting at `start`.
+    pub(crate) fn set_clock(&mut self, start: Instant) {
+        self.clock = Some(start);
+    }
+
+    /// Advances the virtual clock (never backwards); no-op on the system clock.
+    pub(crate) fn advance_clock(&mut self, now: Instant) {
+        if let Some(c) = &mut self.clock {
+            *c = (*c).max(now);
+        }
+    }
+
+    pub(crate) fn has_transport(&self) -> bool {
+        self.transport.is_some()
+    }
+
+    /// Lends the transport out for a wait without the engine lock.
+    pub(crate) fn take_transport(&mut self) -> Option<Box<dyn Transport + Send>> {
+        self.transport.take()
+    }
+
+    pub(crate) fn put_transport(&mut self, t: Box<dyn Transport + Send>) {
+        self.transport = Some(t);
+    }
+
+    pub(crate) fn transport_mut(&mut self) -> Option<&mut (dyn Transport + Send + 'static)> {
+        self.transport.as_deref_mut()
     }
 
     pub(crate) fn take_changed(&mut self) -> bool {
@@ -90,7 +127,7 @@ impl Engine {
     }
 
     pub(crate) fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
-        let mut delay = self.transport.poll_delay(now);
+        let mut delay = self.transport.as_mut().and_then(|t| t.poll_delay(now));
         let deadlines = self.qps.values().filter_map(|q| q.deadline()).chain(
             self.incoming
                 .values()
@@ -103,40 +140,50 @@ impl Engine {
         delay
     }
 
-    pub(crate) fn wait(&mut self, timeout: Duration) {
-        self.transport.wait(Some(timeout));
-    }
-
-    /// One round of progress. True if anything happened.
+    /// One round of progress. True if anything happened; false (and
+    /// nothing done) while the transport is lent out.
     pub(crate) fn turn(&mut self, now: Instant) -> bool {
-        let mut busy = self.transport.poll(now);
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return false;
+        };
+        let mut busy = transport.poll(now);
         busy |= self.accept_streams(now);
         busy |= self.drive_incoming(now);
         busy |= self.drive_qps(now);
         if busy {
-            self.transport.poll(now);
+            if let Some(t) = self.transport.as_deref_mut() {
+                t.poll(now);
+            }
         }
         busy
     }
 
-    /// Pushes queued FPDUs onto the wire without reading anything.
-    pub(crate) fn flush(&mut self, now: Instant) {
+    /// Pushes queued FPDUs onto the wire without reading anything. False
+    /// if the transport is lent out (its holder sends them on its return).
+    pub(crate) fn flush(&mut self, now: Instant) -> bool {
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return false;
+        };
         let mut sent = false;
         for num in &self.qp_order {
             if let Some(slot) = self.qps.get_mut(num) {
-                sent |= slot.transmit(&mut *self.transport, &self.registry);
+                sent |= slot.transmit(transport, &self.registry);
             }
         }
         if sent {
-            self.transport.poll(now);
+            transport.poll(now);
         }
+        true
     }
 
     fn drive_qps(&mut self, now: Instant) -> bool {
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return false;
+        };
         let mut busy = false;
         for num in &self.qp_order {
             if let Some(slot) = self.qps.get_mut(num) {
-                let (b, changed) = slot.drive(&mut *self.transport, &self.registry, now);
+                let (b, changed) = slot.drive(transport, &self.registry, now);
                 busy |= b;
                 self.changed |= changed;
             }
@@ -156,8 +203,10 @@ impl Engine {
 
     pub(crate) fn destroy_qp(&mut self, num: u32, now: Instant) {
         if let Some(mut slot) = self.qps.remove(&num) {
-            slot.disconnect(&mut *self.transport, now);
-            slot.release(&mut *self.transport);
+            if let Some(t) = self.transport.as_deref_mut() {
+                slot.disconnect(t, now);
+                slot.release(t);
+            }
         }
         self.qp_order.retain(|&n| n != num);
     }
@@ -170,22 +219,16 @@ impl Engine {
         self.qps.get(&num).map_or(QpState::Error, |s| s.state())
     }
 
-    pub(crate) fn post_send(
-        &mut self,
-        num: u32,
-        wr: SendWr,
-        _now: Instant,
-    ) -> Result<(), VerbsError> {
-        self.slot(num)?.post_send(wr)
+    pub(crate) fn post_send(&mut self, num: u32, wr: SendWr) -> Result<(), VerbsError> {
+        let completed = self.slot(num)?.post_send(wr)?;
+        self.changed |= completed;
+        Ok(())
     }
 
-    pub(crate) fn post_recv(
-        &mut self,
-        num: u32,
-        wr: RecvWr,
-        _now: Instant,
-    ) -> Result<(), VerbsError> {
-        self.slot(num)?.post_recv(wr)
+    pub(crate) fn post_recv(&mut self, num: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        let completed = self.slot(num)?.post_recv(wr)?;
+        self.changed |= completed;
+        Ok(())
     }
 
     pub(crate) fn take_qp_event(&mut self, num: u32) -> Option<CmEvent> {
@@ -208,17 +251,21 @@ impl Engine {
         if !matches!(slot.phase, Phase::Idle) {
             return Err(VerbsError::AlreadyConnected);
         }
-        let stream = self
+        let transport = self
             .transport
-            .connect(remote)
-            .map_err(VerbsError::Transport)?;
-        slot.phase = Phase::Starting { stream, startup: Box::new(startup) };
+            .as_deref_mut()
+            .ok_or(VerbsError::TransportBusy)?;
+        let stream = transport.connect(remote).map_err(VerbsError::Transport)?;
+        slot.phase = Phase::Starting {
+            stream,
+            startup: Box::new(startup),
+        };
         Ok(())
     }
 
     pub(crate) fn disconnect(&mut self, num: u32, now: Instant) {
-        if let Some(slot) = self.qps.get_mut(&num) {
-            slot.disconnect(&mut *self.transport, now);
+        if let (Some(slot), Some(t)) = (self.qps.get_mut(&num), self.transport.as_deref_mut()) {
+            slot.disconnect(t, now);
             self.changed = true;
         }
     }
@@ -230,8 +277,12 @@ impl Engine {
         port: u16,
         opts: ListenOptions,
     ) -> Result<(u32, u16), VerbsError> {
-        let transport_id = self.transport.listen(port).map_err(VerbsError::Transport)?;
-        let _ = opts.backlog.unwrap_or(DEFAULT_BACKLOG);
+        let transport = self
+            .transport
+            .as_deref_mut()
+            .ok_or(VerbsError::TransportBusy)?;
+        let transport_id = transport.listen(port).map_err(VerbsError::Transport)?;
+        let port = transport.listen_port(transport_id).unwrap_or(port);
         let id = self.next_listener;
         self.next_listener += 1;
         self.listeners.insert(
@@ -245,22 +296,44 @@ impl Engine {
         Ok((id, port))
     }
 
+    /// Stops listening; connections still in start-up on this listener,
+    /// offered or not, are reset (a request already accepted is not).
     pub(crate) fn unlisten(&mut self, id: u32) {
-        if let Some(l) = self.listeners.remove(&id) {
-            self.transport.unlisten(l.transport_id);
-            for req in l.requests {
-                if let Some(inc) = self.incoming.remove(&req) {
-                    self.transport.abort(inc.stream);
-                }
+        let Some(l) = self.listeners.remove(&id) else {
+            return;
+        };
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return;
+        };
+        transport.unlisten(l.transport_id);
+        let orphans: Vec<u64> = self
+            .incoming
+            .iter()
+            .filter(|(_, inc)| inc.listener == id)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in orphans {
+            if let Some(inc) = self.incoming.remove(&k) {
+                transport.abort(inc.stream);
             }
         }
     }
 
     fn accept_streams(&mut self, now: Instant) -> bool {
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return false;
+        };
         let mut busy = false;
         for (&lid, l) in &mut self.listeners {
-            while let Some(stream) = self.transport.accept(l.transport_id) {
+            while let Some(stream) = transport.accept(l.transport_id) {
                 busy = true;
+                let backlog = l.opts.backlog.unwrap_or(DEFAULT_BACKLOG).max(1);
+                let in_startup = self.incoming.values().filter(|i| i.listener == lid).count();
+                if in_startup >= backlog {
+                    // Over the backlog: refuse rather than queue without bound.
+                    transport.abort(stream);
+                    continue;
+                }
                 match Startup::responder(&l.opts, now) {
                     Ok(startup) => {
                         let id = self.next_request;
@@ -268,7 +341,7 @@ impl Engine {
                         self.incoming
                             .insert(id, Incoming::new(lid, stream, startup));
                     }
-                    Err(_) => self.transport.abort(stream),
+                    Err(_) => transport.abort(stream),
                 }
             }
         }
@@ -276,10 +349,13 @@ impl Engine {
     }
 
     fn drive_incoming(&mut self, now: Instant) -> bool {
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return false;
+        };
         let mut busy = false;
         let mut done = Vec::new();
         for (&id, inc) in &mut self.incoming {
-            let step = inc.drive(&mut *self.transport, now);
+            let step = inc.drive(transport, now);
             busy |= step.busy;
             if step.offered {
                 if let Some(l) = self.listeners.get_mut(&inc.listener) {
@@ -297,7 +373,7 @@ impl Engine {
                     l.requests.retain(|&r| r != id);
                 }
                 if !matches!(inc.state, IncomingState::Handed) {
-                    self.transport.close(inc.stream);
+                    transport.close(inc.stream);
                 }
             }
         }
@@ -315,7 +391,10 @@ impl Engine {
         while let Some(id) = l.requests.pop_front() {
             if let Some(inc) = self.incoming.get(&id) {
                 if let IncomingState::Offered(info) = &inc.state {
-                    let peer_addr = self.transport.peer_addr(inc.stream);
+                    let peer_addr = self
+                        .transport
+                        .as_deref()
+                        .and_then(|t| t.peer_addr(inc.stream));
                     return Some(PendingRequest {
                         id,
                         peer_addr,
@@ -337,12 +416,15 @@ impl Engine {
         if !matches!(slot.phase, Phase::Idle) {
             return Err(VerbsError::AlreadyConnected);
         }
+        let now = self.clock.unwrap_or_else(Instant::now);
         let mut inc = self.incoming.remove(&id).ok_or(VerbsError::RequestGone)?;
         if !matches!(inc.state, IncomingState::Offered(_)) {
-            self.transport.abort(inc.stream);
+            if let Some(t) = self.transport.as_deref_mut() {
+                t.abort(inc.stream);
+            }
             return Err(VerbsError::RequestGone);
         }
-        inc.startup.accept(&params, Instant::now())?;
+        inc.startup.accept(&params, now)?;
         inc.state = IncomingState::Handed;
         slot.phase = Phase::Starting {
             stream: inc.stream,
@@ -353,8 +435,9 @@ impl Engine {
     }
 
     pub(crate) fn reject(&mut self, id: u64, private_data: &[u8]) -> Result<(), VerbsError> {
+        let now = self.now();
         let inc = self.incoming.get_mut(&id).ok_or(VerbsError::RequestGone)?;
-        inc.startup.reject(private_data, Instant::now())?;
+        inc.startup.reject(private_data, now)?;
         inc.state = IncomingState::Rejecting;
         Ok(())
     }

@@ -22,7 +22,10 @@ pub(super) enum Phase {
     /// Not connected; receives collect in `early_recvs`.
     Idle,
     /// MPA start-up on `stream`.
-    Starting { stream: StreamId, startup: Box<Startup> },
+    Starting {
+        stream: StreamId,
+        startup: Box<Startup>,
+    },
     /// Carrying RDMA traffic.
     Connected {
         stream: StreamId,
@@ -45,6 +48,8 @@ pub(super) struct QpSlot {
     pub(super) phase: Phase,
     early_recvs: VecDeque<RecvWr>,
     pub(super) events: VecDeque<CmEvent>,
+    /// The stream ended in a reset, not a FIN: the close is reported so.
+    reset: bool,
 }
 
 impl QpSlot {
@@ -58,6 +63,7 @@ impl QpSlot {
             phase: Phase::Idle,
             early_recvs: VecDeque::new(),
             events: VecDeque::new(),
+            reset: false,
         }
     }
 
@@ -81,39 +87,40 @@ impl QpSlot {
         }
     }
 
-    pub(super) fn post_send(&mut self, wr: SendWr) -> Result<(), VerbsError> {
+    /// Posts a send work request. `Ok(true)` if a completion was produced
+    /// at once (a flush on a closed queue pair).
+    pub(super) fn post_send(&mut self, wr: SendWr) -> Result<bool, VerbsError> {
         match &mut self.phase {
             Phase::Connected { conn, .. }
             | Phase::Closed {
                 conn: Some(conn), ..
             } => {
                 conn.post_send(wr).map_err(VerbsError::Post)?;
-                self.route_events();
-                Ok(())
+                Ok(self.route_events())
             }
             Phase::Closed { conn: None, .. } => {
                 self.send_cq
                     .push(flushed(wr.wr_id, opcode_of(&wr), self.num));
-                Ok(())
+                Ok(true)
             }
             Phase::Idle | Phase::Starting { .. } => Err(VerbsError::NotConnected),
         }
     }
 
-    pub(super) fn post_recv(&mut self, wr: RecvWr) -> Result<(), VerbsError> {
+    /// Posts a receive work request; `Ok(true)` as for [`Self::post_send`].
+    pub(super) fn post_recv(&mut self, wr: RecvWr) -> Result<bool, VerbsError> {
         match &mut self.phase {
             Phase::Connected { conn, .. }
             | Phase::Closed {
                 conn: Some(conn), ..
             } => {
                 conn.post_recv(wr).map_err(VerbsError::Post)?;
-                self.route_events();
-                Ok(())
+                Ok(self.route_events())
             }
             Phase::Closed { conn: None, .. } => {
                 self.recv_cq
                     .push(flushed(wr.wr_id, WcOpcode::Recv, self.num));
-                Ok(())
+                Ok(true)
             }
             Phase::Idle | Phase::Starting { .. } => {
                 if self.early_recvs.len() >= self.init.rq_depth {
@@ -133,7 +140,7 @@ impl QpSlot {
                     ));
                 }
                 self.early_recvs.push_back(wr);
-                Ok(())
+                Ok(false)
             }
         }
     }
@@ -188,6 +195,7 @@ impl QpSlot {
                 // Bytes received before the FIN have been handed over above.
                 if transport.recv_queued(stream) == 0 {
                     *peer_closed = true;
+                    self.reset = st == StreamState::Reset;
                     conn.handle_peer_close();
                     busy = true;
                 }
@@ -418,9 +426,12 @@ impl QpSlot {
                     });
                 }
                 Event::PeerClosed => {
-                    self.events.push_back(CmEvent::Disconnected {
-                        reason: DisconnectReason::PeerClosed,
-                    });
+                    let reason = if self.reset {
+                        DisconnectReason::Reset
+                    } else {
+                        DisconnectReason::PeerClosed
+                    };
+                    self.events.push_back(CmEvent::Disconnected { reason });
                 }
             }
         }
