@@ -205,6 +205,49 @@ pub(crate) fn read_request(msn: u32, sink: u32, size: u32, source: u32) -> Vec<u
     )
 }
 
+/// A Send variant (`op`) segment on queue 0 with message offset `mo`.
+pub(crate) fn send_segment(
+    op: Opcode,
+    inval: u32,
+    msn: u32,
+    mo: u32,
+    last: bool,
+    payload: &[u8],
+) -> Vec<u8> {
+    let ctl = Control::new(op).0;
+    ulpdu(
+        UntaggedRepr::new(last, ctl, inval, 0, msn, mo).into(),
+        payload,
+    )
+}
+
+/// A TERMINATE in the RFC 5040 layout (rdmap's emitter) carrying the
+/// header of a Read Request that failed a remote protection check.
+pub(crate) fn terminate_rfc(failed: &[u8]) -> Vec<u8> {
+    use rdmap::wire::{Attached, TermControl, TermLayout, TerminateRepr};
+    let t = TerminateRepr {
+        control: TermControl {
+            layer: 0,
+            etype: 1,
+            code: 0,
+            m: true,
+            d: true,
+            r: true,
+            reserved: 0,
+        },
+        layout: TermLayout::Rfc5040,
+        attached: Some(Attached {
+            segment_len: failed.len() as u16,
+            ddp_header: Some(&failed[..18]),
+            rdma_header: Some(&failed[18..]),
+        }),
+    };
+    let mut body = vec![0xa5; t.buffer_len()];
+    t.emit(&mut body).unwrap();
+    let ctl = Control::new(Opcode::Terminate).0;
+    ulpdu(UntaggedRepr::new(true, ctl, 0, 2, 1, 0).into(), &body)
+}
+
 /// FPDUs carrying `ulpdus`, framed from the start of the FPDU stream.
 pub(crate) fn fpdus(crc: bool, markers: bool, ulpdus: &[Vec<u8>]) -> Vec<u8> {
     let mut f = Framer::new(crc, markers);

@@ -282,3 +282,24 @@ fn a_real_capture_cut_short() {
     assert!(stderr(&o).contains("capture unreadable"), "{}", stderr(&o));
     assert!(stdout(&o).contains("MPA Reply"));
 }
+
+#[test]
+fn standard_input() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iwarp"))
+        .args(["decode", "-s", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&synthetic(false))
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("4 FPDU(s)"), "{}", stdout(&o));
+}

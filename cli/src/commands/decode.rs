@@ -1,7 +1,7 @@
 //! `iwarp decode`: dissect the iWARP traffic in pcap/pcapng captures.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -25,7 +25,8 @@ const EXIT_UNREADABLE: u8 = 2;
 /// 2 when a file cannot be read.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Capture files (pcap or pcapng; Ethernet, Linux cooked, raw IP or loopback).
+    /// Capture files (pcap or pcapng; Ethernet, Linux cooked, raw IP or
+    /// loopback); `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Print one JSON object per line instead of text.
@@ -68,15 +69,24 @@ pub fn run(args: &Args) -> ExitCode {
     ExitCode::from(worst)
 }
 
+/// The capture at `path`; `-` is standard input (`tcpdump -w - | iwarp decode -`).
+fn open(path: &Path) -> io::Result<Box<dyn Read>> {
+    if path == Path::new("-") {
+        Ok(Box::new(io::stdin().lock()))
+    } else {
+        Ok(Box::new(BufReader::new(File::open(path)?)))
+    }
+}
+
 fn decode_one(args: &Args, path: &Path, out: &mut Out) -> u8 {
-    let file = match File::open(path) {
+    let input = match open(path) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("iwarp decode: {}: {e}", path.display());
             return EXIT_UNREADABLE;
         }
     };
-    let mut reader = match CaptureReader::new(BufReader::new(file)) {
+    let mut reader = match CaptureReader::new(input) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("iwarp decode: {}: {e}", path.display());

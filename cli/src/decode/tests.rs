@@ -658,3 +658,141 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn an_rfc_layout_terminate_with_its_read_request() {
+    let failed = read_request(1, 0x1100, 64, 0xdead00);
+    let mut c = request(true);
+    c.extend(fpdus(true, false, &[failed.clone()]));
+    let mut s = reply(true);
+    s.extend(fpdus(true, false, &[terminate_rfc(&failed)]));
+    let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+    conv.handshake().data(C2S, &c).data(S2C, &s);
+    let (events, summary) = run(&conv.pcap());
+    assert!(summary.is_clean(), "{:?}", summary.problems());
+    let term = fpdus_of(&events)[1].terminate.unwrap();
+    assert_eq!(term.layout, rdmap::wire::TermLayout::Rfc5040);
+    assert_eq!(
+        (term.control.layer, term.control.etype, term.control.code),
+        (0, 1, 0)
+    );
+    assert!(term.control.m && term.control.d && term.control.r);
+    assert_eq!(term.segment_len, Some(46));
+    let rr = term.read_request.unwrap();
+    assert_eq!(
+        (rr.sink_stag.0, rr.size, rr.source_stag.0),
+        (0x1100, 64, 0xdead00)
+    );
+    let line = text::terminate(&term);
+    assert_eq!(
+        line,
+        "layer 0 (RDMAP) etype 1 (remote protection) code 0x00 (invalid STag), RFC 5040 layout, \
+         hdrct MDR, segment len 46, terminated read_req untagged L qn 1 msn 1 mo 0, \
+         read request sink 0x00001100:0x1000 len 64 source 0x00dead00:0x2000"
+    );
+    let json = json::event(&Event::Fpdu(fpdus_of(&events)[1].clone()), conv.frames[0].0);
+    assert!(json.contains(r#""terminate":{"layer":0,"layer_name":"RDMAP","etype":1,"etype_name":"remote protection","code":0,"code_name":"invalid STag","layout":"rfc5040","m":true,"d":true,"r":true,"segment_len":46,"ddp_header":{"ddp":"untagged""#), "{json}");
+}
+
+#[test]
+fn multi_segment_sends_and_send_variants() {
+    let c_ulpdus = vec![
+        send_segment(Opcode::Send, 0, 1, 0, false, &[1; 100]),
+        send_segment(Opcode::Send, 0, 1, 100, true, &[1; 50]),
+        send_segment(Opcode::SendInvalidate, 0x4400, 2, 0, true, b"inv"),
+        send_segment(Opcode::SendSolicited, 0, 3, 0, true, b"se"),
+        send_segment(
+            Opcode::SendSolicitedInvalidate,
+            0x5500,
+            4,
+            0,
+            true,
+            b"seinv",
+        ),
+    ];
+    let mut c = request(false);
+    c.extend(fpdus(false, false, &c_ulpdus));
+    let mut s = reply(false);
+    s.extend(fpdus(false, false, &[send(1, b"ok")]));
+    let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+    conv.handshake().data(C2S, &c).data(S2C, &s);
+    let (events, summary) = run(&conv.pcap());
+    assert!(summary.is_clean(), "{:?}", summary.problems());
+    let d = summary.connections[0].direction(C2S);
+    assert_eq!(d.opcode_count(Opcode::Send), 2);
+    assert_eq!(d.opcode_count(Opcode::SendInvalidate), 1);
+    assert_eq!(d.opcode_count(Opcode::SendSolicited), 1);
+    assert_eq!(d.opcode_count(Opcode::SendSolicitedInvalidate), 1);
+    assert_eq!(d.payload_bytes, 100 + 50 + 3 + 2 + 5);
+    let f = fpdus_of(&events);
+    let line = text::event(&Event::Fpdu(f[1].clone()), conv.frames[0].0);
+    assert!(
+        line.ends_with("send       untagged L qn 0 msn 1 mo 100 ulpdu 68 payload 50 crc off"),
+        "{line}"
+    );
+    let line = text::event(&Event::Fpdu(f[2].clone()), conv.frames[0].0);
+    assert!(
+        line.contains("send_inv   untagged L qn 0 msn 2 mo 0 inval 0x00004400"),
+        "{line}"
+    );
+    let first = text::event(&Event::Fpdu(f[0].clone()), conv.frames[0].0);
+    assert!(
+        first.contains("send       untagged qn 0 msn 1 mo 0 "),
+        "{first}"
+    );
+}
+
+#[test]
+fn pcapng_input_and_non_tcp_frames() {
+    use crate::pcap::tests::NgWriter;
+    use crate::pcap::Endian;
+    let (c, s, _, _) = rping_streams(true);
+    let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+    conv.handshake().data(C2S, &c).data(S2C, &s);
+    let mut w = NgWriter::new(Endian::Big);
+    w.interface(1, Some(9));
+    // An ARP frame, a UDP datagram and an IPv4 fragment among the TCP ones.
+    let mut arp = vec![0xff; 12];
+    arp.extend_from_slice(&[0x08, 0x06]);
+    arp.extend_from_slice(&[0; 28]);
+    w.enhanced(0, 1, &arp);
+    let udp = crate::net::build::ethernet(&crate::net::build::ip(
+        "10.0.0.3".parse().unwrap(),
+        "10.0.0.2".parse().unwrap(),
+        17,
+        &[0; 12],
+    ));
+    w.enhanced(0, 2, &udp);
+    let mut frag = udp.clone();
+    frag[14 + 6] = 0x20;
+    w.enhanced(0, 3, &frag);
+    for (i, (_, f)) in conv.frames.iter().enumerate() {
+        w.enhanced(0, 10 + i as u64, f);
+    }
+    let (events, summary) = run(&w.bytes);
+    assert!(summary.is_clean(), "{:?}", summary.problems());
+    assert_eq!(summary.format, Some(crate::pcap::Format::PcapNg));
+    assert_eq!(summary.packets, 3 + conv.frames.len() as u64);
+    assert_eq!(summary.skipped.get("not IP"), Some(&1));
+    assert_eq!(summary.skipped.get("not TCP"), Some(&1));
+    assert_eq!(summary.skipped.get("IP fragment (unsupported)"), Some(&1));
+    assert_eq!(fpdus_of(&events).len(), 7);
+    // Frame numbers count every record, skipped ones too.
+    assert_eq!(fpdus_of(&events)[0].at.frame, 4 + 4);
+}
+
+#[test]
+fn linux_cooked_captures() {
+    let (c, s, _, _) = rping_streams(false);
+    let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+    conv.handshake().data(C2S, &c).data(S2C, &s);
+    let mut w = crate::pcap::PcapWriter::new(Vec::new(), crate::pcap::LinkType::LINUX_SLL).unwrap();
+    for (t, f) in &conv.frames {
+        let mut sll = vec![0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x08, 0x00];
+        sll.extend_from_slice(&f[14..]);
+        w.packet(*t, &sll).unwrap();
+    }
+    let (events, summary) = run(&w.into_inner());
+    assert!(summary.is_clean(), "{:?}", summary.problems());
+    assert_eq!(fpdus_of(&events).len(), 7);
+}

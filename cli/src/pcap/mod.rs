@@ -291,4 +291,4 @@ impl<R: Read> CaptureReader<R> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
