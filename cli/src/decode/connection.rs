@@ -155,7 +155,7 @@ impl ConnectionDecoder {
                 }
             }
             Phase::Fpdus(_) => self.feed_fpdus(ctx, dir, bytes, out),
-            Phase::NotMpa => {}
+            Phase::NotMpa | Phase::Finished => {}
             Phase::Rejected => self.after_reject(ctx, dir, len, out),
             Phase::Stopped => self.dirs[i].summary.undecoded_bytes += len,
         }
@@ -295,7 +295,7 @@ impl ConnectionDecoder {
             }
             Phase::Start(buf) | Phase::AwaitPeer(buf) => buf.len() as u64,
             Phase::Fpdus(s) => s.buffered() as u64,
-            Phase::NotMpa | Phase::Rejected | Phase::Stopped => return,
+            Phase::NotMpa | Phase::Rejected | Phase::Stopped | Phase::Finished => return,
         };
         self.stop(ctx, dir, offset, held, out, || NoteKind::Gap { len });
     }
@@ -363,6 +363,12 @@ impl ConnectionDecoder {
                 _ => continue,
             };
             self.note(ctx.at(dir, offset), severity, kind, out);
+        }
+        // A finished connection keeps its counters, not its buffers.
+        for d in &mut self.dirs {
+            if !matches!(d.phase, Phase::NotMpa) {
+                d.phase = Phase::Finished;
+            }
         }
     }
 

@@ -24,6 +24,8 @@ pub(crate) enum Phase {
     Rejected,
     /// Decoding stopped (gap, framing error); later bytes are counted.
     Stopped,
+    /// The connection is over and its buffers are released.
+    Finished,
 }
 
 /// What feeding bytes at the stream start found.
