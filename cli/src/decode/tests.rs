@@ -663,7 +663,7 @@ mod properties {
 fn an_rfc_layout_terminate_with_its_read_request() {
     let failed = read_request(1, 0x1100, 64, 0xdead00);
     let mut c = request(true);
-    c.extend(fpdus(true, false, &[failed.clone()]));
+    c.extend(fpdus(true, false, std::slice::from_ref(&failed)));
     let mut s = reply(true);
     s.extend(fpdus(true, false, &[terminate_rfc(&failed)]));
     let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
