@@ -23,10 +23,10 @@ IWARP_KINDS="iwarp-client-kernel iwarp-client-tap iwarp-server-kernel iwarp-serv
 known_unsupported() {
 	case "$1/$2" in
 	siw-siw/rev1)
-		echo "siw's own rping cannot run over MPA rev 1: rev 1 exchanges no IRD/ORD, so siw connects with no inbound READ resources and the first RDMA READ of rping's server is refused; the connection is torn down after the first SEND"
+		echo "siw's own rping cannot run over MPA rev 1: a rev-1 request carries no IRD/ORD, siw reports 0/0 for it, librdmacm's accept clamps rping's 1/1 to that, the server QP comes up with ORD 0 and its first RDMA READ is refused (siw: siw_activate_tx_from_sq: error -22; rping: post send error), so the server closes after the client's first SEND"
 		;;
 	iwarp-client-*/rev1)
-		echo "the siw server's rping issues RDMA READs, which siw cannot do over MPA rev 1 (no IRD/ORD exchanged)"
+		echo "the siw server's rping must RDMA READ from us, and siw accepts a rev-1 connection with ORD 0 (no IRD/ORD in rev 1), so its first READ is refused as in siw-siw/rev1"
 		;;
 	esac
 }

@@ -1,7 +1,7 @@
 # Checks on one case's capture; sourced.
 # shellcheck shell=bash
 #
-# check_capture PCAP VARIANT EXPECT
+# check_capture PCAP VARIANT EXPECT [COUNT SIZE]
 # Prints one line per problem and returns non-zero when there is any:
 #   - tshark's iwarp_mpa/iwarp_ddp_rdmap dissectors find no malformed frame
 #     and no "Bad CRC32" (rpcordma disabled so SEND payloads are not misread);
@@ -11,6 +11,8 @@
 #     peer-to-peer bit of the enhanced IRD/ORD words (cxgb only) — this is
 #     what proves the variant module really took its constants;
 #   - with CRC on and any FPDU sent, tshark verified at least one "Good CRC32";
+#   - for a case expected to pass, the wire shows COUNT rping iterations of
+#     SIZE bytes and no TERMINATE;
 #   - `iwarp decode PCAP` exits 0 when the iwarp tool has that subcommand.
 # A case expected to fail still gets every check that its partial traffic
 # allows (no malformed frames, no bad CRC, the right MPA policy).
@@ -38,9 +40,33 @@ p2p_bit() {
 	echo $(((16#${pd:0:4} & 0x8000) != 0))
 }
 
+# rping's messages on the wire, as "READS SIZES SENDS TERMINATES": READ
+# requests with a non-zero size, the distinct sizes they asked for, SENDs
+# that ended a message, TERMINATEs. A frame can carry several FPDUs; tshark
+# joins each field's values with commas, in FPDU order.
+rdmap_message_counts() {
+	tshark -r "$1" "${TSHARK_OPTS[@]}" -Y iwarp_ddp -T fields \
+		-e iwarp_rdma.opcode -e iwarp_ddp.last_flag -e iwarp_rdma.rdmardsz 2>/dev/null |
+		awk -F'\t' '
+		{
+			n = split($1, op, ","); split($2, last, ","); m = split($3, sz, ",")
+			for (i = 1; i <= n; i++) {
+				o = op[i]; sub(/^0x0*/, "", o)   # "0x03" -> "3" (opcodes are 0..15)
+				if ((o == "3" || o == "5") && (last[i] == "1" || last[i] == "True")) sends++
+				if (o == "7") terms++
+			}
+			for (i = 1; i <= m; i++) if (sz[i] + 0 > 0) { reads++; sizes[sz[i] + 0] = 1 }
+		}
+		END {
+			list = ""
+			for (k in sizes) list = list (list == "" ? "" : ",") k
+			printf "%d %s %d %d\n", reads, (list == "" ? "-" : list), sends, terms
+		}'
+}
+
 check_capture() {
-	local pcap=$1 variant=$2 expect=$3 problems=0 text req rep rev crc pd
-	local good bad malformed fpdus
+	local pcap=$1 variant=$2 expect=$3 count=${4:-} size=${5:-} problems=0 text req rep rev crc pd
+	local good bad malformed fpdus reads sizes sends terms
 	problem() {
 		echo "capture: $*"
 		problems=$((problems + 1))
@@ -95,6 +121,16 @@ check_capture() {
 	if [ "$expect" = pass ] && [ "$fpdus" = 0 ]; then
 		problem "no FPDU on the wire"
 	fi
+	# rping's exit status does not prove the pings happened (its client exits
+	# 0 when the server drops the connection early), so count them on the
+	# wire: per iteration one RDMA READ of SIZE bytes and four SENDs.
+	if [ "$expect" = pass ] && [ -n "$count" ]; then
+		read -r reads sizes sends terms <<<"$(rdmap_message_counts "$pcap")"
+		[ "$reads" = "$count" ] || problem "$reads RDMA READs of data on the wire, rping -C $count makes $count"
+		[ "$sizes" = "$size" ] || problem "RDMA READ sizes $sizes, rping -S $size reads $size"
+		[ "$sends" = $((4 * count)) ] || problem "$sends SENDs on the wire, rping -C $count makes $((4 * count))"
+		[ "$terms" = 0 ] || problem "$terms TERMINATE messages on the wire"
+	fi
 
 	if iwarp_has_subcommand decode; then
 		if ! "$(iwarp_bin)" decode "$pcap" >"$pcap.decode.txt" 2>&1; then
@@ -102,4 +138,20 @@ check_capture() {
 		fi
 	fi
 	[ "$problems" = 0 ]
+}
+
+# verdict EXPECT SERVER_RC CLIENT_RC: one case's outcome from the two ends'
+# exit statuses ("none": that end never reported one; 124: it hit its time
+# limit) — HANG, PASS, XPASS (a known-unsupported case passed), XFAIL (it
+# failed, as expected, by itself) or FAIL. Capture problems turn PASS and
+# XFAIL into FAIL afterwards.
+verdict() {
+	local expect=$1 s=$2 c=$3
+	if [ "$s" = none ] || [ "$c" = none ] || [ "$s" = 124 ] || [ "$c" = 124 ]; then
+		echo HANG
+	elif [ "$s" = 0 ] && [ "$c" = 0 ]; then
+		[ "$expect" = pass ] && echo PASS || echo XPASS
+	else
+		[ "$expect" = fail ] && echo XFAIL || echo FAIL
+	fi
 }

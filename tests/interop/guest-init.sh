@@ -9,6 +9,8 @@
 #   iwarp.timeout=SECONDS                 cap on the command's run time
 #   iwarp.wait_for=A.B.C.D                optional: wait until it answers ping
 #   iwarp.wait_settle=SECONDS             and then this long (default 2)
+#   iwarp.dmesg_lines=N                   kernel log lines shown at the end
+#   iwarp.siw_debug=1                     turn on siw's debug messages
 #
 # Markers on the serial console tell the host how far the guest got; the
 # host never has to guess from a hang:
@@ -47,6 +49,8 @@ cmd=
 cmd_timeout=100
 wait_for=
 wait_settle=2
+dmesg_lines=20
+siw_debug=0
 for word in $(cat /proc/cmdline); do
 	case "$word" in
 	iwarp.variant=*) variant=${word#iwarp.variant=} ;;
@@ -55,6 +59,8 @@ for word in $(cat /proc/cmdline); do
 	iwarp.timeout=*) cmd_timeout=${word#iwarp.timeout=} ;;
 	iwarp.wait_for=*) wait_for=${word#iwarp.wait_for=} ;;
 	iwarp.wait_settle=*) wait_settle=${word#iwarp.wait_settle=} ;;
+	iwarp.dmesg_lines=*) dmesg_lines=${word#iwarp.dmesg_lines=} ;;
+	iwarp.siw_debug=*) siw_debug=${word#iwarp.siw_debug=} ;;
 	esac
 done
 cmd=$(echo "$cmd" | tr ',' ' ')
@@ -77,6 +83,11 @@ done </modules/order
 
 [ -f "/modules/siw-$variant.ko" ] || setup_failed "no siw build named $variant"
 insmod "/modules/siw-$variant.ko" || setup_failed "insmod siw-$variant.ko"
+if [ "$siw_debug" = 1 ]; then
+	mount -t debugfs debugfs /sys/kernel/debug &&
+		echo 'module siw +p' >/sys/kernel/debug/dynamic_debug/control ||
+		echo "iwarp-interop: could not turn on siw debug messages"
+fi
 
 ip link set lo up
 [ -n "$ip_cidr" ] || setup_failed "no iwarp.ip= on the command line"
@@ -124,6 +135,6 @@ if [ "$elapsed" -ge "$cmd_timeout" ]; then
 fi
 # siw and the RDMA core print connection errors to the kernel log; keep the
 # ones that explain a failure next to the result.
-dmesg | grep -iE 'siw|iw_cm|rdma|infiniband' | tail -n 20 | sed 's/^/guest-dmesg: /'
+dmesg | grep -iE 'siw|iw_cm|rdma|infiniband' | tail -n "$dmesg_lines" | sed 's/^/guest-dmesg: /'
 echo "IWARP-INTEROP-RESULT rc=$rc"
 finish

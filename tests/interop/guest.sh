@@ -40,7 +40,7 @@ guest_start() {
 		-accel tcg -cpu max -smp 1 -m "$GUEST_MEM_MB" \
 		-nodefaults -no-user-config -display none -monitor none -no-reboot \
 		-serial "file:$log_file" \
-		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append" \
+		-kernel "$KERNEL" -initrd "$INITRD" -append "$append" \
 		-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
 		-device "virtio-net-pci,netdev=n0,mac=$mac,romfile=" \
 		>"$log_file.qemu" 2>&1 &

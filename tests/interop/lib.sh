@@ -42,13 +42,13 @@ debian_kernel_version() {
 # Where setup.sh leaves the kernel and initramfs for one kernel version.
 cache_dir_for() { echo "$CACHE_ROOT/$1"; }
 
-# Loads the paths setup.sh recorded (KVER, VMLINUZ, INITRD, VARIANTS).
+# Loads the paths setup.sh recorded (KVER, KERNEL, INITRD, VARIANTS).
 load_setup_env() {
 	local env_file="$CACHE_ROOT/current.env"
 	[ -f "$env_file" ] || die "no $env_file: run tests/interop/setup.sh first"
 	# shellcheck disable=SC1090
 	. "$env_file"
-	[ -f "$VMLINUZ" ] && [ -f "$INITRD" ] || die "cache is incomplete: run tests/interop/setup.sh"
+	[ -f "$KERNEL" ] && [ -f "$INITRD" ] || die "cache is incomplete: run tests/interop/setup.sh"
 }
 
 # The project's own tool, when it has been built.

@@ -187,18 +187,6 @@ run_iwarp_server() {
 	netns_del_tap qc
 }
 
-# Sorts one case's outcome into PASS / FAIL / XFAIL / XPASS / HANG.
-verdict() {
-	local expect=$1 s=$2 c=$3
-	if [ "$s" = none ] || [ "$c" = none ] || [ "$s" = 124 ] || [ "$c" = 124 ]; then
-		echo HANG
-	elif [ "$s" = 0 ] && [ "$c" = 0 ]; then
-		[ "$expect" = pass ] && echo PASS || echo XPASS
-	else
-		[ "$expect" = fail ] && echo XFAIL || echo FAIL
-	fi
-}
-
 results=()
 n_pass=0
 n_fail=0
@@ -235,7 +223,7 @@ for line in "${selected[@]}"; do
 		why=$(guest_setup_failure "$f")
 		[ -z "$why" ] || note+="; $(basename "$f" .log) setup failed: $why"
 	done
-	if ! problems=$(check_capture "$dir/case.pcap" "$variant" "$expect"); then
+	if ! problems=$(check_capture "$dir/case.pcap" "$variant" "$expect" "$count" "$size"); then
 		note+="; ${problems//$'\n'/; }"
 		case "$result" in PASS | XFAIL) result=FAIL ;; esac
 	fi

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Tests of the harness itself that need no root, qemu or network: the capture
+# checks against the reference siw captures (each must pass as the build that
+# made it and fail as any other, and a capture with one corrupted CRC must
+# fail), the verdicts, the guest marker parsing and the case list.
+#
+# Usage: tests/interop/selftest.sh     (needs tshark and editcap)
+# The reference captures sit in ../shared/captures beside the repository; a
+# clone without them skips those tests and says so.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$INTEROP_DIR/guest.sh"
+. "$INTEROP_DIR/cases.sh"
+. "$INTEROP_DIR/check.sh"
+
+CAPTURES=${IWARP_INTEROP_CAPTURES:-$REPO_ROOT/../shared/captures}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+skipped=0
+
+ok() {
+	passed=$((passed + 1))
+	echo "ok   $*"
+}
+not_ok() {
+	failed=$((failed + 1))
+	echo "FAIL $*"
+}
+# expect_eq WHAT GOT WANT
+expect_eq() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: got '$2', want '$3'"; fi
+}
+
+# --- verdicts ---------------------------------------------------------------
+expect_eq "verdict pass/0/0" "$(verdict pass 0 0)" PASS
+expect_eq "verdict pass/255/0" "$(verdict pass 255 0)" FAIL
+expect_eq "verdict pass/0/1" "$(verdict pass 0 1)" FAIL
+expect_eq "verdict fail/255/0" "$(verdict fail 255 0)" XFAIL
+expect_eq "verdict fail/0/0" "$(verdict fail 0 0)" XPASS
+expect_eq "verdict pass/none/0" "$(verdict pass none 0)" HANG
+expect_eq "verdict fail/124/1" "$(verdict fail 124 1)" HANG
+expect_eq "verdict pass/0/124" "$(verdict pass 0 124)" HANG
+
+# --- guest markers ----------------------------------------------------------
+printf 'boot noise\r\nIWARP-INTEROP-READY\r\nrping output\r\nIWARP-INTEROP-RESULT rc=255\r\n[ 9.1] reboot: Power down\r\n' >"$TMP/g1.log"
+expect_eq "result marker with CRLF" "$(guest_result "$TMP/g1.log")" 255
+printf 'IWARP-INTEROP-READY\nhung here\n' >"$TMP/g2.log"
+expect_eq "no result marker" "$(guest_result "$TMP/g2.log")" none
+printf 'IWARP-INTEROP-SETUP-FAILED rdma link add siw0\n' >"$TMP/g3.log"
+expect_eq "setup failure marker" "$(guest_setup_failure "$TMP/g3.log")" "rdma link add siw0"
+expect_eq "no result after setup failure" "$(guest_result "$TMP/g3.log")" none
+printf 'echo IWARP-INTEROP-RESULT rc=0 inside a line\n' >"$TMP/g4.log"
+expect_eq "marker only at line start" "$(guest_result "$TMP/g4.log")" none
+
+# --- the case list ----------------------------------------------------------
+cases=$(interop_cases)
+expect_eq "case count" "$(echo "$cases" | wc -l)" 60
+expect_eq "case names unique" "$(echo "$cases" | cut -d' ' -f1 | sort | uniq -d | wc -l)" 0
+expect_eq "siw-siw cases" "$(echo "$cases" | grep -c '^siw-siw/')" 12
+expect_eq "known-unsupported siw-siw cases are rev1" \
+	"$(echo "$cases" | awk '$2 == "siw-siw" && $6 == "fail" { print $3 }' | sort -u)" rev1
+expect_eq "iwarp cases use -C 100" "$(echo "$cases" | awk '$2 ~ /^iwarp-/ && $5 != 100' | wc -l)" 0
+expect_eq "every expectation is pass or fail" "$(echo "$cases" | awk '$6 != "pass" && $6 != "fail"' | wc -l)" 0
+expect_eq "every fail has a reason" "$(echo "$cases" | while read -r _ k v _ _ e; do
+	[ "$e" = fail ] && [ -z "$(known_unsupported "$k" "$v")" ] && echo "$k/$v"
+done | wc -l)" 0
+expect_eq "policy flags for cxgb" "$(iwarp_policy_flags cxgb)" "--crc --p2p"
+expect_eq "policy flags for rev1" "$(iwarp_policy_flags rev1)" "--mpa-rev 1 --crc"
+
+# --- capture checks against the reference captures -------------------------
+# check_expect NAME PCAP VARIANT EXPECT COUNT SIZE WANT(0 = clean, 1 = problems)
+check_expect() {
+	local name=$1 pcap=$2 rc=0 out
+	cp "$pcap" "$TMP/$(basename "$pcap")"
+	out=$(check_capture "$TMP/$(basename "$pcap")" "$3" "$4" "$5" "$6") || rc=1
+	rc=$((rc != 0))
+	if [ "$rc" = "$7" ]; then
+		ok "$name"
+	else
+		not_ok "$name: ${out:-no problem found}"
+	fi
+}
+
+if [ ! -d "$CAPTURES" ]; then
+	echo "skip capture checks: no reference captures at $CAPTURES"
+	skipped=$((skipped + 1))
+elif ! command -v tshark >/dev/null || ! command -v editcap >/dev/null; then
+	echo "skip capture checks: tshark/editcap not installed (tests/interop/setup.sh installs them)"
+	skipped=$((skipped + 1))
+else
+	C=$CAPTURES
+	# Each capture is clean as the build that made it...
+	check_expect "rping-default as default" "$C/rping-default.pcap" default pass 3 64 0
+	check_expect "rping-crc as crc" "$C/rping-crc.pcap" crc pass 3 64 0
+	check_expect "rping-cxgb as cxgb" "$C/rping-cxgb.pcap" cxgb pass 3 64 0
+	check_expect "rping-crc-8k as crc" "$C/rping-crc-8k.pcap" crc pass 2 8000 0
+	check_expect "rping-mpav1 as rev1, expected to fail" "$C/rping-mpav1.pcap" rev1 fail 3 64 0
+	check_expect "perftest-send-cxgb policy as cxgb" "$C/perftest-send-cxgb.pcap" cxgb fail "" "" 0
+	check_expect "perftest-write-crc policy as crc" "$C/perftest-write-crc.pcap" crc fail "" "" 0
+	check_expect "perftest-read policy as default" "$C/perftest-read.pcap" default fail "" "" 0
+	# ...and shows problems as any other build.
+	for v in crc cxgb rev1; do
+		check_expect "rping-default is not $v" "$C/rping-default.pcap" "$v" pass 3 64 1
+	done
+	for v in default cxgb rev1; do
+		check_expect "rping-crc is not $v" "$C/rping-crc.pcap" "$v" pass 3 64 1
+	done
+	for v in default crc rev1; do
+		check_expect "rping-cxgb is not $v" "$C/rping-cxgb.pcap" "$v" pass 3 64 1
+	done
+	for v in default crc cxgb; do
+		check_expect "rping-mpav1 is not $v" "$C/rping-mpav1.pcap" "$v" fail 3 64 1
+	done
+	# The iteration count and size are read off the wire.
+	check_expect "rping-default is not -C 4" "$C/rping-default.pcap" default pass 4 64 1
+	check_expect "rping-default is not -C 2" "$C/rping-default.pcap" default pass 2 64 1
+	check_expect "rping-default is not -S 65" "$C/rping-default.pcap" default pass 3 65 1
+	check_expect "rping-crc-8k is not -S 4000" "$C/rping-crc-8k.pcap" crc pass 2 4000 1
+	# A TERMINATE and a short run fail an expected pass.
+	check_expect "rping-mismatch-crc is no clean run" "$C/rping-mismatch-crc.pcap" crc pass 1 64 1
+	check_expect "rping-mismatch-crc policy is crc" "$C/rping-mismatch-crc.pcap" crc fail 1 64 0
+	expect_eq "rping-mismatch-crc has one TERMINATE" \
+		"$(rdmap_message_counts "$C/rping-mismatch-crc.pcap" | cut -d' ' -f4)" 1
+
+	# One flipped bit in one FPDU's CRC must show up as Bad CRC32: convert
+	# to classic pcap, find the first CRC-checked FPDU frame (its last four
+	# bytes are the CRC), flip the frame's last byte.
+	editcap -F pcap "$C/rping-crc.pcap" "$TMP/bad-crc.pcap" 2>/dev/null
+	target=$(tshark -r "$TMP/bad-crc.pcap" "${TSHARK_OPTS[@]}" -Y 'iwarp_mpa.crc_check && iwarp_ddp' \
+		-T fields -e frame.number 2>/dev/null | head -n 1)
+	offset=$(tshark -r "$TMP/bad-crc.pcap" -T fields -e frame.number -e frame.cap_len 2>/dev/null |
+		awk -v t="$target" 'BEGIN { off = 24 } { off += 16 + $2; if ($1 == t) { print off - 1; exit } }')
+	if [ -n "$target" ] && [ -n "$offset" ]; then
+		byte=$(od -An -tu1 -j "$offset" -N 1 "$TMP/bad-crc.pcap" | tr -d ' ')
+		printf "$(printf '\\%03o' $((byte ^ 1)))" |
+			dd of="$TMP/bad-crc.pcap" bs=1 seek="$offset" conv=notrunc status=none
+		out=$(check_capture "$TMP/bad-crc.pcap" crc pass 3 64) && not_ok "corrupted CRC detected: no problem found" ||
+			{ echo "$out" | grep -q 'Bad CRC32' && ok "corrupted CRC detected" ||
+				not_ok "corrupted CRC detected: $out"; }
+	else
+		not_ok "corrupted CRC detected: no CRC-checked FPDU in rping-crc.pcap"
+	fi
+fi
+
+echo "selftest: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
