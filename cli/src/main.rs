@@ -22,11 +22,13 @@ struct Cli {
 enum Command {
     Bench(commands::bench::Args),
     Decode(commands::decode::Args),
+    Rping(commands::rping::Args),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Decode(args) => commands::decode::run(&args),
+        Command::Rping(args) => commands::rping::run(&args),
     }
 }

@@ -2,3 +2,5 @@
 
 pub mod bench;
 pub mod decode;
+pub mod rping;
+pub mod transport_args;

@@ -22,6 +22,8 @@ const MAX_DEPTH: usize = 64;
 const TARGET_IN_FLIGHT: usize = 1 << 20;
 /// No case waits longer than this for a single completion.
 const STALL_LIMIT: Duration = Duration::from_secs(30);
+/// Longest sleep on a completion queue while progress threads work.
+const WAIT_SLICE: Duration = Duration::from_millis(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Op {
@@ -192,6 +194,8 @@ impl Case {
             buffers: &buffers,
             posted: 0,
             next_slot: 0,
+            client_done: 0,
+            server_done: 0,
         };
         driver.prime_receives()?;
         let bw = driver.bandwidth(depth)?;
@@ -225,27 +229,33 @@ struct Driver<'a> {
     buffers: &'a Buffers,
     posted: u64,
     next_slot: usize,
+    /// Successful completions at the client (its send queue).
+    client_done: u64,
+    /// Messages received at the server (Send only).
+    server_done: u64,
 }
 
 impl Driver<'_> {
+    /// What counts as a finished message: for Send, its arrival at the
+    /// server (a Send completes locally once handed to TCP, and only the
+    /// receiver's completions say a receive buffer was used up); for Write
+    /// and Read, the client's completion.
+    fn finished(&self) -> u64 {
+        match self.case.op {
+            Op::Send => self.server_done,
+            Op::Write | Op::Read => self.client_done,
+        }
+    }
+
     fn post(&mut self) -> Result<(), String> {
         let b = self.buffers;
         let size = self.case.size;
         let id = self.posted;
+        let sge = b.local.sge(0, size).map_err(|e| e.to_string())?;
         let wr = match self.case.op {
-            Op::Write => wr::write(
-                id,
-                vec![b.local.sge(0, size).map_err(|e| e.to_string())?],
-                b.remote.rkey(),
-                b.remote.addr(),
-            ),
-            Op::Read => wr::read(
-                id,
-                b.local.sge(0, size).map_err(|e| e.to_string())?,
-                b.remote.rkey(),
-                b.remote.addr(),
-            ),
-            Op::Send => wr::send(id, vec![b.local.sge(0, size).map_err(|e| e.to_string())?]),
+            Op::Write => wr::write(id, vec![sge], b.remote.rkey(), b.remote.addr()),
+            Op::Read => wr::read(id, sge, b.remote.rkey(), b.remote.addr()),
+            Op::Send => wr::send(id, vec![sge]),
         };
         self.ep
             .client_qp
@@ -277,56 +287,78 @@ impl Driver<'_> {
         Ok(())
     }
 
-    /// Takes completions from the client, reposting receives at the
-    /// server for every message it took. Returns client completions.
-    fn reap(&mut self, out: &mut Vec<WorkCompletion>) -> Result<(), String> {
+    /// Drives progress and takes completions on both sides, reposting a
+    /// receive for every message the server took (when `repost`).
+    /// Returns how many messages finished.
+    fn reap(&mut self, repost: bool) -> Result<u64, String> {
+        let before = self.finished();
         let moved = match self.case.progress {
             ProgressModel::Caller => progress_both(&self.ep.client, &self.ep.server),
             ProgressModel::Thread => false,
         };
         if self.case.op == Op::Send {
             while let Some(wc) = self.ep.server_cq.poll_one().map_err(|e| e.to_string())? {
-                check(&wc, "server")?;
-                self.post_receive()?;
+                self.on_server(&wc, repost)?;
             }
         }
-        let before = out.len();
         while let Some(wc) = self.ep.client_cq.poll_one().map_err(|e| e.to_string())? {
-            check(&wc, "client")?;
-            out.push(wc);
+            self.on_client(&wc)?;
         }
-        if out.len() == before && !moved {
-            if self.case.progress == ProgressModel::Thread {
-                if let Some(wc) = self
-                    .ep
-                    .client_cq
-                    .wait_one(Duration::from_millis(1))
-                    .map_err(|e| e.to_string())?
-                {
-                    check(&wc, "client")?;
-                    out.push(wc);
+        if self.finished() == before && !moved {
+            match self.case.progress {
+                // The progress threads move the bytes: sleep on the queue
+                // that says a message finished.
+                ProgressModel::Thread if self.case.op == Op::Send => {
+                    if let Some(wc) = self
+                        .ep
+                        .server_cq
+                        .wait_one(WAIT_SLICE)
+                        .map_err(|e| e.to_string())?
+                    {
+                        self.on_server(&wc, repost)?;
+                    }
                 }
-            } else {
-                std::thread::yield_now();
+                ProgressModel::Thread => {
+                    if let Some(wc) = self
+                        .ep
+                        .client_cq
+                        .wait_one(WAIT_SLICE)
+                        .map_err(|e| e.to_string())?
+                    {
+                        self.on_client(&wc)?;
+                    }
+                }
+                ProgressModel::Caller => std::thread::yield_now(),
             }
         }
+        Ok(self.finished() - before)
+    }
+
+    fn on_server(&mut self, wc: &WorkCompletion, repost: bool) -> Result<(), String> {
+        check(wc, "server")?;
+        self.server_done += 1;
+        if repost {
+            self.post_receive()?;
+        }
+        Ok(())
+    }
+
+    fn on_client(&mut self, wc: &WorkCompletion) -> Result<(), String> {
+        check(wc, "client")?;
+        self.client_done += 1;
         Ok(())
     }
 
     fn bandwidth(&mut self, depth: usize) -> Result<Measured, String> {
         let size = self.case.size as u64;
-        let mut done = Vec::with_capacity(depth);
-        let (mut outstanding, mut messages) = (0usize, 0u64);
+        let first = self.finished();
         let start = Instant::now();
         let mut last = start;
         while start.elapsed() < self.case.duration {
-            while outstanding < depth {
+            while self.posted - self.finished() < depth as u64 {
                 self.post()?;
-                outstanding += 1;
             }
-            done.clear();
-            self.reap(&mut done)?;
-            if done.is_empty() {
+            if self.reap(true)? == 0 {
                 if last.elapsed() > STALL_LIMIT {
                     return Err(format!(
                         "{} {} B: no completion for {STALL_LIMIT:?}",
@@ -336,13 +368,11 @@ impl Driver<'_> {
             } else {
                 last = Instant::now();
             }
-            outstanding -= done.len();
-            messages += done.len() as u64;
         }
-        // Let the pipeline empty; what completes after the clock stopped
-        // does not count.
+        // What finishes after the clock stopped does not count.
         let elapsed = start.elapsed();
-        self.wait_for(outstanding)?;
+        let messages = self.finished() - first;
+        self.settle()?;
         Ok(Measured {
             bytes: messages * size,
             messages,
@@ -355,36 +385,31 @@ impl Driver<'_> {
         let budget = (self.case.duration / 4).max(Duration::from_millis(100));
         let mut lat = Vec::new();
         let start = Instant::now();
-        while start.elapsed() < budget || lat.len() < 10 {
-            if lat.len() >= 1_000_000 {
-                break;
-            }
+        while (start.elapsed() < budget || lat.len() < 10) && lat.len() < 1_000_000 {
             let t = Instant::now();
             self.post()?;
-            self.wait_for(1)?;
+            self.settle()?;
             lat.push(t.elapsed());
         }
         lat.sort_unstable();
         Ok(lat)
     }
 
-    fn wait_for(&mut self, mut n: usize) -> Result<(), String> {
-        let mut done = Vec::new();
+    /// Waits until every posted request finished at both ends.
+    fn settle(&mut self) -> Result<(), String> {
         let mut last = Instant::now();
-        while n > 0 {
-            done.clear();
-            self.reap(&mut done)?;
-            if done.is_empty() {
+        while self.finished() < self.posted || self.client_done < self.posted {
+            if self.reap(true)? == 0 {
                 if last.elapsed() > STALL_LIMIT {
+                    let missing = self.posted - self.finished();
                     return Err(format!(
-                        "{} {} B: {n} completions missing",
+                        "{} {} B: {missing} completions missing",
                         self.case.op, self.case.size
                     ));
                 }
             } else {
                 last = Instant::now();
             }
-            n = n.saturating_sub(done.len());
         }
         Ok(())
     }
@@ -394,31 +419,16 @@ impl Driver<'_> {
         if self.case.op != Op::Send {
             return Ok(());
         }
-        // Send exactly as many messages as receives remain posted, and take
-        // both sides' completions without reposting.
-        let remaining = self.buffers.slots;
-        let start = Instant::now();
-        let mut server_done = 0;
-        for _ in 0..remaining {
+        // Exactly as many messages as receives remain posted, not reposted.
+        for _ in 0..self.buffers.slots {
             self.post()?;
         }
-        let mut client_done = 0;
-        while client_done < remaining || server_done < remaining {
-            if start.elapsed() > STALL_LIMIT {
+        let mut last = Instant::now();
+        while self.server_done < self.posted || self.client_done < self.posted {
+            if self.reap(false)? > 0 {
+                last = Instant::now();
+            } else if last.elapsed() > STALL_LIMIT {
                 return Err("send: receives could not be drained".into());
-            }
-            if self.case.progress == ProgressModel::Caller {
-                progress_both(&self.ep.client, &self.ep.server);
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-            while let Some(wc) = self.ep.server_cq.poll_one().map_err(|e| e.to_string())? {
-                check(&wc, "server")?;
-                server_done += 1;
-            }
-            while let Some(wc) = self.ep.client_cq.poll_one().map_err(|e| e.to_string())? {
-                check(&wc, "client")?;
-                client_done += 1;
             }
         }
         Ok(())
