@@ -1,0 +1,1 @@
+//! A hand-driven peer (filled in below).

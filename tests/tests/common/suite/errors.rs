@@ -1,0 +1,1 @@
+//! Error paths (filled in below).
