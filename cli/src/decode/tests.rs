@@ -566,7 +566,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig::with_cases(256))]
 
         /// However the client's stream is cut, reordered and re-sent, the
         /// dissection is the one of the stream sent in order.
@@ -636,6 +636,29 @@ mod properties {
                 .sum();
             prop_assert_eq!(24 + wire + d.undecoded_bytes + d.trailing_partial_bytes, d.tcp.bytes);
             prop_assert_eq!(d.tcp.bytes, c.len() as u64);
+        }
+
+        /// A real-looking capture with bytes flipped anywhere (headers,
+        /// sequence numbers, MPA frames, FPDUs, pcap records): no panic, and
+        /// the totals stay consistent with the events.
+        #[test]
+        fn mutated_captures_never_panic(
+            flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..20),
+            crc in any::<bool>(),
+        ) {
+            let (c, s, _, _) = rping_streams(crc);
+            let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+            conv.handshake().data(C2S, &c[..30]).data(S2C, &s).data(C2S, &c[30..]).fin(C2S).fin(S2C);
+            let mut pcap = conv.pcap();
+            for (at, x) in flips {
+                let i = at % pcap.len();
+                pcap[i] ^= x | 1;
+            }
+            let (events, summary) = run(&pcap);
+            let fpdus = fpdus_of(&events).len() as u64;
+            prop_assert_eq!(fpdus, summary.fpdus());
+            let bad = fpdus_of(&events).iter().filter(|f| matches!(f.crc, CrcStatus::Bad { .. })).count() as u64;
+            prop_assert_eq!(bad, summary.crc_errors());
         }
 
         /// Any bytes at all, either way, from the first byte: no panic, and
