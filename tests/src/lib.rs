@@ -1,3 +1,3 @@
-//! Helpers shared by the integration tests.
+//! Code shared by the integration tests.
 
 pub mod captures;

@@ -11,7 +11,7 @@
 //! Checksums are not verified: with checksum offload, a capture taken on the
 //! sending host carries placeholder checksums on every outgoing segment.
 //!
-//! Every accessor reads through bounds-checked helpers; nothing here can
+//! Every field is read through bounds-checked accessors; nothing here can
 //! panic on any input.
 
 mod ip;
