@@ -106,6 +106,15 @@ impl From<DdpError> for TermCause {
     }
 }
 
+/// A broken FPDU stream (bad CRC, marker or length): an LLP error, sent
+/// with nothing attached.
+impl From<mpa::DeframeError> for TermCause {
+    fn from(e: mpa::DeframeError) -> Self {
+        let (etype, code) = e.terminate_code();
+        TermCause::with_attach(TermCode::new(Layer::Llp, etype, code), Attach::Nothing)
+    }
+}
+
 impl From<ParseError> for TermCause {
     fn from(e: ParseError) -> Self {
         match e {
@@ -163,6 +172,25 @@ mod tests {
             TermCause::new(TermCode::RDMAP_UNEXPECTED_OPCODE).attach,
             Attach::Ddp
         );
+    }
+
+    #[test]
+    fn mpa_errors_are_llp_errors() {
+        let c: TermCause = mpa::DeframeError::Crc {
+            computed: 1,
+            received: 2,
+        }
+        .into();
+        assert_eq!(
+            c,
+            TermCause::with_attach(TermCode::LLP_CRC, Attach::Nothing)
+        );
+        let c: TermCause = mpa::DeframeError::UlpduTooLong {
+            len: 9000,
+            max: 100,
+        }
+        .into();
+        assert_eq!(c.code, TermCode::LLP_MARKER_MISMATCH);
     }
 
     #[test]

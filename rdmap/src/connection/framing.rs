@@ -4,7 +4,7 @@ use core::ops::ControlFlow;
 
 use mpa::framing::{Deframer, Framer};
 
-use crate::term::{Layer, TermCode};
+use crate::term::{TermCause, TermCode};
 
 use super::config::Negotiated;
 
@@ -59,9 +59,8 @@ impl FrameRx {
         input: &[u8],
         each: impl FnMut(&[u8]) -> ControlFlow<()>,
     ) -> Result<usize, TermCode> {
-        self.deframer.feed(input, each).map_err(|e| {
-            let (etype, code) = e.terminate_code();
-            TermCode::new(Layer::Llp, etype, code)
-        })
+        self.deframer
+            .feed(input, each)
+            .map_err(|e| TermCause::from(e).code)
     }
 }
