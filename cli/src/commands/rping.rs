@@ -1,0 +1,227 @@
+//! `iwarp rping`: rdma-core's rping, both roles, on the userspace stack.
+//!
+//! Same command line (`-s`/`-c`, `-a`, `-p`, `-C`, `-S`, `-v`, `-V`, `-d`,
+//! `-P`, `-q`), same connection parameters (IRD = ORD = 1), same buffers,
+//! access rights, message format and order of work requests as rping.c, so
+//! rdma-core's rping on a siw or Chelsio host is a peer in either role.
+//!
+//! Where this rping differs on purpose:
+//! * the exit status is 0 only if every ping completed (and verified, with
+//!   `-V`): rping exits 0 when the peer disconnects mid-run;
+//! * a server connection counts as clean only if the client closed between
+//!   pings; a persistent server serves clients concurrently on one thread
+//!   and can stop after `--max-clients` connections;
+//! * `--timeout` bounds each step of a ping, so a silent peer does not hang
+//!   the run forever (rping waits forever; `--timeout 0` does too).
+
+mod client;
+mod client_driver;
+mod conn;
+mod error;
+mod info;
+mod log;
+mod pattern;
+mod server;
+mod server_driver;
+#[cfg(test)]
+mod tests;
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use verbs::Device;
+
+pub use client_driver::{run_client, ClientConfig};
+pub use error::RpingError;
+pub use log::Log;
+pub use server_driver::{run_server, ServerConfig};
+
+use super::transport_args::TransportArgs;
+
+/// rping's default port.
+pub const DEFAULT_PORT: u16 = 7174;
+/// IRD and ORD rping's client asks for (rdma_conn_param
+/// responder_resources and initiator_depth).
+pub const RPING_IRD_ORD: u16 = 1;
+
+/// Longest sleep in one wait for completions, so connection events and
+/// connect requests are looked at this often while idle.
+const WAIT_SLICE: Duration = Duration::from_millis(2);
+
+/// RDMA ping-pong compatible with rdma-core's rping.
+///
+/// Per ping the client advertises its source buffer, the server RDMA READs
+/// it and says go; the client advertises its sink buffer, the server RDMA
+/// WRITEs the data there and says go; the client checks the echo.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("role").required(true).args(["server", "client"])))]
+pub struct Args {
+    /// Server side.
+    #[arg(short = 's')]
+    server: bool,
+    /// Client side.
+    #[arg(short = 'c')]
+    client: bool,
+    /// Address: the server's (client), or the one to bind (server; default any).
+    #[arg(short = 'a', value_name = "ADDR")]
+    addr: Option<String>,
+    /// Port.
+    #[arg(short = 'p', value_name = "PORT", default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Ping count (0: until interrupted or something fails).
+    #[arg(short = 'C', value_name = "COUNT", default_value_t = 0)]
+    count: u32,
+    /// Ping data size.
+    #[arg(short = 'S', value_name = "SIZE", default_value_t = pattern::DEFAULT_SIZE as u32,
+          value_parser = clap::value_parser!(u32).range(pattern::MIN_SIZE as i64..=pattern::MAX_SIZE as i64))]
+    size: u32,
+    /// Display ping data to stdout.
+    #[arg(short = 'v')]
+    verbose: bool,
+    /// Validate ping data.
+    #[arg(short = 'V')]
+    validate: bool,
+    /// Debug printfs.
+    #[arg(short = 'd')]
+    debug: bool,
+    /// Persistent server mode allowing multiple connections.
+    #[arg(short = 'P')]
+    persistent: bool,
+    /// Use a self-created, self-modified QP (rping's -q). Queue pairs here
+    /// are always created by the program, so this changes nothing.
+    #[arg(short = 'q')]
+    self_created_qp: bool,
+    /// Longest wait in seconds for any step of a ping, or for the
+    /// connection to come up (0: wait forever, like rping).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    timeout: f64,
+    /// Persistent server: exit after this many connections ended (status 0
+    /// only if every one was clean).
+    #[arg(long, value_name = "N", requires = "persistent")]
+    max_clients: Option<u32>,
+    #[command(flatten)]
+    transport: TransportArgs,
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let log = Log::stdio(args.debug);
+    match run_role(args, &log) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log.err(&format!(
+                "rping {} failed: {e}",
+                if args.server { "server" } else { "client" }
+            ));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn timeout_of(secs: f64) -> Option<Duration> {
+    (secs > 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+}
+
+fn run_role(args: &Args, log: &Log) -> Result<(), RpingError> {
+    let size = args.size as usize;
+    let timeout = timeout_of(args.timeout);
+    if args.server {
+        let bind = match &args.addr {
+            Some(a) => Some(resolve(a, args.port)?.ip()),
+            None => None,
+        };
+        let device = open(args, bind, log)?;
+        let listener = device.listen(args.port, args.transport.listen_options())?;
+        log.debug(|| format!("rdma_bind_addr successful (port {})", args.port));
+        log.debug(|| "rdma_listen".into());
+        let cfg = ServerConfig {
+            size,
+            verbose: args.verbose,
+            persistent: args.persistent,
+            max_clients: args.max_clients,
+            timeout,
+        };
+        let t = &args.transport;
+        let accept = |req: &verbs::ConnectRequest| t.accept_params(req, RPING_IRD_ORD, Vec::new());
+        let report = run_server(&device, listener, &accept, &cfg, log)?;
+        log.debug(|| format!("{report:?}"));
+        if report.failed > 0 {
+            return Err(RpingError::Setup(format!(
+                "{} of {} connections failed",
+                report.failed,
+                report.failed + report.served
+            )));
+        }
+        Ok(())
+    } else {
+        let Some(a) = &args.addr else {
+            return Err(RpingError::Setup("the client needs -a ADDR".into()));
+        };
+        let remote = resolve(a, args.port)?;
+        let device = open(args, None, log)?;
+        let cfg = ClientConfig {
+            size,
+            count: args.count,
+            validate: args.validate,
+            verbose: args.verbose,
+            timeout,
+            connect_timeout: timeout.unwrap_or(Duration::from_secs(3600)),
+        };
+        let params = args
+            .transport
+            .connect_params(RPING_IRD_ORD, RPING_IRD_ORD, Vec::new());
+        let report = run_client(&device, remote, params, &cfg, log)?;
+        log.debug(|| format!("{} pings", report.pings));
+        Ok(())
+    }
+}
+
+fn open(args: &Args, bind: Option<IpAddr>, log: &Log) -> Result<Device, RpingError> {
+    log.debug(|| {
+        format!(
+            "{} (size {}, port {})",
+            args.transport.describe(),
+            args.size,
+            args.port
+        )
+    });
+    args.transport.open_device(bind).map_err(RpingError::Setup)
+}
+
+/// A host name or address and a port, IPv4 first (getaddrinfo's order
+/// otherwise).
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, RpingError> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            RpingError::Setup(format!(
+                "getaddrinfo failed ({e}) - invalid hostname or IP address"
+            ))
+        })?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| RpingError::Setup(format!("{host}: no address")))
+}
+
+/// Keeps the device moving for a moment after a disconnect, so the close
+/// (and anything still queued) reaches the peer before the program exits:
+/// a userspace TCP stack sends nothing once its process is gone.
+fn linger(device: &Device) {
+    const MAX: Duration = Duration::from_secs(2);
+    const QUIET: Duration = Duration::from_millis(50);
+    let start = Instant::now();
+    let mut last_busy = start;
+    while start.elapsed() < MAX {
+        if device.progress() {
+            last_busy = Instant::now();
+        } else if last_busy.elapsed() >= QUIET {
+            break;
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
