@@ -135,7 +135,10 @@ impl Net {
             listen_port,
             capture: Some(capture),
             virtual_start: None,
-            name: format!("tap ({} connects)", if tap_is_client { "tap" } else { "kernel" }),
+            name: format!(
+                "tap ({} connects)",
+                if tap_is_client { "tap" } else { "kernel" }
+            ),
         }
     }
 

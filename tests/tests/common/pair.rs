@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use verbs::{
     AcceptParams, CmEvent, CompletionQueue, ConnectParams, ConnectionInfo, Device,
-    DisconnectReason, ListenOptions, Listener, ProtectionDomain, QpInit, QueuePair,
-    WorkCompletion,
+    DisconnectReason, ListenOptions, Listener, ProtectionDomain, QpInit, QueuePair, WorkCompletion,
 };
 
 use super::capture::Capture;
@@ -101,9 +100,9 @@ impl Pair {
 
     /// Simulated time so far (zero on the real clock).
     pub fn virtual_elapsed(&self) -> Duration {
-        self.clock
-            .get()
-            .map_or(Duration::ZERO, |now| now.saturating_duration_since(self.start))
+        self.clock.get().map_or(Duration::ZERO, |now| {
+            now.saturating_duration_since(self.start)
+        })
     }
 
     /// One round of progress on both devices.
@@ -198,7 +197,10 @@ impl Pair {
     pub fn disconnected(&self, side: Side) -> DisconnectReason {
         match self.event(side) {
             CmEvent::Disconnected { reason } => reason,
-            other => panic!("{}: {side:?} expected a disconnect, got {other:?}", self.name),
+            other => panic!(
+                "{}: {side:?} expected a disconnect, got {other:?}",
+                self.name
+            ),
         }
     }
 }
@@ -279,7 +281,10 @@ pub fn try_connect(net: Net, opts: Opts) -> Result<Pair, (String, CmEvent)> {
     let mut client_info = None;
     let mut server_info = None;
     while client_info.is_none() || server_info.is_none() {
-        assert!(start.elapsed() < LIMIT, "{name}: connection not established");
+        assert!(
+            start.elapsed() < LIMIT,
+            "{name}: connection not established"
+        );
         step(&client, &server, &clock);
         if !accepted {
             if let Some(req) = listener.try_request() {

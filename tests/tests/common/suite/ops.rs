@@ -54,7 +54,13 @@ pub fn write_every_size(make: MakeNet) {
         assert_wc(&r[0], id, WcStatus::Success, WcOpcode::Recv, 0);
         assert_exactly(&dst, 32, &data, &format!("{}: write of {size}", p.name));
         let s = p.client_completions(2);
-        assert_wc(&s[0], id, WcStatus::Success, WcOpcode::RdmaWrite, size as u32);
+        assert_wc(
+            &s[0],
+            id,
+            WcStatus::Success,
+            WcOpcode::RdmaWrite,
+            size as u32,
+        );
         assert_wc(&s[1], 1000 + id, WcStatus::Success, WcOpcode::Send, 0);
     }
 }
@@ -76,9 +82,18 @@ pub fn read_every_size(make: MakeNet) {
             ))
             .unwrap();
         let c = p.client_completions(1);
-        assert_wc(&c[0], id, WcStatus::Success, WcOpcode::RdmaRead, size as u32);
+        assert_wc(
+            &c[0],
+            id,
+            WcStatus::Success,
+            WcOpcode::RdmaRead,
+            size as u32,
+        );
         assert_exactly(&sink, 16, &data, &format!("{}: read of {size}", p.name));
-        assert!(p.server_cq.poll_one().unwrap().is_none(), "a READ completes nothing at the source");
+        assert!(
+            p.server_cq.poll_one().unwrap().is_none(),
+            "a READ completes nothing at the source"
+        );
     }
 }
 
@@ -93,13 +108,25 @@ pub fn solicited_event(make: MakeNet) {
             .post_recv(wr::recv(id, vec![dst.sge(16 * id as usize, 16).unwrap()]))
             .unwrap();
     }
-    p.client_qp.post_send(wr::send_solicited(0, vec![src.sge_all()])).unwrap();
-    p.client_qp.post_send(wr::send(1, vec![src.sge_all()])).unwrap();
-    p.client_qp.post_send(wr::send_solicited(2, vec![])).unwrap();
+    p.client_qp
+        .post_send(wr::send_solicited(0, vec![src.sge_all()]))
+        .unwrap();
+    p.client_qp
+        .post_send(wr::send(1, vec![src.sge_all()]))
+        .unwrap();
+    p.client_qp
+        .post_send(wr::send_solicited(2, vec![]))
+        .unwrap();
     p.client_qp.post_send(wr::send(3, vec![])).unwrap();
     let r = p.server_completions(4);
-    let got: Vec<_> = r.iter().map(|w| (w.wr_id, w.solicited, w.byte_len)).collect();
-    assert_eq!(got, [(0, true, 7), (1, false, 7), (2, true, 0), (3, false, 0)]);
+    let got: Vec<_> = r
+        .iter()
+        .map(|w| (w.wr_id, w.solicited, w.byte_len))
+        .collect();
+    assert_eq!(
+        got,
+        [(0, true, 7), (1, false, 7), (2, true, 0), (3, false, 0)]
+    );
     assert!(p.client_completions(4).iter().all(|w| w.is_success()));
 }
 
@@ -116,9 +143,16 @@ pub fn send_with_invalidate(make: MakeNet) {
     let data = pattern(100, 9);
     let wsrc = holding(&p.client_pd, 0, &data, 0, Access::NONE);
     p.client_qp
-        .post_send(wr::write(1, vec![wsrc.sge_all()], target.rkey(), target.addr()))
+        .post_send(wr::write(
+            1,
+            vec![wsrc.sge_all()],
+            target.rkey(),
+            target.addr(),
+        ))
         .unwrap();
-    p.server_qp.post_recv(wr::recv(2, vec![rx.sge_all()])).unwrap();
+    p.server_qp
+        .post_recv(wr::recv(2, vec![rx.sge_all()]))
+        .unwrap();
     p.client_qp
         .post_send(wr::send_invalidate(3, vec![src.sge_all()], target.rkey()))
         .unwrap();
@@ -161,7 +195,13 @@ pub fn scatter_gather(make: MakeNet) {
     p.server_qp.post_recv(wr::recv(1, rsgl)).unwrap();
     p.client_qp.post_send(wr::send(2, sgl.clone())).unwrap();
     let r = p.server_completions(1);
-    assert_wc(&r[0], 1, WcStatus::Success, WcOpcode::Recv, whole.len() as u32);
+    assert_wc(
+        &r[0],
+        1,
+        WcStatus::Success,
+        WcOpcode::Recv,
+        whole.len() as u32,
+    );
     assert_exactly(&dsts[0], 4, &whole[..1000], "first receive SGE");
     assert_exactly(&dsts[1], 4, &whole[1000..2500], "second receive SGE");
     assert_exactly(&dsts[2], 4, &whole[2500..], "third receive SGE");
@@ -188,11 +228,17 @@ pub fn scatter_gather(make: MakeNet) {
     let seven: Vec<_> = (0..7).map(|_| srcs[0].sge(0, 1).unwrap()).collect();
     assert!(matches!(
         p.client_qp.post_send(wr::send(6, seven.clone())),
-        Err(VerbsError::Post(rdmap::PostError::TooManySges { n: 7, max: 6 }))
+        Err(VerbsError::Post(rdmap::PostError::TooManySges {
+            n: 7,
+            max: 6
+        }))
     ));
     assert!(matches!(
         p.server_qp.post_recv(wr::recv(7, seven)),
-        Err(VerbsError::Post(rdmap::PostError::TooManySges { n: 7, max: 6 }))
+        Err(VerbsError::Post(rdmap::PostError::TooManySges {
+            n: 7,
+            max: 6
+        }))
     ));
 }
 
@@ -212,7 +258,10 @@ pub fn many_outstanding(make: MakeNet) {
     for i in 0..N {
         if i % 3 == 0 {
             p.server_qp
-                .post_recv(wr::recv(i as u64, vec![recv_buf.sge(i * 9000, 9000).unwrap()]))
+                .post_recv(wr::recv(
+                    i as u64,
+                    vec![recv_buf.sge(i * 9000, 9000).unwrap()],
+                ))
                 .unwrap();
         }
     }
@@ -254,7 +303,10 @@ pub fn many_outstanding(make: MakeNet) {
         }
         let got = mr.with_bytes(|b| b[off..off + 9000].to_vec());
         assert_eq!(&got[..n], want, "request {i}");
-        assert!(got[n..].iter().all(|&b| b == crate::common::GUARD), "request {i} overran");
+        assert!(
+            got[n..].iter().all(|&b| b == crate::common::GUARD),
+            "request {i} overran"
+        );
     }
 }
 
@@ -267,24 +319,41 @@ pub fn queue_limits(make: MakeNet) {
         ..Opts::default()
     };
     let p = connect(make(), opts);
-    let src = holding(&p.server_pd, 0, &pattern(16 * 64, 5), 0, Access::REMOTE_READ);
+    let src = holding(
+        &p.server_pd,
+        0,
+        &pattern(16 * 64, 5),
+        0,
+        Access::REMOTE_READ,
+    );
     let sink = guarded(&p.client_pd, 16 * 64, Access::LOCAL_WRITE);
     // The server is not driven while posting: every READ stays outstanding.
     for i in 0..16 {
         p.client_qp
-            .post_send(wr::read(i, sink.sge(i as usize * 64, 64).unwrap(), src.rkey(), src.addr() + i * 64))
+            .post_send(wr::read(
+                i,
+                sink.sge(i as usize * 64, 64).unwrap(),
+                src.rkey(),
+                src.addr() + i * 64,
+            ))
             .unwrap();
     }
     let full = p.client_qp.post_send(wr::send(99, vec![]));
     assert!(
         matches!(
             full,
-            Err(VerbsError::Post(rdmap::PostError::QueueFull { queue: "send", depth: 16 }))
+            Err(VerbsError::Post(rdmap::PostError::QueueFull {
+                queue: "send",
+                depth: 16
+            }))
         ),
         "{full:?}"
     );
     let c = p.client_completions(16);
-    assert!(c.iter().enumerate().all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
+    assert!(c
+        .iter()
+        .enumerate()
+        .all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
     assert_eq!(sink.to_vec(), src.to_vec());
     p.server_qp.post_recv(wr::recv(1, vec![])).unwrap();
     p.client_qp.post_send(wr::send(100, vec![])).unwrap();
@@ -295,7 +364,10 @@ pub fn queue_limits(make: MakeNet) {
     }
     assert!(matches!(
         p.server_qp.post_recv(wr::recv(20, vec![])),
-        Err(VerbsError::Post(rdmap::PostError::QueueFull { queue: "receive", .. }))
+        Err(VerbsError::Post(rdmap::PostError::QueueFull {
+            queue: "receive",
+            ..
+        }))
     ));
 }
 
@@ -323,7 +395,10 @@ pub fn reads_beyond_ord(make: MakeNet) {
             .unwrap();
     }
     let c = p.client_completions(N);
-    assert!(c.iter().enumerate().all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
+    assert!(c
+        .iter()
+        .enumerate()
+        .all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
     assert_exactly(&sink, 0, &data, "all reads");
     if let Some(cap) = &p.capture {
         let (events, _) = cap.decode();
@@ -371,13 +446,22 @@ pub fn sends_queue_behind_a_large_write(make: MakeNet) {
     let msgs = holding(&p.client_pd, 0, &pattern(100 * 16, 1), 0, Access::NONE);
     for i in 1..=100u64 {
         p.client_qp
-            .post_send(wr::send(i, vec![msgs.sge((i - 1) as usize * 16, 16).unwrap()]))
+            .post_send(wr::send(
+                i,
+                vec![msgs.sge((i - 1) as usize * 16, 16).unwrap()],
+            ))
             .unwrap();
     }
     let c = p.client_completions(101);
-    assert!(c.iter().enumerate().all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
+    assert!(c
+        .iter()
+        .enumerate()
+        .all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
     let r = p.server_completions(100);
-    assert!(r.iter().enumerate().all(|(i, w)| w.wr_id == i as u64 && w.byte_len == 16));
+    assert!(r
+        .iter()
+        .enumerate()
+        .all(|(i, w)| w.wr_id == i as u64 && w.byte_len == 16));
     assert_exactly(&rx, 0, &pattern(100 * 16, 1), "sends");
     // The last Send was received, so the Write before it was placed.
     assert_exactly(&dst, 0, &big, "large write");
@@ -399,32 +483,58 @@ pub fn both_directions_at_once(make: MakeNet) {
         };
         let mine = holding(pd, 0, &pattern(3 * N, seed), 0, REMOTE);
         let landing = guarded(pd, 3 * N, REMOTE);
-        qp.post_recv(wr::recv(1, vec![landing.sge(0, N).unwrap()])).unwrap();
+        qp.post_recv(wr::recv(1, vec![landing.sge(0, N).unwrap()]))
+            .unwrap();
         (mine, landing)
     };
-    let c = End { p: &p, client: true };
-    let s = End { p: &p, client: false };
+    let c = End {
+        p: &p,
+        client: true,
+    };
+    let s = End {
+        p: &p,
+        client: false,
+    };
     let (c_mine, c_land) = setup(&c, 1);
     let (s_mine, s_land) = setup(&s, 2);
     for (qp, mine, theirs) in [
         (&p.client_qp, &c_mine, &s_land),
         (&p.server_qp, &s_mine, &c_land),
     ] {
-        qp.post_send(wr::write(10, vec![mine.sge(N, N).unwrap()], theirs.rkey(), theirs.addr() + N as u64))
+        qp.post_send(wr::write(
+            10,
+            vec![mine.sge(N, N).unwrap()],
+            theirs.rkey(),
+            theirs.addr() + N as u64,
+        ))
+        .unwrap();
+        qp.post_send(wr::send(11, vec![mine.sge(0, N).unwrap()]))
             .unwrap();
-        qp.post_send(wr::send(11, vec![mine.sge(0, N).unwrap()])).unwrap();
     }
     // Each reads the other's third part into its own landing region.
     p.client_qp
-        .post_send(wr::read(12, c_land.sge(2 * N, N).unwrap(), s_mine.rkey(), s_mine.addr() + 2 * N as u64))
+        .post_send(wr::read(
+            12,
+            c_land.sge(2 * N, N).unwrap(),
+            s_mine.rkey(),
+            s_mine.addr() + 2 * N as u64,
+        ))
         .unwrap();
     p.server_qp
-        .post_send(wr::read(12, s_land.sge(2 * N, N).unwrap(), c_mine.rkey(), c_mine.addr() + 2 * N as u64))
+        .post_send(wr::read(
+            12,
+            s_land.sge(2 * N, N).unwrap(),
+            c_mine.rkey(),
+            c_mine.addr() + 2 * N as u64,
+        ))
         .unwrap();
     for cq in [&p.client_cq, &p.server_cq] {
         let mut wcs = p.completions(cq, 4);
         wcs.sort_by_key(|w| w.wr_id);
-        let got: Vec<_> = wcs.iter().map(|w| (w.wr_id, w.status, w.byte_len)).collect();
+        let got: Vec<_> = wcs
+            .iter()
+            .map(|w| (w.wr_id, w.status, w.byte_len))
+            .collect();
         assert_eq!(
             got,
             [
@@ -466,7 +576,10 @@ pub fn unsignaled_requests(make: MakeNet) {
         p.client_qp.post_send(w).unwrap();
     }
     let r = p.server_completions(20);
-    assert!(r.iter().enumerate().all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
+    assert!(r
+        .iter()
+        .enumerate()
+        .all(|(i, w)| w.wr_id == i as u64 && w.is_success()));
     assert_exactly(&dst, 0, &src.to_vec(), "all sends");
     let c = p.settle(&p.client_cq, 200);
     let ids: Vec<_> = c.iter().map(|w| w.wr_id).collect();
