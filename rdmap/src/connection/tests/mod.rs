@@ -5,6 +5,7 @@ mod capture;
 mod util;
 
 mod errors;
+mod model;
 mod operations;
 mod ordering;
 mod p2p;
