@@ -256,13 +256,10 @@ impl Inner {
         let Some(e) = self.sq.current() else {
             return Step::Blocked;
         };
-        let (seq, op, len, msn) = (e.seq, e.wr.op, e.len, e.msn);
-        let sent = match e.progress {
-            Progress::Transmitting { sent } => sent,
-            _ => return Step::Blocked,
+        let Progress::Transmitting { sent } = e.progress else {
+            return Step::Blocked;
         };
-        let mut hdr = [0u8; MAX_HEADER];
-        match op {
+        match e.wr.op {
             SendOp::Read {
                 remote_stag,
                 remote_to,
@@ -279,125 +276,144 @@ impl Inner {
                         len: 0,
                     },
                 };
-                let msn = self.msn_read.peek();
-                let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
-                    true,
-                    Control::new(Opcode::ReadRequest).0,
-                    0,
-                    QN_READ_REQUEST,
-                    msn,
-                    0,
-                ));
-                let request = ReadRequestRepr {
-                    sink_stag: sink.stag,
-                    sink_to: sink.to,
-                    size: sink.len,
-                    source_stag: remote_stag,
-                    source_to: remote_to,
-                };
-                let n = header_bytes(&ddp, Some(&request), &mut hdr);
-                if !self.fits(n, out) {
-                    return Step::Blocked;
-                }
-                let region = mem.region(sink.stag);
-                if check(
-                    region,
-                    self.pd,
-                    sink.stag,
-                    sink.to,
-                    sink.len as usize,
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-                {
-                    return self.local_sq_error(WcStatus::LocProtErr);
-                }
-                let Some(w) = self.frame(&hdr[..n], 0, out) else {
-                    return Step::Blocked;
-                };
-                self.msn_read.take();
-                if let Some(cur) = self.sq.current_mut() {
-                    cur.msn = Some(msn);
-                }
-                // has_room() was checked by sq_eligible().
-                let _ = self.orq.push(ReadOwner::WorkRequest(seq), sink);
-                self.sq.finish_current(Progress::AwaitingResponse);
-                Step::Wrote(w)
+                self.emit_read_request(mem, e.seq, sink, remote_stag, remote_to, out)
             }
-            SendOp::Send { .. } | SendOp::Write { .. } => {
-                let (ddp, room) = match op {
-                    SendOp::Send {
-                        solicited,
-                        invalidate,
-                    } => (
-                        SegmentRepr::Untagged(UntaggedRepr::new(
-                            false,
-                            Control::new(Opcode::send(solicited, invalidate.is_some())).0,
-                            invalidate.map_or(0, |s| s.0),
-                            QN_SEND,
-                            msn.unwrap_or(self.msn_send.peek()),
-                            sent,
-                        )),
-                        self.mulpdu.saturating_sub(UNTAGGED_HEADER_LEN),
-                    ),
-                    SendOp::Write {
-                        remote_stag,
-                        remote_to,
-                    }
-                    | SendOp::Read {
-                        remote_stag,
-                        remote_to,
-                    } => (
-                        SegmentRepr::Tagged(TaggedRepr::new(
-                            false,
-                            Control::new(Opcode::RdmaWrite).0,
-                            remote_stag,
-                            remote_to.wrapping_add(u64::from(sent)),
-                        )),
-                        self.mulpdu.saturating_sub(TAGGED_HEADER_LEN),
-                    ),
-                };
-                let chunk = (len - sent).min(u32::try_from(room).unwrap_or(u32::MAX));
-                let last = sent + chunk == len;
-                let ddp = match ddp {
-                    SegmentRepr::Untagged(mut u) => {
-                        u.last = last;
-                        SegmentRepr::Untagged(u)
-                    }
-                    SegmentRepr::Tagged(mut t) => {
-                        t.last = last;
-                        SegmentRepr::Tagged(t)
-                    }
-                };
-                let n = header_bytes(&ddp, None, &mut hdr);
-                if !self.fits(n + chunk as usize, out) {
-                    return Step::Blocked;
-                }
-                let gathered = match (self.sq.current(), self.scratch.get_mut(..chunk as usize)) {
-                    (Some(e), Some(buf)) => gather(mem, self.pd, &e.wr.sgl, sent, buf),
-                    _ => Err(()),
-                };
-                if gathered.is_err() {
-                    return self.local_sq_error(WcStatus::LocProtErr);
-                }
-                let Some(w) = self.frame(&hdr[..n], chunk as usize, out) else {
-                    return Step::Blocked;
-                };
-                if let (SendOp::Send { .. }, None) = (op, msn) {
-                    let m = self.msn_send.take();
-                    if let Some(cur) = self.sq.current_mut() {
-                        cur.msn = Some(m);
-                    }
-                }
-                if last {
-                    self.sq.finish_current(Progress::Done(WcStatus::Success));
-                    self.retire();
-                } else if let Some(cur) = self.sq.current_mut() {
-                    cur.progress = Progress::Transmitting { sent: sent + chunk };
-                }
-                Step::Wrote(w)
+            SendOp::Send {
+                solicited,
+                invalidate,
+            } => {
+                let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
+                    false,
+                    Control::new(Opcode::send(solicited, invalidate.is_some())).0,
+                    invalidate.map_or(0, |s| s.0),
+                    QN_SEND,
+                    e.msn.unwrap_or(self.msn_send.peek()),
+                    sent,
+                ));
+                self.emit_data_segment(mem, ddp, sent, out)
+            }
+            SendOp::Write {
+                remote_stag,
+                remote_to,
+            } => {
+                let ddp = SegmentRepr::Tagged(TaggedRepr::new(
+                    false,
+                    Control::new(Opcode::RdmaWrite).0,
+                    remote_stag,
+                    remote_to.wrapping_add(u64::from(sent)),
+                ));
+                self.emit_data_segment(mem, ddp, sent, out)
             }
         }
+    }
+
+    /// The Read Request of the current entry (always one segment).
+    fn emit_read_request<M: Memory + ?Sized>(
+        &mut self,
+        mem: &M,
+        seq: u64,
+        sink: ReadSink,
+        remote_stag: STag,
+        remote_to: u64,
+        out: &mut [u8],
+    ) -> Step {
+        let msn = self.msn_read.peek();
+        let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
+            true,
+            Control::new(Opcode::ReadRequest).0,
+            0,
+            QN_READ_REQUEST,
+            msn,
+            0,
+        ));
+        let request = ReadRequestRepr {
+            sink_stag: sink.stag,
+            sink_to: sink.to,
+            size: sink.len,
+            source_stag: remote_stag,
+            source_to: remote_to,
+        };
+        let mut hdr = [0u8; MAX_HEADER];
+        let n = header_bytes(&ddp, Some(&request), &mut hdr);
+        if !self.fits(n, out) {
+            return Step::Blocked;
+        }
+        // The sink must take the response (siw checks it at the same point).
+        let region = mem.region(sink.stag);
+        let len = sink.len as usize;
+        if check(
+            region,
+            self.pd,
+            sink.stag,
+            sink.to,
+            len,
+            Access::LOCAL_WRITE,
+        )
+        .is_err()
+        {
+            return self.local_sq_error(WcStatus::LocProtErr);
+        }
+        let Some(w) = self.frame(&hdr[..n], 0, out) else {
+            return Step::Blocked;
+        };
+        self.msn_read.take();
+        if let Some(cur) = self.sq.current_mut() {
+            cur.msn = Some(msn);
+        }
+        // sq_eligible() checked has_room().
+        let _ = self.orq.push(ReadOwner::WorkRequest(seq), sink);
+        self.sq.finish_current(Progress::AwaitingResponse);
+        Step::Wrote(w)
+    }
+
+    /// The next segment of the current Send or Write, whose header (L
+    /// clear) is `ddp`; `sent` bytes are already out.
+    fn emit_data_segment<M: Memory + ?Sized>(
+        &mut self,
+        mem: &M,
+        mut ddp: SegmentRepr,
+        sent: u32,
+        out: &mut [u8],
+    ) -> Step {
+        let Some(e) = self.sq.current() else {
+            return Step::Blocked;
+        };
+        let (len, first) = (e.len, e.msn.is_none());
+        let room = self.mulpdu.saturating_sub(ddp.buffer_len());
+        let chunk = (len - sent).min(u32::try_from(room).unwrap_or(u32::MAX));
+        let last = sent + chunk == len;
+        match &mut ddp {
+            SegmentRepr::Untagged(u) => u.last = last,
+            SegmentRepr::Tagged(t) => t.last = last,
+        }
+        let mut hdr = [0u8; MAX_HEADER];
+        let n = header_bytes(&ddp, None, &mut hdr);
+        if !self.fits(n + chunk as usize, out) {
+            return Step::Blocked;
+        }
+        let gathered = match self.scratch.get_mut(..chunk as usize) {
+            Some(buf) => gather(mem, self.pd, &e.wr.sgl, sent, buf),
+            None => Err(()),
+        };
+        if gathered.is_err() {
+            return self.local_sq_error(WcStatus::LocProtErr);
+        }
+        let Some(w) = self.frame(&hdr[..n], chunk as usize, out) else {
+            return Step::Blocked;
+        };
+        if let (SegmentRepr::Untagged(_), true) = (&ddp, first) {
+            let m = self.msn_send.take();
+            if let Some(cur) = self.sq.current_mut() {
+                cur.msn = Some(m);
+            }
+        }
+        if last {
+            self.sq.finish_current(Progress::Done(WcStatus::Success));
+            self.retire();
+        } else if let Some(cur) = self.sq.current_mut() {
+            cur.progress = Progress::Transmitting { sent: sent + chunk };
+        }
+        Step::Wrote(w)
     }
 
     /// One segment of the oldest Read Response.

@@ -700,3 +700,76 @@ fn after_termination_posts_flush_and_nothing_more_is_sent() {
     // Input after the TERMINATE is discarded.
     assert_eq!(p.a.conn.handle_bytes(&mut p.a.mem, &[1, 2, 3]), 3);
 }
+
+#[test]
+fn the_peers_terminate_names_a_write_still_queued() {
+    // A Read ahead of the Write keeps the Write from being reported; the
+    // peer's TERMINATE then names the Write, which fails with the remote
+    // status while the Read is flushed.
+    let mut p = Pair::new(Setup::default());
+    let src = p.b.register(Access::REMOTE_READ, vec![1; 64]);
+    let sink = p.a.register(Access::LOCAL_WRITE, vec![0; 64]);
+    let (k, s) = (p.a.sge(sink), p.b.sge(src));
+    p.a.read(1, k, s);
+    let data = p.a.register(Access::NONE, vec![2; 32]);
+    let d = p.a.sge(data);
+    let bad = Sge {
+        stag: STag(0x0077_0000),
+        to: 0,
+        len: 0,
+    };
+    p.a.write(2, vec![d], bad);
+    p.drive();
+    assert_terminated(&p.a, true, TermCode::DDP_T_INVALID_STAG);
+    let c: Vec<_> =
+        p.a.completions()
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect();
+    assert_eq!(
+        c,
+        vec![(1, WcStatus::WrFlushErr), (2, WcStatus::RemAccessErr)]
+    );
+}
+
+#[test]
+fn a_send_with_invalidate_really_revokes_the_stag() {
+    let mut p = Pair::new(Setup::default());
+    let win = p.b.register(Access::REMOTE_WRITE, vec![0; 8]);
+    let w = p.b.sge(win);
+    p.b.recv(1, vec![]);
+    p.a.conn
+        .post_send(SendWr {
+            wr_id: 1,
+            op: SendOp::Send {
+                solicited: false,
+                invalidate: Some(win),
+            },
+            sgl: vec![],
+            signaled: true,
+        })
+        .unwrap();
+    let src = p.a.register(Access::NONE, vec![3; 8]);
+    let s = p.a.sge(src);
+    p.a.write(2, vec![s], w);
+    p.drive();
+    assert_eq!(p.b.completions()[0].invalidated, Some(win));
+    // The Write that followed found the STag gone.
+    assert_terminated(&p.b, false, TermCode::DDP_T_INVALID_STAG);
+}
+
+#[test]
+fn a_terminate_needs_room_like_any_fpdu() {
+    let mut p = Pair::new(Setup::default());
+    p.a.send(1, vec![]);
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.conn.poll_transmit(&p.a.mem, &mut buf);
+    assert_eq!(p.b.conn.handle_bytes(&mut p.b.mem, &buf[..n]), n);
+    let mut small = [0xa5u8; 47];
+    assert_eq!(p.b.conn.poll_transmit(&p.b.mem, &mut small), 0);
+    assert_eq!(small, [0xa5; 47]);
+    assert!(p.b.conn.wants_write());
+    let mut exact = [0u8; 48];
+    assert_eq!(p.b.conn.poll_transmit(&p.b.mem, &mut exact), 48);
+    assert!(!p.b.conn.wants_write());
+}
