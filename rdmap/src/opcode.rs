@@ -1,8 +1,8 @@
-//! RDMAP opcodes (RFC 5040 section 4.3, extended by RFC 7306 section 4).
+//! RDMAP opcodes (RFC 5040, extended by RFC 7306).
 
 use core::fmt;
 
-/// The untagged DDP queue a message travels on (RFC 5040 section 5.1).
+/// The untagged DDP queue a message travels on (RFC 5040).
 pub mod queue {
     /// Send, Send with Invalidate, Send with Solicited Event (and Invalidate).
     pub const SEND: u32 = 0;

@@ -1,4 +1,4 @@
-//! RDMA Read bookkeeping (RFC 5040 sections 5.2, 6.4; RFC 6581 IRD/ORD).
+//! RDMA Read bookkeeping (RFC 5040; IRD/ORD as RFC 6581 negotiates them).
 //!
 //! [`OutboundReads`] is the requester's view (the ORQ): READs we sent,
 //! at most ORD of them, answered strictly in order, so each Read Response

@@ -8,7 +8,7 @@ use crate::wire::{TermControl, TermLayout};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
     /// Responder: waiting for the initiator's first FPDU. Nothing is sent
-    /// before it arrives (RFC 5044 section 7.1.2; in peer-to-peer mode that
+    /// before it arrives (RFC 5044; in peer-to-peer mode that
     /// FPDU is the RTR of RFC 6581).
     AwaitingFirstFpdu,
     /// Normal operation.

@@ -4,7 +4,7 @@
 //! ([`Connection::poll_transmit`]), completions and terminations as
 //! [`Event`]s.
 //!
-//! Ordering (RFC 5040 sections 5.5 and 6): send queue entries go on the wire
+//! Ordering (RFC 5040): send queue entries go on the wire
 //! in posting order, one message at a time, and complete in posting order;
 //! Read Responses are sent in the order the Read Requests arrived, and may
 //! share the wire with an untagged send queue message segment by segment,

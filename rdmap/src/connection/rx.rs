@@ -32,7 +32,7 @@ impl Inner {
             Ok(m) => self.dispatch(mem, ulpdu, &m, first),
             Err(e) => {
                 if is_terminate(ulpdu) {
-                    // Never answer a TERMINATE with one (RFC 5040 5.4.4).
+                    // A TERMINATE is never answered with one.
                     let t = ulpdu
                         .get(UNTAGGED_HEADER_LEN..UNTAGGED_HEADER_LEN + 4)
                         .and_then(|w| <[u8; 4]>::try_from(w).ok())
@@ -144,8 +144,8 @@ impl Inner {
                     solicited: opcode.is_solicited(),
                 };
                 if opcode.invalidates() {
-                    // Invalidate before the receive completes (RFC 5040
-                    // section 6.10).
+                    // Invalidate before the receive completes: the
+                    // consumer must see the STag invalid with it.
                     let stag = STag(c.rsvd_ulp2);
                     match mem.invalidate(stag, self.pd) {
                         Ok(()) => wc.invalidated = Some(stag),

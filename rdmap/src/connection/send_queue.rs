@@ -1,5 +1,5 @@
 //! The send queue: work requests in posting order, each transmitted in
-//! turn and completed in turn (RFC 5040 section 5.5 and 6.x: completions of
+//! turn and completed in turn (RFC 5040 ordering rules: completions of
 //! one send queue are delivered in the order the requests were posted).
 //!
 //! A Send or Write is done once its last byte is handed to the transport

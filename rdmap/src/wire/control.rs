@@ -1,4 +1,4 @@
-//! The RDMAP control byte (RFC 5040 section 4.2): the second byte of every
+//! The RDMAP control byte (RFC 5040): the second byte of every
 //! DDP header, which DDP reserves for its upper layer.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! The RDMA Read Request header (RFC 5040 section 4.4): the 28-byte
+//! The RDMA Read Request header (RFC 5040): the 28-byte
 //! payload of an untagged DDP segment on queue 1.
 //!
 //! ```text
