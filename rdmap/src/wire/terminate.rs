@@ -23,7 +23,8 @@
 //! The length field is present whenever any of M, D, R is set (siw's rule;
 //! M only says whether its value is meaningful). siw fills it with the
 //! payload length of the offending segment; we send the whole DDP segment
-//! length (header included), which is what RFC 5040 names.
+//! length (header included), as Intel's nes/irdma do (they copy the MPA
+//! ULPDU_Length of the offending FPDU) and as RFC 5040 names it.
 
 use super::WireError;
 use crate::opcode::Opcode;
