@@ -23,7 +23,7 @@ IWARP_KINDS="iwarp-client-kernel iwarp-client-tap iwarp-server-kernel iwarp-serv
 known_unsupported() {
 	case "$1/$2" in
 	siw-siw/rev1)
-		echo "siw's own rping cannot run over MPA rev 1: a rev-1 request carries no IRD/ORD, siw reports 0/0 for it, librdmacm's accept clamps rping's 1/1 to that, the server QP comes up with ORD 0 and its first RDMA READ is refused (siw: siw_activate_tx_from_sq: error -22; rping: post send error), so the server closes after the client's first SEND"
+		echo "siw's own rping cannot run over MPA rev 1: a rev-1 request carries no IRD/ORD words, so siw reports 0/0 in the connect request; rping accepts with no parameters, librdmacm then takes the request's values, the server QP comes up with ORD 0 and its first RDMA READ is refused (siw: siw_activate_tx_from_sq: error -22; rping: post send error), so the server closes after the client's first SEND"
 		;;
 	iwarp-client-*/rev1)
 		echo "the siw server's rping must RDMA READ from us, and siw accepts a rev-1 connection with ORD 0 (no IRD/ORD in rev 1), so its first READ is refused as in siw-siw/rev1"

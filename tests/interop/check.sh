@@ -142,14 +142,17 @@ check_capture() {
 
 # verdict EXPECT SERVER_RC CLIENT_RC: one case's outcome from the two ends'
 # exit statuses ("none": that end never reported one; 124: it hit its time
-# limit) — HANG, PASS, XPASS (a known-unsupported case passed), XFAIL (it
+# limit; "killed": it was stopped after its peer had gone) — HANG, PASS, XPASS (a known-unsupported case passed), XFAIL (it
 # failed, as expected, by itself) or FAIL. Capture problems turn PASS and
 # XFAIL into FAIL afterwards.
 verdict() {
 	local expect=$1 s=$2 c=$3
-	if [ "$s" = none ] || [ "$c" = none ] || [ "$s" = 124 ] || [ "$c" = 124 ]; then
+	case " $s $c " in *" none "* | *" 124 "* | *" killed "*)
 		echo HANG
-	elif [ "$s" = 0 ] && [ "$c" = 0 ]; then
+		return
+		;;
+	esac
+	if [ "$s" = 0 ] && [ "$c" = 0 ]; then
 		[ "$expect" = pass ] && echo PASS || echo XPASS
 	else
 		[ "$expect" = fail ] && echo XFAIL || echo FAIL

@@ -85,3 +85,46 @@ guest_result() {
 guest_setup_failure() {
 	tr -d '\r' <"$1" | sed -n 's/^IWARP-INTEROP-SETUP-FAILED //p' | tail -n 1
 }
+
+# wait_pair PID_A PID_B GRACE: waits (bounded by each process's own time
+# limit) until both have exited; PID_B may be empty. Once one end has gone
+# (or at once, for a single pid), the other gets GRACE seconds to finish by
+# itself, then is killed: rping keeps listening forever when no client ever
+# comes, and its client can hang after a refused connect, so a peer that has
+# already failed must not cost a full time limit. Sets PAIR_RC_A/PAIR_RC_B
+# to each exit status, or "killed".
+wait_pair() {
+	local a=$1 b=${2:-} grace=$3 gone_at= pid alive n
+	local -A killed=()
+	[ -n "$b" ] || gone_at=$(date +%s)
+	while :; do
+		alive=0
+		for pid in $a $b; do kill -0 "$pid" 2>/dev/null && alive=$((alive + 1)); done
+		n=$(echo $a $b | wc -w)
+		[ "$alive" -gt 0 ] || break
+		if [ "$alive" -lt "$n" ] || [ -z "$b" ]; then
+			gone_at=${gone_at:-$(date +%s)}
+			if [ $(($(date +%s) - gone_at)) -ge "$grace" ]; then
+				for pid in $a $b; do
+					if kill -0 "$pid" 2>/dev/null; then
+						kill "$pid" 2>/dev/null || true
+						killed[$pid]=1
+					fi
+				done
+				break
+			fi
+		fi
+		sleep 0.2
+	done
+	PAIR_RC_A=0
+	wait "$a" 2>/dev/null || PAIR_RC_A=$?
+	[ -z "${killed[$a]:-}" ] || PAIR_RC_A=killed
+	netns_untrack_pid "$a"
+	PAIR_RC_B=
+	if [ -n "$b" ]; then
+		PAIR_RC_B=0
+		wait "$b" 2>/dev/null || PAIR_RC_B=$?
+		[ -z "${killed[$b]:-}" ] || PAIR_RC_B=killed
+		netns_untrack_pid "$b"
+	fi
+}

@@ -24,6 +24,8 @@ RPING_PORT=7174
 # Seconds a case's commands may run once started.
 SIW_SIW_LIMIT=60
 IWARP_LIMIT=180
+# Seconds an end may go on after its peer has exited (see wait_pair).
+PEER_GONE_GRACE=20
 
 list_only=0
 out_dir=
@@ -112,15 +114,11 @@ run_siw_siw() {
 			"rping -c -a $SIW_SERVER_IP $args" "$SIW_SIW_LIMIT" "$dir/client.log"
 	fi
 	cli_pid=$GUEST_PID
-	guest_wait "$cli_pid" || true
-	# The server's rping exits by itself once the client has gone; give it
-	# a bounded moment, then stop it.
-	if ! guest_wait_marker "$dir/server.log" IWARP-INTEROP-RESULT 30 "$srv_pid"; then
-		kill "$srv_pid" 2>/dev/null || true
-	fi
-	guest_wait "$srv_pid" || true
+	wait_pair "$srv_pid" "$cli_pid" "$PEER_GONE_GRACE"
 	SERVER_RC=$(guest_result "$dir/server.log")
+	[ "$PAIR_RC_A" != killed ] || SERVER_RC=killed
 	CLIENT_RC=$(guest_result "$dir/client.log")
+	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
 	netns_del_tap qs
 	netns_del_tap qc
 }
@@ -153,24 +151,25 @@ run_iwarp_client() {
 	else
 		CASE_NOTE="server guest never got ready"
 	fi
-	if ! guest_wait_marker "$dir/server.log" IWARP-INTEROP-RESULT 30 "$srv_pid"; then
-		kill "$srv_pid" 2>/dev/null || true
-	fi
-	guest_wait "$srv_pid" || true
+	# Our client has finished: the siw server gets a grace period to end.
+	wait_pair "$srv_pid" "" "$PEER_GONE_GRACE"
 	SERVER_RC=$(guest_result "$dir/server.log")
+	[ "$PAIR_RC_A" != killed ] || SERVER_RC=killed
 	netns_del_tap qs
 }
 
 # Our `iwarp rping -s` against a siw client guest.
 run_iwarp_server() {
-	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 tool_pid tool_rc=0 cli_pid
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 tool_pid cli_pid
 	local transport our_addr extra
 	transport=$(iwarp_transport "$kind")
 	our_addr=${transport%% *}
 	extra=${transport#"$our_addr"}
+	# Started directly (not in a function or subshell) so that $! is the
+	# pid of `timeout`, which passes a kill on to the tool.
 	# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
-	ip netns exec "$NETNS" timeout -k 5 $((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$(iwarp_bin)" rping -s -a "$our_addr" \
-		-p "$RPING_PORT" -C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra \
+	ip netns exec "$NETNS" timeout -k 5 $((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$(iwarp_bin)" rping -s \
+		-a "$our_addr" -p "$RPING_PORT" -C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra \
 		>"$dir/iwarp.log" 2>&1 &
 	tool_pid=$!
 	netns_track_pid "$tool_pid"
@@ -179,11 +178,10 @@ run_iwarp_server() {
 	GUEST_WAIT_FOR=$our_addr guest_start c "$variant" "$SIW_CLIENT_IP" \
 		"rping -c -a $our_addr -C $count -S $size -V -p $RPING_PORT" "$IWARP_LIMIT" "$dir/client.log"
 	cli_pid=$GUEST_PID
-	guest_wait "$cli_pid" || true
+	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
+	SERVER_RC=$PAIR_RC_A
 	CLIENT_RC=$(guest_result "$dir/client.log")
-	wait "$tool_pid" || tool_rc=$?
-	netns_untrack_pid "$tool_pid"
-	SERVER_RC=$tool_rc
+	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
 	netns_del_tap qc
 }
 

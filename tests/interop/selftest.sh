@@ -42,6 +42,9 @@ expect_eq "verdict fail/0/0" "$(verdict fail 0 0)" XPASS
 expect_eq "verdict pass/none/0" "$(verdict pass none 0)" HANG
 expect_eq "verdict fail/124/1" "$(verdict fail 124 1)" HANG
 expect_eq "verdict pass/0/124" "$(verdict pass 0 124)" HANG
+expect_eq "verdict fail/killed/1" "$(verdict fail killed 1)" HANG
+expect_eq "verdict pass/0/killed" "$(verdict pass 0 killed)" HANG
+expect_eq "verdict pass/1240/0 is no hang" "$(verdict pass 1240 0)" FAIL
 
 # --- guest markers ----------------------------------------------------------
 printf 'boot noise\r\nIWARP-INTEROP-READY\r\nrping output\r\nIWARP-INTEROP-RESULT rc=255\r\n[ 9.1] reboot: Power down\r\n' >"$TMP/g1.log"
