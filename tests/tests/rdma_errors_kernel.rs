@@ -40,3 +40,8 @@ cases!(
     reject_with_private_data,
     initiator_times_out,
 );
+
+#[test]
+fn peer_exits_mid_transfer() {
+    errors::peer_exits_mid_transfer(&kernel);
+}

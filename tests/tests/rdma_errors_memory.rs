@@ -40,3 +40,13 @@ cases!(
     reject_with_private_data,
     initiator_times_out,
 );
+
+#[test]
+fn peer_exits_mid_transfer() {
+    errors::peer_exits_mid_transfer(&|| Net::memory_virtual(&MemoryLinkConfig::default()));
+}
+
+#[test]
+fn peer_goes_silent_mid_transfer() {
+    errors::peer_goes_silent_mid_transfer(&|| Net::memory_virtual(&MemoryLinkConfig::default()));
+}

@@ -13,7 +13,9 @@ use common::capture::terminates;
 use common::suite::{guarded, holding, REMOTE};
 use common::*;
 use ddp::error::TermCode;
-use verbs::{wr, Access, CmEvent, DisconnectReason, MemoryRegion, WcOpcode, WcStatus, WorkCompletion};
+use verbs::{
+    wr, Access, CmEvent, DisconnectReason, MemoryRegion, WcOpcode, WcStatus, WorkCompletion,
+};
 
 fn link(faults: FaultConfig, seed: u64) -> MemoryLinkConfig {
     MemoryLinkConfig {
@@ -95,7 +97,11 @@ fn post_workload(p: &Pair) -> Expect {
                 .unwrap();
             e.recvs
                 .push((base, rx.clone(), off, src_bytes[off..off + n].to_vec()));
-            e.reads.push((base + 3, sink.clone(), read_src_bytes[off..off + n].to_vec()));
+            e.reads.push((
+                base + 3,
+                sink.clone(),
+                read_src_bytes[off..off + n].to_vec(),
+            ));
             let (to_ids, from_ids) = if to == Side::Server {
                 (&mut e.server_ids, &mut e.client_ids)
             } else {
@@ -191,7 +197,12 @@ fn survives(cfg: MemoryLinkConfig) -> (Duration, Vec<(u64, WcStatus)>) {
     let mut all = c.clone();
     all.extend(s);
     let v = judge(&e, &all);
-    assert_eq!(v.failed, 0, "{:?}", all.iter().filter(|w| !w.is_success()).collect::<Vec<_>>());
+    assert_eq!(
+        v.failed,
+        0,
+        "{:?}",
+        all.iter().filter(|w| !w.is_success()).collect::<Vec<_>>()
+    );
     assert_eq!(v.lies, 0);
     assert_eq!(v.ok, e.recvs.len() + e.reads.len());
     for (mr, want) in &e.writes {
@@ -208,7 +219,10 @@ fn survives(cfg: MemoryLinkConfig) -> (Duration, Vec<(u64, WcStatus)>) {
         assert_eq!(summary.crc_errors(), 0);
     }
     c.sort_by_key(|w| w.wr_id);
-    (p.virtual_elapsed(), c.iter().map(|w| (w.wr_id, w.status)).collect())
+    (
+        p.virtual_elapsed(),
+        c.iter().map(|w| (w.wr_id, w.status)).collect(),
+    )
 }
 
 #[test]
@@ -309,21 +323,24 @@ fn corrupted_run(seed: u64) -> Corrupted {
         Some(other) => panic!("seed {seed}: {side:?}: {other:?}"),
         None => p.disconnected(side),
     };
-    let reasons = [
-        reason(&ev[0], Side::Client),
-        reason(&ev[1], Side::Server),
-    ];
+    let reasons = [reason(&ev[0], Side::Client), reason(&ev[1], Side::Server)];
     // One side caught a bad CRC; the other was told (or caught one of its
     // own, if the TERMINATE itself was hit).
     assert!(reasons.contains(&crc(false)), "seed {seed}: {reasons:?}");
     for r in &reasons {
-        assert!(*r == crc(false) || *r == crc(true), "seed {seed}: {reasons:?}");
+        assert!(
+            *r == crc(false) || *r == crc(true),
+            "seed {seed}: {reasons:?}"
+        );
     }
     // The client's capture holds what it received after the damage: the
     // decoder sees a bad CRC wherever our side said so.
     let (_, summary) = p.capture.as_ref().unwrap().decode();
     if reasons[0] == crc(false) {
-        assert!(summary.crc_errors() > 0, "seed {seed}: the client's bad FPDU is in its capture");
+        assert!(
+            summary.crc_errors() > 0,
+            "seed {seed}: the client's bad FPDU is in its capture"
+        );
     }
     Corrupted::Terminated
 }
@@ -377,5 +394,8 @@ fn without_crc_the_same_damage_goes_unseen() {
         }
     }
     println!("wrong bytes accepted: {lies}, streams broken otherwise: {other_breaks}");
-    assert!(lies > 0, "payload damage reaches memory when nothing checks it");
+    assert!(
+        lies > 0,
+        "payload damage reaches memory when nothing checks it"
+    );
 }

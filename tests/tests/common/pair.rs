@@ -181,6 +181,42 @@ impl Pair {
         out
     }
 
+    /// A round of progress on one device only (the other has gone
+    /// silent); virtual time jumps by that device's own deadlines.
+    pub fn step_only(&self, side: Side) -> bool {
+        let dev = self.device(side);
+        let busy = match self.clock.get() {
+            None => dev.progress(),
+            Some(now) => dev.progress_at(now),
+        };
+        if !busy {
+            match self.clock.get() {
+                None => std::thread::yield_now(),
+                Some(now) => {
+                    let jump = match dev.poll_delay_at(now) {
+                        Some(d) if d.is_zero() => Duration::from_micros(100),
+                        Some(d) => d,
+                        None => Duration::from_millis(1),
+                    };
+                    self.clock.set(Some(now + jump));
+                }
+            }
+        }
+        busy
+    }
+
+    /// Drives only `side` until it reports a connection event.
+    pub fn event_alone(&self, side: Side) -> CmEvent {
+        let start = Instant::now();
+        loop {
+            if let Some(ev) = self.qp(side).try_event() {
+                return ev;
+            }
+            self.check_limits(start, &format!("no event on the lone {side:?}"));
+            self.step_only(side);
+        }
+    }
+
     /// Drives until `side`'s queue pair reports a connection event.
     pub fn event(&self, side: Side) -> CmEvent {
         let start = Instant::now();
@@ -201,6 +237,81 @@ impl Pair {
                 "{}: {side:?} expected a disconnect, got {other:?}",
                 self.name
             ),
+        }
+    }
+}
+
+/// The server of a pair whose client is gone, with the pair's clock.
+pub struct Lone {
+    pub device: Device,
+    pub qp: QueuePair,
+    pub cq: CompletionQueue,
+    pub name: String,
+    clock: Cell<Option<Instant>>,
+    start: Instant,
+}
+
+impl Pair {
+    /// Drops everything of the client (its process ends) and keeps the
+    /// server, to be driven alone.
+    pub fn end_client(self) -> Lone {
+        let Pair {
+            client,
+            client_pd,
+            client_cq,
+            client_qp,
+            server,
+            server_cq,
+            server_qp,
+            name,
+            clock,
+            start,
+            ..
+        } = self;
+        drop((client_qp, client_cq, client_pd, client));
+        Lone {
+            device: server,
+            qp: server_qp,
+            cq: server_cq,
+            name,
+            clock,
+            start,
+        }
+    }
+}
+
+impl Lone {
+    pub fn virtual_elapsed(&self) -> Duration {
+        self.clock.get().map_or(Duration::ZERO, |now| {
+            now.saturating_duration_since(self.start)
+        })
+    }
+
+    /// Drives until the queue pair reports a connection event.
+    pub fn event(&self) -> CmEvent {
+        let start = Instant::now();
+        loop {
+            if let Some(ev) = self.qp.try_event() {
+                return ev;
+            }
+            assert!(start.elapsed() < LIMIT, "{}: no event", self.name);
+            assert!(
+                self.virtual_elapsed() < VIRTUAL_LIMIT,
+                "{}: no event",
+                self.name
+            );
+            let busy = match self.clock.get() {
+                None => self.device.progress(),
+                Some(now) => self.device.progress_at(now),
+            };
+            if let (false, Some(now)) = (busy, self.clock.get()) {
+                let jump = match self.device.poll_delay_at(now) {
+                    Some(d) if d.is_zero() => Duration::from_micros(100),
+                    Some(d) => d,
+                    None => Duration::from_millis(1),
+                };
+                self.clock.set(Some(now + jump));
+            }
         }
     }
 }

@@ -206,6 +206,9 @@ impl Engine {
             if let Some(t) = self.transport.as_deref_mut() {
                 slot.disconnect(t, now);
                 slot.release(t);
+                // Put the FIN (or a queued TERMINATE) on the wire now: the
+                // device may be dropped before its next turn.
+                t.poll(now);
             }
         }
         self.qp_order.retain(|&n| n != num);
@@ -266,6 +269,7 @@ impl Engine {
     pub(crate) fn disconnect(&mut self, num: u32, now: Instant) {
         if let (Some(slot), Some(t)) = (self.qps.get_mut(&num), self.transport.as_deref_mut()) {
             slot.disconnect(t, now);
+            t.poll(now);
             self.changed = true;
         }
     }

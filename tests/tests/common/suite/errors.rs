@@ -604,3 +604,118 @@ pub fn initiator_times_out(make: MakeNet) {
     );
     assert_eq!(qp.state(), QpState::Error);
 }
+
+/// Peer-to-peer mode (RFC 6581): the initiator's RTR lets the server send
+/// first; without it the responder may not send before the client does.
+pub fn p2p() -> Opts {
+    let mut o = Opts::default();
+    o.connect.mpa.p2p = verbs::RtrSet::ALL;
+    o.listen.mpa.p2p = verbs::RtrSet::ALL;
+    o
+}
+
+/// Work the server has outstanding towards the client: a large Write, a
+/// large READ, and receives. Returns the ids and the Write's target.
+fn server_busy_with_client(p: &Pair) -> (Vec<u64>, verbs::MemoryRegion) {
+    let n = 16 << 20;
+    let target = guarded(&p.client_pd, n, REMOTE);
+    let read_src = holding(&p.client_pd, 0, &pattern(n, 2), 0, REMOTE);
+    let src = holding(&p.server_pd, 0, &pattern(n, 1), 0, Access::NONE);
+    let sink = guarded(&p.server_pd, n, Access::LOCAL_WRITE);
+    let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
+    for i in 0..3u64 {
+        p.server_qp
+            .post_recv(wr::recv(10 + i, vec![rx.sge_all()]))
+            .unwrap();
+    }
+    p.server_qp
+        .post_send(wr::read(
+            1,
+            sink.sge_all(),
+            read_src.rkey(),
+            read_src.addr(),
+        ))
+        .unwrap();
+    p.server_qp
+        .post_send(wr::write(
+            2,
+            vec![src.sge_all()],
+            target.rkey(),
+            target.addr(),
+        ))
+        .unwrap();
+    p.server_qp.post_send(wr::send(3, vec![])).unwrap();
+    (vec![1, 2, 3, 10, 11, 12], target)
+}
+
+/// The client's host stops answering in the middle of a transfer (frozen,
+/// unplugged): the server's TCP gives up after its user timeout (30 s of
+/// virtual time here) and every request it had outstanding is flushed.
+pub fn peer_goes_silent_mid_transfer(make: MakeNet) {
+    let p = connect(make(), p2p());
+    let (ids, target) = server_busy_with_client(&p);
+    p.drive_until(|_| target.with_bytes(|b| b[0] != GUARD));
+    let ev = p.event_alone(Side::Server);
+    assert_eq!(
+        ev,
+        CmEvent::Disconnected {
+            reason: DisconnectReason::Reset
+        },
+        "{}",
+        p.name
+    );
+    assert!(p.virtual_elapsed() >= std::time::Duration::from_secs(30));
+    let mut got = Vec::new();
+    while let Some(w) = p.server_cq.poll_one().unwrap() {
+        got.push(w);
+    }
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!(got.iter().map(|w| w.wr_id).collect::<Vec<_>>(), ids);
+    // The Write may have left completely before the silence; the READ
+    // cannot have been answered, the receives never matched.
+    for w in &got {
+        if w.wr_id != 2 {
+            assert_eq!(w.status, WcStatus::WrFlushErr, "{w:?}");
+        }
+    }
+}
+
+/// The client's process ends in the middle of a transfer (its device and
+/// queue pair are dropped): the server sees the stream end (kernel TCP:
+/// the kernel closes the sockets; a userspace stack vanishes with the
+/// process, so the server's TCP times out) and flushes every request it
+/// had outstanding.
+pub fn peer_exits_mid_transfer(make: MakeNet) {
+    let p = connect(make(), p2p());
+    assert!(p.client_info.rtr.is_some());
+    let (ids, target) = server_busy_with_client(&p);
+    p.drive_until(|_| target.with_bytes(|b| b[0] != GUARD));
+    drop(target);
+    let server = p.end_client();
+    let ev = server.event();
+    let name = &server.name;
+    assert!(
+        matches!(
+            ev,
+            CmEvent::Disconnected {
+                reason: DisconnectReason::PeerClosed | DisconnectReason::Reset
+            }
+        ),
+        "{name}: {ev:?}"
+    );
+    let mut got = Vec::new();
+    while let Some(w) = server.cq.poll_one().unwrap() {
+        got.push(w);
+    }
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!(
+        got.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+        ids,
+        "{name}"
+    );
+    for w in &got {
+        if w.wr_id != 2 {
+            assert_eq!(w.status, WcStatus::WrFlushErr, "{name}: {w:?}");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod errors;
 pub mod ops;
+pub mod peer;
 
 use verbs::{Access, MemoryRegion, ProtectionDomain, WcOpcode, WcStatus, WorkCompletion};
 
