@@ -51,6 +51,7 @@ wait_for=
 wait_settle=2
 dmesg_lines=20
 siw_debug=0
+# shellcheck disable=SC2013 # the command line is words, one line
 for word in $(cat /proc/cmdline); do
 	case "$word" in
 	iwarp.variant=*) variant=${word#iwarp.variant=} ;;

@@ -1,5 +1,6 @@
 # Starting and watching siw guests under qemu; sourced, not run.
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # PAIR_RC_* are read by the caller
 #
 # Each guest is Debian's kernel plus the harness initramfs, booted under TCG
 # (KVM hangs on the machines this runs on), with one virtio NIC on its own
@@ -94,13 +95,13 @@ guest_setup_failure() {
 # already failed must not cost a full time limit. Sets PAIR_RC_A/PAIR_RC_B
 # to each exit status, or "killed".
 wait_pair() {
-	local a=$1 b=${2:-} grace=$3 gone_at= pid alive n
+	local a=$1 b=${2:-} grace=$3 gone_at='' pid alive n
 	local -A killed=()
+	[ -n "$b" ] && n=2 || n=1
 	[ -n "$b" ] || gone_at=$(date +%s)
 	while :; do
 		alive=0
 		for pid in $a $b; do kill -0 "$pid" 2>/dev/null && alive=$((alive + 1)); done
-		n=$(echo $a $b | wc -w)
 		[ "$alive" -gt 0 ] || break
 		if [ "$alive" -lt "$n" ] || [ -z "$b" ]; then
 			gone_at=${gone_at:-$(date +%s)}

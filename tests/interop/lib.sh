@@ -1,5 +1,6 @@
 # Common settings and helpers of the interop harness; sourced, not run.
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # settings used by the scripts that source this
 
 INTEROP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$INTEROP_DIR/../.." && pwd)
@@ -48,7 +49,9 @@ load_setup_env() {
 	[ -f "$env_file" ] || die "no $env_file: run tests/interop/setup.sh first"
 	# shellcheck disable=SC1090
 	. "$env_file"
-	[ -f "$KERNEL" ] && [ -f "$INITRD" ] || die "cache is incomplete: run tests/interop/setup.sh"
+	if [ ! -f "$KERNEL" ] || [ ! -f "$INITRD" ]; then
+		die "cache is incomplete: run tests/interop/setup.sh"
+	fi
 }
 
 # The project's own tool, when it has been built.

@@ -1,5 +1,6 @@
 # A private network for one harness run; sourced, not run.
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # addresses used by the scripts that source this
 #
 # One network namespace, named uniquely per run, holding a bridge that joins
 # the qemu guests' TAP devices, the host side's address (for the kernel-TCP
@@ -89,7 +90,7 @@ capture_start() {
 	ip netns exec "$NETNS" tcpdump -i "$BRIDGE" -s 0 -U -w "$pcap" >"$errlog" 2>&1 &
 	CAPTURE_PID=$!
 	netns_track_pid "$CAPTURE_PID"
-	for i in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		grep -q 'listening on' "$errlog" 2>/dev/null && return 0
 		kill -0 "$CAPTURE_PID" 2>/dev/null || break
 		sleep 0.1

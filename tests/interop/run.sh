@@ -107,7 +107,7 @@ run_siw_siw() {
 			CASE_NOTE="server guest never got ready"
 		fi
 		sleep 1
-		GUEST_WAIT_FOR= guest_start c "$variant" "$SIW_CLIENT_IP" "rping -c -a $SIW_SERVER_IP $args" \
+		GUEST_WAIT_FOR='' guest_start c "$variant" "$SIW_CLIENT_IP" "rping -c -a $SIW_SERVER_IP $args" \
 			"$SIW_SIW_LIMIT" "$dir/client.log"
 	else
 		GUEST_WAIT_FOR=$SIW_SERVER_IP guest_start c "$variant" "$SIW_CLIENT_IP" \

@@ -57,6 +57,28 @@ expect_eq "no result after setup failure" "$(guest_result "$TMP/g3.log")" none
 printf 'echo IWARP-INTEROP-RESULT rc=0 inside a line\n' >"$TMP/g4.log"
 expect_eq "marker only at line start" "$(guest_result "$TMP/g4.log")" none
 
+# --- waiting on the two ends of a case ---------------------------------------
+netns_untrack_pid() { :; } # no namespace here: nothing to untrack
+sleep 1 &
+a=$!
+sleep 30 &
+b=$!
+t0=$(date +%s)
+wait_pair "$a" "$b" 2
+expect_eq "wait_pair: finished end's status" "$PAIR_RC_A" 0
+expect_eq "wait_pair: end outliving its peer by the grace is killed" "$PAIR_RC_B" killed
+expect_eq "wait_pair: kill comes after the grace, not the end's limit" "$(($(date +%s) - t0 < 10))" 1
+sh -c 'exit 3' &
+a=$!
+sh -c 'sleep 1; exit 0' &
+b=$!
+wait_pair "$a" "$b" 5
+expect_eq "wait_pair: both statuses kept" "$PAIR_RC_A/$PAIR_RC_B" 3/0
+sleep 30 &
+a=$!
+wait_pair "$a" "" 1
+expect_eq "wait_pair: a single end gets the grace from the start" "$PAIR_RC_A" killed
+
 # --- the case list ----------------------------------------------------------
 cases=$(interop_cases)
 expect_eq "case count" "$(echo "$cases" | wc -l)" 60
@@ -137,11 +159,16 @@ else
 		awk -v t="$target" 'BEGIN { off = 24 } { off += 16 + $2; if ($1 == t) { print off - 1; exit } }')
 	if [ -n "$target" ] && [ -n "$offset" ]; then
 		byte=$(od -An -tu1 -j "$offset" -N 1 "$TMP/bad-crc.pcap" | tr -d ' ')
+		# shellcheck disable=SC2059 # the format is the one octal escape
 		printf "$(printf '\\%03o' $((byte ^ 1)))" |
 			dd of="$TMP/bad-crc.pcap" bs=1 seek="$offset" conv=notrunc status=none
-		out=$(check_capture "$TMP/bad-crc.pcap" crc pass 3 64) && not_ok "corrupted CRC detected: no problem found" ||
-			{ echo "$out" | grep -q 'Bad CRC32' && ok "corrupted CRC detected" ||
-				not_ok "corrupted CRC detected: $out"; }
+		if out=$(check_capture "$TMP/bad-crc.pcap" crc pass 3 64); then
+			not_ok "corrupted CRC detected: no problem found"
+		elif echo "$out" | grep -q 'Bad CRC32'; then
+			ok "corrupted CRC detected"
+		else
+			not_ok "corrupted CRC detected: $out"
+		fi
 	else
 		not_ok "corrupted CRC detected: no CRC-checked FPDU in rping-crc.pcap"
 	fi

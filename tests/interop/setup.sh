@@ -141,10 +141,11 @@ set_siw_constants() {
 		-e "s/^const bool peer_to_peer\( = [a-z]*\)\{0,1\};/const bool peer_to_peer = $p2p;/" \
 		-e "s/^u_char mpa_version = MPA_REVISION_[0-9];/u_char mpa_version = MPA_REVISION_$rev;/" \
 		"$file"
-	grep -qx "const bool mpa_crc_required = $crc;" "$file" &&
-		grep -qx "const bool peer_to_peer = $p2p;" "$file" &&
-		grep -qx "u_char mpa_version = MPA_REVISION_$rev;" "$file" ||
+	if ! grep -qx "const bool mpa_crc_required = $crc;" "$file" ||
+		! grep -qx "const bool peer_to_peer = $p2p;" "$file" ||
+		! grep -qx "u_char mpa_version = MPA_REVISION_$rev;" "$file"; then
 		die "siw_main.c does not have the expected policy constants (source changed?)"
+	fi
 }
 
 for v in $SIW_VARIANTS; do
@@ -233,8 +234,10 @@ if ! stamp_ok "$CACHE/initramfs.stamp" "$KVER $inputs_hash" || [ ! -f "$INITRD" 
 		p=$(command -v "$t") || die "missing guest tool $t"
 		tools+=("$p")
 	done
-	provider=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so | head -n 1)
-	libgcc=$(ls /lib/x86_64-linux-gnu/libgcc_s.so.1)
+	provider=$(find /usr/lib/x86_64-linux-gnu/libibverbs -name 'libsiw-rdmav*.so' | head -n 1)
+	[ -n "$provider" ] || die "no siw verbs provider (ibverbs-providers)"
+	libgcc=/lib/x86_64-linux-gnu/libgcc_s.so.1
+	[ -f "$libgcc" ] || die "missing $libgcc"
 	copy_with_libs "${tools[@]}" "$provider" "$libgcc"
 	mkdir -p "$STAGE/etc/libibverbs.d"
 	cp /etc/libibverbs.d/siw.driver "$STAGE/etc/libibverbs.d/"
