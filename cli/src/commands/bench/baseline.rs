@@ -10,12 +10,21 @@ use std::time::{Duration, Instant};
 
 use verbs::transport::{StreamState, Transport};
 
+use super::cpu;
 use super::link::{self, LinkOptions};
 
 const CHUNK: usize = 1 << 20;
 
-/// Gbit/s of payload delivered in `duration`.
-pub(crate) fn measure(opts: &LinkOptions, duration: Duration) -> Result<f64, String> {
+/// Raw TCP goodput over wall-clock time and over the CPU time it took.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Baseline {
+    pub gbps: f64,
+    /// Gbit per CPU-second; `None` where CPU time cannot be read.
+    pub cpu_gbps: Option<f64>,
+}
+
+/// Payload delivered in `duration`.
+pub(crate) fn measure(opts: &LinkOptions, duration: Duration) -> Result<Baseline, String> {
     let mut link = link::build_with(opts, None)?;
     let port = link.server_addr.port().wrapping_add(1).max(1024);
     let mut addr = link.server_addr;
@@ -40,6 +49,7 @@ pub(crate) fn measure(opts: &LinkOptions, duration: Duration) -> Result<f64, Str
     let source: Vec<u8> = (0..CHUNK).map(|i| (i % 251) as u8).collect();
     let mut sink = vec![0u8; CHUNK];
     let (mut sent, mut received) = (0u64, 0u64);
+    let cpu_start = cpu::process_cpu();
     let start = Instant::now();
     while start.elapsed() < duration {
         a.send_with(client, &mut |buf| {
@@ -61,10 +71,15 @@ pub(crate) fn measure(opts: &LinkOptions, duration: Duration) -> Result<f64, Str
         .map_err(|e| format!("baseline receive: {e}"))?;
     }
     let secs = start.elapsed().as_secs_f64();
+    let cpu_secs = cpu::since(cpu_start).map(|d| d.as_secs_f64());
     a.abort(client);
     b.abort(server);
     drop(link);
-    Ok(received as f64 * 8.0 / secs / 1e9)
+    let bits = received as f64 * 8.0;
+    Ok(Baseline {
+        gbps: bits / secs / 1e9,
+        cpu_gbps: cpu_secs.filter(|s| *s > 0.0).map(|s| bits / s / 1e9),
+    })
 }
 
 fn poll_both(a: &mut dyn Transport, b: &mut dyn Transport) {

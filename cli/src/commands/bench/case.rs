@@ -14,7 +14,7 @@ use verbs::{
     ListenOptions, MemoryRegion, MpaOptions, ProtectionDomain, QpInit, QueuePair, WorkCompletion,
 };
 
-use super::{progress_both, ProgressModel};
+use super::{cpu, progress_both, ProgressModel};
 
 /// The work requests in flight at most, whatever `--depth` says.
 const MAX_DEPTH: usize = 64;
@@ -159,6 +159,8 @@ pub(crate) struct Measured {
     pub bytes: u64,
     pub messages: u64,
     pub elapsed: Duration,
+    /// CPU time the process spent over `elapsed`, where it can be read.
+    pub cpu: Option<Duration>,
     /// Unloaded post-to-completion latencies, sorted.
     pub latencies: Vec<Duration>,
 }
@@ -352,6 +354,7 @@ impl Driver<'_> {
     fn bandwidth(&mut self, depth: usize) -> Result<Measured, String> {
         let size = self.case.size as u64;
         let first = self.finished();
+        let cpu_start = cpu::process_cpu();
         let start = Instant::now();
         let mut last = start;
         while start.elapsed() < self.case.duration {
@@ -371,12 +374,14 @@ impl Driver<'_> {
         }
         // What finishes after the clock stopped does not count.
         let elapsed = start.elapsed();
+        let cpu = cpu::since(cpu_start);
         let messages = self.finished() - first;
         self.settle()?;
         Ok(Measured {
             bytes: messages * size,
             messages,
             elapsed,
+            cpu,
             latencies: Vec::new(),
         })
     }

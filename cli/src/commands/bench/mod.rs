@@ -9,6 +9,7 @@
 
 mod baseline;
 mod case;
+mod cpu;
 mod link;
 mod report;
 
@@ -143,7 +144,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
     let progress =
         Progress::new(args.ops.len() * args.sizes.len() + usize::from(!args.no_baseline));
 
-    let baseline_gbps = if args.no_baseline {
+    let baseline = if args.no_baseline {
         None
     } else {
         progress.step("raw TCP baseline");
@@ -182,7 +183,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
                 progress: args.progress,
             };
             let m = case.run(&endpoints)?;
-            rows.push(Row::new(op, size, args.transport, &m, baseline_gbps));
+            rows.push(Row::new(op, size, args.transport, &m, baseline));
         }
     }
     progress.done();
@@ -192,7 +193,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if args.json {
         println!("{}", report::json(&rows));
     } else {
-        report::table(&rows, baseline_gbps, args);
+        report::table(&rows, baseline, args);
     }
     Ok(())
 }

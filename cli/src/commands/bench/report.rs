@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use super::baseline::Baseline;
 use super::case::{Measured, Op};
 use super::link::TransportKind;
 use super::Args;
@@ -19,6 +20,11 @@ pub(crate) struct Row {
     pub lat_us_p99: f64,
     pub baseline_gbps: Option<f64>,
     pub ratio: Option<f64>,
+    /// Gbit per CPU-second of the process (see [`super::cpu`]).
+    pub cpu_gbps: Option<f64>,
+    pub baseline_cpu_gbps: Option<f64>,
+    /// `cpu_gbps` over the baseline's: the load-independent ratio.
+    pub cpu_ratio: Option<f64>,
 }
 
 impl Row {
@@ -27,10 +33,17 @@ impl Row {
         size: usize,
         transport: TransportKind,
         m: &Measured,
-        baseline: Option<f64>,
+        baseline: Option<Baseline>,
     ) -> Row {
         let secs = m.elapsed.as_secs_f64().max(1e-9);
         let gbps = m.bytes as f64 * 8.0 / secs / 1e9;
+        let cpu_gbps = m
+            .cpu
+            .map(|c| c.as_secs_f64())
+            .filter(|c| *c > 0.0)
+            .map(|c| m.bytes as f64 * 8.0 / c / 1e9);
+        let baseline_cpu_gbps = baseline.and_then(|b| b.cpu_gbps);
+        let baseline = baseline.map(|b| b.gbps);
         Row {
             op,
             size,
@@ -41,6 +54,12 @@ impl Row {
             lat_us_p99: percentile(&m.latencies, 99.0),
             baseline_gbps: baseline,
             ratio: baseline.filter(|b| *b > 0.0).map(|b| gbps / b),
+            cpu_gbps,
+            baseline_cpu_gbps,
+            cpu_ratio: match (cpu_gbps, baseline_cpu_gbps) {
+                (Some(x), Some(b)) if b > 0.0 => Some(x / b),
+                _ => None,
+            },
         }
     }
 }
@@ -76,7 +95,7 @@ pub(crate) fn json(rows: &[Row]) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"baseline_gbps\":{},\"ratio\":{}}}",
+                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"baseline_gbps\":{},\"ratio\":{},\"cpu_gbps\":{},\"baseline_cpu_gbps\":{},\"cpu_ratio\":{}}}",
                 r.op,
                 r.size,
                 transport_name(r.transport),
@@ -86,6 +105,9 @@ pub(crate) fn json(rows: &[Row]) -> String {
                 num(r.lat_us_p99),
                 r.baseline_gbps.map_or("null".into(), num),
                 r.ratio.map_or("null".into(), num),
+                r.cpu_gbps.map_or("null".into(), num),
+                r.baseline_cpu_gbps.map_or("null".into(), num),
+                r.cpu_ratio.map_or("null".into(), num),
             )
         })
         .collect();
@@ -100,31 +122,46 @@ fn human_size(n: usize) -> String {
     }
 }
 
-pub(crate) fn table(rows: &[Row], baseline: Option<f64>, args: &Args) {
+fn opt(x: Option<f64>, width: usize, digits: usize) -> String {
+    x.map_or_else(
+        || format!("{:>width$}", "-"),
+        |x| format!("{x:>width$.digits$}"),
+    )
+}
+
+pub(crate) fn table(rows: &[Row], baseline: Option<Baseline>, args: &Args) {
     println!("iwarp bench: {}", super::describe(args));
     match baseline {
-        Some(b) => println!("raw TCP goodput on the same link: {b:.2} Gbit/s"),
+        Some(b) => println!(
+            "raw TCP goodput on the same link: {:.2} Gbit/s, {} Gbit per CPU-second",
+            b.gbps,
+            opt(b.cpu_gbps, 0, 2)
+        ),
         None => println!("raw TCP baseline skipped"),
     }
     println!();
     println!(
-        "{:<6} {:>9} {:>10} {:>12} {:>10} {:>10} {:>8}",
-        "op", "size", "Gbit/s", "msgs/s", "p50 us", "p99 us", "ratio"
+        "{:<6} {:>9} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>9}",
+        "op", "size", "Gbit/s", "msgs/s", "p50 us", "p99 us", "ratio", "Gb/cpu-s", "cpu ratio"
     );
     for r in rows {
         println!(
-            "{:<6} {:>9} {:>10.3} {:>12.0} {:>10.1} {:>10.1} {:>8}",
+            "{:<6} {:>9} {:>10.3} {:>12.0} {:>10.1} {:>10.1} {} {} {}",
             r.op.to_string(),
             human_size(r.size),
             r.gbps,
             r.msgs_per_s,
             r.lat_us_p50,
             r.lat_us_p99,
-            r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
+            opt(r.ratio, 8, 2),
+            opt(r.cpu_gbps, 10, 3),
+            opt(r.cpu_ratio, 9, 2),
         );
     }
     println!();
     println!("ratio = RDMA goodput / raw TCP goodput; latency = one request at a time, post to completion");
+    println!("Gb/cpu-s = goodput per CPU-second of this process (both ends): unlike wall-clock");
+    println!("figures it does not move with other load on the machine; cpu ratio compares those");
 }
 
 /// A progress line on stderr: rewritten in place on a terminal, one line
