@@ -31,12 +31,15 @@ known_unsupported() {
 	esac
 }
 
-# The iwarp tool's flags that match a siw build's MPA policy.
+# The iwarp tool's flags that match a siw build's MPA policy. `--crc` asks
+# for CRC (siw's CRC builds insist on it); `--p2p all` offers (connecting)
+# or accepts (listening) every ready-to-receive kind, and siw, responding,
+# picks a zero-length WRITE, the kind it sends itself when it connects.
 iwarp_policy_flags() {
 	case "$1" in
 	default) echo "" ;;
 	crc) echo "--crc" ;;
-	cxgb) echo "--crc --p2p" ;;
+	cxgb) echo "--crc --p2p all" ;;
 	rev1) echo "--mpa-rev 1 --crc" ;;
 	esac
 }

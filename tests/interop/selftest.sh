@@ -91,7 +91,7 @@ expect_eq "every expectation is pass or fail" "$(echo "$cases" | awk '$6 != "pas
 expect_eq "every fail has a reason" "$(echo "$cases" | while read -r _ k v _ _ e; do
 	[ "$e" = fail ] && [ -z "$(known_unsupported "$k" "$v")" ] && echo "$k/$v"
 done | wc -l)" 0
-expect_eq "policy flags for cxgb" "$(iwarp_policy_flags cxgb)" "--crc --p2p"
+expect_eq "policy flags for cxgb" "$(iwarp_policy_flags cxgb)" "--crc --p2p all"
 expect_eq "policy flags for rev1" "$(iwarp_policy_flags rev1)" "--mpa-rev 1 --crc"
 
 # --- capture checks against the reference captures -------------------------
