@@ -50,7 +50,11 @@ pub struct TcpTuning {
     pub ack_delay: Option<Duration>,
     /// Abort a connection whose data stays unacknowledged this long.
     pub user_timeout: Option<Duration>,
-    /// Keep-alive probe interval on idle connections.
+    /// Keep-alive probe interval on idle connections. smoltcp 0.14 applies
+    /// `user_timeout` to idle connections too (smoltcp issue #1202): an
+    /// idle connection is aborted after `user_timeout` without a received
+    /// segment. A probe interval well inside the timeout keeps a healthy
+    /// idle connection alive and still detects a dead peer in time.
     pub keep_alive: Option<Duration>,
 }
 
@@ -64,7 +68,7 @@ impl Default for TcpTuning {
             nagle: false,
             ack_delay: None,
             user_timeout: Some(Duration::from_secs(30)),
-            keep_alive: None,
+            keep_alive: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -104,6 +108,8 @@ mod tests {
         assert_eq!(s.recv_capacity(), 1 << 20);
         assert_eq!(s.send_capacity(), 1 << 20);
         assert_eq!(s.timeout(), Some(smoltcp::time::Duration::from_secs(30)));
+        // Idle connections must outlive the user timeout (smoltcp #1202).
+        assert!(s.keep_alive().unwrap() < s.timeout().unwrap());
     }
 
     #[test]

@@ -1,0 +1,310 @@
+//! Devices driven by progress threads (and by several program threads):
+//! an idle thread sleeps in the transport without the device lock and
+//! without spinning, a post wakes it at once, concurrent posters all get
+//! through, and stopping the thread is prompt.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::suite::{guarded, holding, REMOTE};
+use common::*;
+use verbs::{wr, Access, Device, WcOpcode, WcStatus};
+
+fn memory() -> Net {
+    Net::memory(&MemoryLinkConfig::default())
+}
+
+/// Spawns a progress thread on each device of `p`.
+fn threaded(p: &Pair) -> (verbs::ProgressThread, verbs::ProgressThread) {
+    (p.client.spawn_progress_thread(), p.server.spawn_progress_thread())
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Idle turns over 200 ms of an idle connected device.
+fn idle_turns(dev: &Device) -> u64 {
+    let before = dev.progress_thread_turns();
+    std::thread::sleep(Duration::from_millis(200));
+    dev.progress_thread_turns() - before
+}
+
+fn idle_thread_sleeps(make: fn() -> Net) {
+    let p = connect(make(), Opts::default());
+    let _threads = threaded(&p);
+    std::thread::sleep(Duration::from_millis(100));
+    for dev in [&p.client, &p.server] {
+        let turns = idle_turns(dev);
+        println!("{}: {turns} turns in 200 ms idle", p.name);
+        // A spinning thread turns millions of times; one that waits for a
+        // 2 ms slice, a hundred. This one wakes for deadlines only.
+        assert!(turns <= 12, "{}: {turns} turns while idle", p.name);
+    }
+}
+
+#[test]
+fn idle_progress_thread_sleeps_memory() {
+    idle_thread_sleeps(memory);
+}
+
+#[test]
+fn idle_progress_thread_sleeps_kernel() {
+    idle_thread_sleeps(Net::kernel);
+}
+
+/// Ping-pong of small Sends between two threaded devices after an idle
+/// spell: each post wakes the sleeping progress thread, so a round trip
+/// takes a fraction of the thread's idle wait (100 ms).
+fn ping_pong_after_idle(make: fn() -> Net) {
+    let p = connect(make(), Opts::default());
+    let _threads = threaded(&p);
+    let c_buf = holding(&p.client_pd, 0, &[7; 32], 32, Access::LOCAL_WRITE);
+    let s_buf = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
+    let mut rtts = Vec::new();
+    for i in 0..20u64 {
+        // Let both threads fall asleep first.
+        std::thread::sleep(Duration::from_millis(if i == 0 { 250 } else { 20 }));
+        p.server_qp
+            .post_recv(wr::recv(i, vec![s_buf.sge(0, 32).unwrap()]))
+            .unwrap();
+        p.client_qp
+            .post_recv(wr::recv(100 + i, vec![c_buf.sge(32, 32).unwrap()]))
+            .unwrap();
+        let start = Instant::now();
+        p.client_qp
+            .post_send(wr::send(200 + i, vec![c_buf.sge(0, 32).unwrap()]))
+            .unwrap();
+        let got = p.server_cq.wait_one(LIMIT).unwrap().expect("server receive");
+        assert_eq!((got.wr_id, got.status), (i, WcStatus::Success));
+        p.server_qp
+            .post_send(wr::send(300 + i, vec![s_buf.sge(0, 32).unwrap()]))
+            .unwrap();
+        let mut back = None;
+        while back.is_none() {
+            let w = p.client_cq.wait_one(LIMIT).unwrap().expect("client completion");
+            assert!(w.is_success(), "{w:?}");
+            if w.opcode == WcOpcode::Recv {
+                back = Some(w);
+            }
+        }
+        rtts.push(start.elapsed());
+        assert!(p.server_cq.wait_one(LIMIT).unwrap().unwrap().is_success());
+    }
+    let m = median(rtts.clone());
+    println!("{}: round trips after idle: median {m:?}, all {rtts:?}", p.name);
+    assert!(m < Duration::from_millis(25), "{}: median round trip {m:?}", p.name);
+}
+
+#[test]
+fn posting_to_an_idle_thread_is_prompt_memory() {
+    ping_pong_after_idle(memory);
+}
+
+#[test]
+fn posting_to_an_idle_thread_is_prompt_kernel() {
+    ping_pong_after_idle(Net::kernel);
+}
+
+/// Posting while the progress thread sleeps in the transport does not wait
+/// for the lock: the sleeping thread does not hold it.
+#[test]
+fn posts_do_not_wait_for_the_sleeping_thread() {
+    let p = connect(memory(), Opts::default());
+    let _threads = threaded(&p);
+    let buf = guarded(&p.server_pd, 16, Access::LOCAL_WRITE);
+    std::thread::sleep(Duration::from_millis(150));
+    let mut took = Vec::new();
+    for i in 0..100u64 {
+        let start = Instant::now();
+        p.server_qp
+            .post_recv(wr::recv(i, vec![buf.sge_all()]))
+            .unwrap();
+        took.push(start.elapsed());
+        if i % 10 == 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let m = median(took);
+    println!("post latency while the thread sleeps: median {m:?}");
+    assert!(m < Duration::from_millis(1), "median post {m:?}");
+    assert_eq!(p.server_cq.len(), 0);
+}
+
+/// Bulk traffic with progress threads and blocking waits only.
+#[test]
+fn bulk_transfer_with_progress_threads() {
+    let p = connect(memory(), Opts::default());
+    let _threads = threaded(&p);
+    let n = 8 << 20;
+    let data = pattern(n, 42);
+    let src = holding(&p.client_pd, 0, &data, 0, Access::NONE);
+    let dst = guarded(&p.server_pd, n, REMOTE);
+    let sink = guarded(&p.client_pd, n, Access::LOCAL_WRITE);
+    for round in 0..4u64 {
+        p.server_qp.post_recv(wr::recv(round, vec![])).unwrap();
+        p.client_qp
+            .post_send(wr::write(10 + round, vec![src.sge_all()], dst.rkey(), dst.addr()))
+            .unwrap();
+        p.client_qp.post_send(wr::send(20 + round, vec![])).unwrap();
+        p.client_qp
+            .post_send(wr::read(30 + round, sink.sge_all(), dst.rkey(), dst.addr()))
+            .unwrap();
+        let r = p.server_cq.wait_one(LIMIT).unwrap().expect("receive");
+        assert_eq!((r.wr_id, r.status), (round, WcStatus::Success));
+        let mut wcs = [p.client_cq.wait_one(LIMIT).unwrap(); 3];
+        for w in wcs.iter_mut().skip(1) {
+            *w = p.client_cq.wait_one(LIMIT).unwrap();
+        }
+        let ids: Vec<_> = wcs.iter().map(|w| w.map(|w| (w.wr_id, w.status))).collect();
+        assert_eq!(
+            ids,
+            [
+                Some((10 + round, WcStatus::Success)),
+                Some((20 + round, WcStatus::Success)),
+                Some((30 + round, WcStatus::Success))
+            ]
+        );
+        assert!(sink.with_bytes(|b| b == &data[..]));
+        sink.with_bytes_mut(|b| b.fill(GUARD));
+    }
+}
+
+/// Four program threads post Sends on one queue pair at once while the
+/// progress threads run: every message arrives, each thread's in order.
+#[test]
+fn concurrent_posters_on_one_queue_pair() {
+    let opts = Opts {
+        rq_depth: 512,
+        ..Opts::default()
+    };
+    let p = connect(memory(), opts);
+    let _threads = threaded(&p);
+    const THREADS: usize = 4;
+    const EACH: usize = 100;
+    let rx = guarded(&p.server_pd, THREADS * EACH * 8, Access::LOCAL_WRITE);
+    for i in 0..THREADS * EACH {
+        p.server_qp
+            .post_recv(wr::recv(i as u64, vec![rx.sge(i * 8, 8).unwrap()]))
+            .unwrap();
+    }
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (qp, pd) = (&p.client_qp, &p.client_pd);
+            s.spawn(move || {
+                let src = pd.register(EACH * 8, Access::NONE).unwrap();
+                for k in 0..EACH {
+                    let msg = [t as u32, k as u32];
+                    let bytes: Vec<u8> = msg.iter().flat_map(|v| v.to_le_bytes()).collect();
+                    src.write(k * 8, &bytes).unwrap();
+                    let w = wr::send((t * EACH + k) as u64, vec![src.sge(k * 8, 8).unwrap()]);
+                    // The send queue (128) may fill: retry after a pause.
+                    let start = Instant::now();
+                    loop {
+                        match qp.post_send(w.clone()) {
+                            Ok(()) => break,
+                            Err(verbs::VerbsError::Post(rdmap::PostError::QueueFull { .. })) => {
+                                assert!(start.elapsed() < LIMIT);
+                                std::thread::sleep(Duration::from_micros(200));
+                            }
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let mut recvs = Vec::new();
+    let deadline = Instant::now() + LIMIT;
+    while recvs.len() < THREADS * EACH && Instant::now() < deadline {
+        let mut out = [verbs::WorkCompletion {
+            wr_id: 0,
+            status: WcStatus::GeneralErr,
+            opcode: WcOpcode::Recv,
+            byte_len: 0,
+            qp_num: 0,
+            invalidated: None,
+            solicited: false,
+        }; 64];
+        let n = p.server_cq.wait(&mut out, Duration::from_secs(1)).unwrap();
+        recvs.extend_from_slice(&out[..n]);
+    }
+    assert_eq!(recvs.len(), THREADS * EACH);
+    let mut next = [0u32; THREADS];
+    for (i, w) in recvs.iter().enumerate() {
+        assert_eq!((w.wr_id, w.status, w.byte_len), (i as u64, WcStatus::Success, 8));
+        let b = rx.with_bytes(|b| b[i * 8..i * 8 + 8].to_vec());
+        let t = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        let k = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        assert_eq!(k, next[t], "thread {t}'s messages in order");
+        next[t] += 1;
+    }
+    assert!(next.iter().all(|&n| n as usize == EACH));
+    let sends = p.client_cq.len();
+    assert!(sends <= THREADS * EACH);
+}
+
+/// Without a progress thread, a program thread blocked in a completion
+/// wait sleeps in the transport; a second thread posting on the same
+/// device is neither blocked by it nor left unsent.
+#[test]
+fn caller_driven_waiter_and_poster_on_one_device() {
+    let p = connect(memory(), Opts::default());
+    // Only the client gets a thread; the server is driven by its callers.
+    let _client_thread = p.client.spawn_progress_thread();
+    let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
+    let src = holding(&p.server_pd, 0, b"from the server", 0, Access::NONE);
+    let c_src = holding(&p.client_pd, 0, b"from the client", 0, Access::NONE);
+    let c_rx = guarded(&p.client_pd, 64, Access::LOCAL_WRITE);
+    p.client_qp.post_recv(wr::recv(7, vec![c_rx.sge_all()])).unwrap();
+    let server_cq = &p.server_cq;
+    std::thread::scope(|s| {
+        let waiter = s.spawn(move || server_cq.wait_one(LIMIT).unwrap().expect("completion"));
+        std::thread::sleep(Duration::from_millis(150));
+        // The waiter sleeps in the transport now; posting must not wait.
+        let start = Instant::now();
+        p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+        let posted = start.elapsed();
+        assert!(posted < Duration::from_millis(50), "posting took {posted:?}");
+        // The client speaks first (the server is the MPA responder); the
+        // waiting thread drives the server and sees the receive.
+        p.client_qp.post_send(wr::send(8, vec![c_src.sge_all()])).unwrap();
+        let w = waiter.join().unwrap();
+        assert_eq!((w.wr_id, w.status, w.byte_len), (1, WcStatus::Success, 15));
+    });
+    assert_eq!(&rx.to_vec()[..15], b"from the client");
+    // Now a Send from the server: posted from this thread while nobody
+    // waits on the server; the post itself puts it on the wire.
+    p.server_qp.post_send(wr::send(2, vec![src.sge_all()])).unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        got.push(p.client_cq.wait_one(LIMIT).unwrap().expect("client completion"));
+    }
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!((got[0].wr_id, got[0].byte_len), (7, 15));
+    assert_exactly_prefix(&c_rx, b"from the server");
+}
+
+fn assert_exactly_prefix(mr: &verbs::MemoryRegion, want: &[u8]) {
+    assert_eq!(&mr.to_vec()[..want.len()], want);
+}
+
+/// Dropping the thread's handle stops it promptly, idle or busy, and the
+/// device goes back to being driven by its callers.
+#[test]
+fn stopping_the_thread_is_prompt() {
+    let p = connect(memory(), Opts::default());
+    let t = p.server.spawn_progress_thread();
+    std::thread::sleep(Duration::from_millis(150));
+    let start = Instant::now();
+    drop(t);
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(50), "stopping took {took:?}");
+    // Caller-driven again: an ordinary exchange works.
+    let rx = guarded(&p.server_pd, 8, Access::LOCAL_WRITE);
+    p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    p.client_qp.post_send(wr::send(2, vec![])).unwrap();
+    assert!(p.server_completions(1)[0].is_success());
+}
