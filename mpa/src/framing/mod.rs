@@ -7,7 +7,7 @@ mod rx;
 mod tx;
 
 pub use rx::Deframer;
-pub use tx::Framer;
+pub use tx::{FrameWithError, Framer};
 
 /// The framing of one direction of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -111,22 +111,8 @@ impl Framer {
         out: &mut [u8],
     ) -> Result<usize, FrameError> {
         let ulpdu_len = header.len() + payload.len();
-        if ulpdu_len > MAX_ULPDU {
-            return Err(FrameError::UlpduTooLong { len: ulpdu_len });
-        }
-        let fpdu_len = self.fpdu_len(ulpdu_len);
-        if self.markers
-            && markers::last_marker_offset(self.pos, ulpdu_len)
-                .is_some_and(|o| o > usize::from(u16::MAX))
-        {
-            return Err(FrameError::MarkerPointerOverflow { fpdu_len });
-        }
-        let Some(out) = out.get_mut(..fpdu_len) else {
-            return Err(FrameError::OutTooSmall {
-                needed: fpdu_len,
-                available: out.len(),
-            });
-        };
+        let fpdu_len = self.check(ulpdu_len, out.len())?;
+        let out = &mut out[..fpdu_len];
         // Cannot truncate: checked against MAX_ULPDU above.
         let length = (ulpdu_len as u16).to_be_bytes();
         let pad = [0u8; 3];
@@ -153,15 +139,85 @@ impl Framer {
             }
             at
         };
-        debug_assert_eq!(body_len + CRC_LEN, fpdu_len);
+        Ok(self.seal(out, body_len))
+    }
+
+    /// Like [`Framer::frame`], but the `payload_len` payload octets are
+    /// written in place by `fill`, which gets exactly that many: a sender
+    /// gathers a message segment from its buffers straight into the TCP
+    /// send buffer, with no staging copy. `fill` runs only once the FPDU is
+    /// known to fit. If it fails, the position does not advance, the error
+    /// is handed back, and `out` holds partial bytes within the FPDU's
+    /// length (nothing beyond it is touched).
+    ///
+    /// Without markers the payload lands where it stays. With markers it is
+    /// written contiguously and then moved forward around the marker slots
+    /// within `out` (one extra pass; markers are rare on the wire).
+    pub fn frame_with<E>(
+        &mut self,
+        header: &[u8],
+        payload_len: usize,
+        out: &mut [u8],
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<usize, FrameWithError<E>> {
+        let ulpdu_len = header.len() + payload_len;
+        let fpdu_len = self.check(ulpdu_len, out.len())?;
+        let out = &mut out[..fpdu_len];
+        let pad_len = markers::pad_len(ulpdu_len);
+        let content = LENGTH_LEN + ulpdu_len + pad_len;
+        // Marker octets in this FPDU: the content is laid out after them,
+        // then spread forward into its places.
+        let gap = fpdu_len - CRC_LEN - content;
+        let (length_at, header_at) = (gap, gap + LENGTH_LEN);
+        let payload_at = header_at + header.len();
+        let pad_at = payload_at + payload_len;
+        // Cannot truncate: checked against MAX_ULPDU above.
+        out[length_at..header_at].copy_from_slice(&(ulpdu_len as u16).to_be_bytes());
+        out[header_at..payload_at].copy_from_slice(header);
+        fill(&mut out[payload_at..pad_at]).map_err(FrameWithError::Fill)?;
+        out[pad_at..pad_at + pad_len].fill(0);
+        let body_len = if self.markers {
+            spread_around_markers(out, gap, content, self.pos)
+        } else {
+            content
+        };
+        Ok(self.seal(out, body_len))
+    }
+
+    /// The FPDU length for `ulpdu_len`, once it is known to be framable
+    /// into `available` octets here.
+    fn check(&self, ulpdu_len: usize, available: usize) -> Result<usize, FrameError> {
+        if ulpdu_len > MAX_ULPDU {
+            return Err(FrameError::UlpduTooLong { len: ulpdu_len });
+        }
+        let fpdu_len = self.fpdu_len(ulpdu_len);
+        if self.markers
+            && markers::last_marker_offset(self.pos, ulpdu_len)
+                .is_some_and(|o| o > usize::from(u16::MAX))
+        {
+            return Err(FrameError::MarkerPointerOverflow { fpdu_len });
+        }
+        if fpdu_len > available {
+            return Err(FrameError::OutTooSmall {
+                needed: fpdu_len,
+                available,
+            });
+        }
+        Ok(fpdu_len)
+    }
+
+    /// Writes the CRC field after `body_len` octets of `fpdu` and advances
+    /// the stream position past it.
+    fn seal(&mut self, fpdu: &mut [u8], body_len: usize) -> usize {
+        debug_assert_eq!(body_len + CRC_LEN, fpdu.len());
         let crc = if self.crc {
-            crc32c(&out[..body_len])
+            crc32c(&fpdu[..body_len])
         } else {
             0
         };
-        out[body_len..].copy_from_slice(&crc.to_le_bytes());
-        self.pos += fpdu_len;
-        Ok(fpdu_len)
+        fpdu[body_len..].copy_from_slice(&crc.to_le_bytes());
+        self.pos += fpdu.len();
+        fpdu.len()
     }
 
     /// Frames into the end of `out`, growing it by the FPDU's length.
@@ -229,6 +285,54 @@ impl MarkerWriter<'_> {
             self.pos += n;
             data = rest;
         }
+    }
+}
+
+/// Moves `content` octets found at `out[gap..]` to the front of `out`,
+/// inserting a marker at every slot from stream position `pos` on, exactly
+/// as [`MarkerWriter`] lays them out; returns the octets now in front.
+///
+/// `gap` is the room the markers take, so every destination is at or
+/// before its source, and a marker is only written once at least its own
+/// four octets of the gap remain: nothing is overwritten before it moved.
+fn spread_around_markers(out: &mut [u8], gap: usize, content: usize, pos: StreamOffset) -> usize {
+    let mut w = MarkerWriter {
+        out,
+        at: 0,
+        pos,
+        header_at: None,
+    };
+    // FPDUs start 4-aligned, so a marker cannot split ULPDU_Length.
+    w.marker_if_due();
+    w.header_at = Some(w.pos);
+    let (mut src, end) = (gap, gap + content);
+    while src < end {
+        w.marker_if_due();
+        let n = (end - src).min(w.pos.until_marker());
+        w.out.copy_within(src..src + n, w.at);
+        w.at += n;
+        w.pos += n;
+        src += n;
+    }
+    // A slot right before the CRC is inside this FPDU.
+    w.marker_if_due();
+    debug_assert_eq!(w.at, gap + content);
+    w.at
+}
+
+/// Why [`Framer::frame_with`] framed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameWithError<E> {
+    /// The FPDU cannot be built here (see [`FrameError`]); `fill` was not
+    /// called.
+    Frame(FrameError),
+    /// `fill` failed with this error.
+    Fill(E),
+}
+
+impl<E> From<FrameError> for FrameWithError<E> {
+    fn from(e: FrameError) -> Self {
+        FrameWithError::Frame(e)
     }
 }
 
@@ -506,5 +610,148 @@ mod tests {
         let mut big = Framer::new(true, false);
         assert!(big.frame_to_vec(&vec![0; 65536], &[], &mut v2).is_err());
         assert!(v2.is_empty());
+    }
+
+    /// `frame_with` filling `payload` in place, into a buffer of 0xa5.
+    fn frame_in_place(framer: &mut Framer, header: &[u8], payload: &[u8], room: usize) -> Vec<u8> {
+        let mut out = vec![0xa5u8; room];
+        let n = framer
+            .frame_with(header, payload.len(), &mut out, |buf| {
+                assert_eq!(buf.len(), payload.len(), "fill gets the payload's length");
+                buf.copy_from_slice(payload);
+                Ok::<(), ()>(())
+            })
+            .expect("frames");
+        assert!(
+            out[n..].iter().all(|&b| b == 0xa5),
+            "bytes past the FPDU untouched"
+        );
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn frame_with_matches_captured_fpdus() {
+        for (text, crc) in [
+            (CRC_SEND, true),
+            (PLAIN_SEND, false),
+            (RTR_WRITE, true),
+            (CRC_READ_RESPONSE, true),
+        ] {
+            let fpdu = hex(text);
+            let len = usize::from(u16::from_be_bytes([fpdu[0], fpdu[1]]));
+            let ulpdu = &fpdu[2..2 + len];
+            let split = 14.min(ulpdu.len());
+            let mut framer = Framer::new(crc, false);
+            let got = frame_in_place(
+                &mut framer,
+                &ulpdu[..split],
+                &ulpdu[split..],
+                fpdu.len() + 9,
+            );
+            assert_eq!(got, fpdu);
+            assert_eq!(framer.position(), StreamOffset(fpdu.len() as u32));
+        }
+    }
+
+    #[test]
+    fn frame_with_equals_frame_at_every_marker_phase() {
+        let payload: Vec<u8> = (0..1500u32).map(|i| (i * 7 + 3) as u8).collect();
+        for start in (0..1024).step_by(4) {
+            for len in [
+                0, 1, 2, 3, 4, 5, 462, 466, 490, 506, 507, 508, 509, 1000, 1442,
+            ] {
+                let at = StreamOffset(start);
+                let mut a = Framer::at(true, true, at);
+                let mut b = Framer::at(true, true, at);
+                let mut want = vec![0xa5u8; 1600];
+                let n = a
+                    .frame(&[0xc1; 14], &payload[..len], &mut want)
+                    .expect("frames");
+                want.truncate(n);
+                let got = frame_in_place(&mut b, &[0xc1; 14], &payload[..len], 1600);
+                assert_eq!(got, want, "start {start} len {len}");
+                assert_eq!(a.position(), b.position());
+            }
+        }
+    }
+
+    #[test]
+    fn frame_with_fill_error_frames_nothing() {
+        let mut framer = Framer::at(true, true, StreamOffset(500));
+        let mut out = vec![0xa5u8; 200];
+        let r = framer.frame_with(&[1; 14], 100, &mut out, |_| Err("gone"));
+        assert_eq!(r, Err(FrameWithError::Fill("gone")));
+        assert_eq!(framer.position(), StreamOffset(500));
+        let fpdu_len = framer.fpdu_len(114);
+        assert!(out[fpdu_len..].iter().all(|&b| b == 0xa5));
+        // The next FPDU is built as if the failed one never was.
+        let good = frame_in_place(&mut framer, &[1; 14], &[2; 100], 200);
+        let mut want = vec![0u8; 200];
+        let n = Framer::at(true, true, StreamOffset(500))
+            .frame(&[1; 14], &[2; 100], &mut want)
+            .expect("frames");
+        assert_eq!(good, want[..n]);
+    }
+
+    #[test]
+    fn frame_with_refuses_before_filling() {
+        let mut framer = Framer::new(true, false);
+        let mut called = false;
+        let mut out = [0xa5u8; 39];
+        let r = framer.frame_with(&[1; 14], 20, &mut out, |_| {
+            called = true;
+            Ok::<(), ()>(())
+        });
+        assert_eq!(
+            r,
+            Err(FrameWithError::Frame(FrameError::OutTooSmall {
+                needed: 40,
+                available: 39
+            }))
+        );
+        assert!(!called);
+        assert_eq!(out, [0xa5; 39]);
+        let mut big = vec![0u8; 70000];
+        assert_eq!(
+            framer.frame_with(&[0; 14], 65522, &mut big, |_| Ok::<(), ()>(())),
+            Err(FrameWithError::Frame(FrameError::UlpduTooLong {
+                len: 65536
+            }))
+        );
+        let mut m = Framer::new(false, true);
+        assert!(matches!(
+            m.frame_with(&[], 65535, &mut big, |_| Ok::<(), ()>(())),
+            Err(FrameWithError::Frame(
+                FrameError::MarkerPointerOverflow { .. }
+            ))
+        ));
+        assert_eq!(framer.position(), StreamOffset::ZERO);
+        assert_eq!(m.position(), StreamOffset::ZERO);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn frame_with_is_byte_identical_to_frame(
+            header in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000),
+            crc in proptest::prelude::any::<bool>(),
+            markers in proptest::prelude::any::<bool>(),
+            start in proptest::prelude::any::<u32>(),
+            slack in 0usize..16,
+        ) {
+            let at = StreamOffset(start & !3);
+            let mut a = Framer::at(crc, markers, at);
+            let mut b = Framer::at(crc, markers, at);
+            let room = a.fpdu_len(header.len() + payload.len()) + slack;
+            let mut want = vec![0xa5u8; room];
+            let n = a.frame(&header, &payload, &mut want).expect("frames");
+            want.truncate(n);
+            let got = frame_in_place(&mut b, &header, &payload, room);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(a.position(), b.position());
+        }
     }
 }
