@@ -1,0 +1,109 @@
+//! End-to-end RDMA between smoltcp on a TAP device and kernel TCP, inside
+//! a network namespace each test creates and deletes; both ways round
+//! (the TAP side connecting, and the kernel side connecting). Needs root,
+//! /dev/net/tun and iproute2, otherwise each test prints why it skips.
+
+mod common;
+
+use common::netns::Netns;
+use common::suite::MakeNet;
+use common::*;
+
+/// Runs `body` inside a fresh namespace with the TAP side as client
+/// (`tap_is_client`) or server.
+fn in_namespace(test: &str, tap_is_client: bool, body: fn(MakeNet)) {
+    let Some(ns) = Netns::create(test) else {
+        return;
+    };
+    ns.run(|| body(&|| Net::tap(&ns, tap_is_client)));
+}
+
+macro_rules! cases {
+    ($module:ident: $($name:ident),* $(,)?) => {
+        mod $module {
+            use super::*;
+            use common::suite::$module as cases;
+            mod tap_connects {
+                use super::*;
+                $(#[test] fn $name() {
+                    in_namespace(stringify!($name), true, cases::$name);
+                })*
+            }
+            mod kernel_connects {
+                use super::*;
+                $(#[test] fn $name() {
+                    in_namespace(stringify!($name), false, cases::$name);
+                })*
+            }
+        }
+    };
+}
+
+cases!(ops:
+    send_every_size,
+    write_every_size,
+    read_every_size,
+    scatter_gather,
+    many_outstanding,
+    reads_beyond_ord,
+    both_directions_at_once,
+    send_with_invalidate,
+);
+
+cases!(errors:
+    write_to_invalid_stag,
+    read_out_of_bounds,
+    write_without_remote_write,
+    receive_too_small,
+    send_without_receive,
+    disconnect_with_work_outstanding,
+    connect_refused,
+    reject_with_private_data,
+    initiator_times_out,
+);
+
+/// The kernel-side client's process ends mid-transfer: its kernel closes
+/// the sockets and the TAP-side server sees the stream end. (The other way
+/// round, the TAP interface vanishes with the process and the kernel's own
+/// TCP retries for many minutes, as it would for a host that went away.)
+#[test]
+fn kernel_peer_exits_mid_transfer() {
+    in_namespace(
+        "kernel_peer_exits_mid_transfer",
+        false,
+        common::suite::errors::peer_exits_mid_transfer,
+    );
+}
+
+/// A progress thread on each side over TAP: idle without spinning, a post
+/// wakes it (the TAP transport waits in poll(2) on the TAP descriptor and
+/// an eventfd).
+#[test]
+fn progress_threads_over_tap() {
+    use std::time::{Duration, Instant};
+    use verbs::{wr, Access, WcStatus};
+    let Some(ns) = Netns::create("progress_threads_over_tap") else {
+        return;
+    };
+    ns.run(|| {
+        let p = connect(Net::tap(&ns, true), Opts::default());
+        let _a = p.client.spawn_progress_thread();
+        let _b = p.server.spawn_progress_thread();
+        std::thread::sleep(Duration::from_millis(150));
+        for dev in [&p.client, &p.server] {
+            let before = dev.progress_thread_turns();
+            std::thread::sleep(Duration::from_millis(200));
+            let turns = dev.progress_thread_turns() - before;
+            assert!(turns <= 12, "{turns} turns while idle");
+        }
+        let rx = suite::guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
+        let src = suite::holding(&p.client_pd, 0, b"over the tap", 0, Access::NONE);
+        p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+        let start = Instant::now();
+        p.client_qp.post_send(wr::send(2, vec![src.sge_all()])).unwrap();
+        let w = p.server_cq.wait_one(LIMIT).unwrap().expect("receive");
+        let took = start.elapsed();
+        assert_eq!((w.wr_id, w.status, w.byte_len), (1, WcStatus::Success, 12));
+        assert!(took < Duration::from_millis(50), "{took:?}");
+    });
+}
