@@ -2,5 +2,6 @@
 
 pub mod bench;
 pub mod decode;
+pub mod perf;
 pub mod rping;
 pub mod transport_args;

@@ -28,7 +28,7 @@ mod tests;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use verbs::Device;
 
@@ -37,6 +37,7 @@ pub use error::RpingError;
 pub use log::Log;
 pub use server_driver::{run_server, ServerConfig};
 
+pub(crate) use super::transport_args::linger;
 use super::transport_args::TransportArgs;
 
 /// rping's default port.
@@ -205,23 +206,4 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, RpingError> {
         .or(addrs.first())
         .copied()
         .ok_or_else(|| RpingError::Setup(format!("{host}: no address")))
-}
-
-/// Keeps the device moving for a moment after a disconnect, so the close
-/// (and anything still queued) reaches the peer before the program exits:
-/// a userspace TCP stack sends nothing once its process is gone.
-fn linger(device: &Device) {
-    const MAX: Duration = Duration::from_secs(2);
-    const QUIET: Duration = Duration::from_millis(50);
-    let start = Instant::now();
-    let mut last_busy = start;
-    while start.elapsed() < MAX {
-        if device.progress() {
-            last_busy = Instant::now();
-        } else if last_busy.elapsed() >= QUIET {
-            break;
-        } else {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
 }

@@ -10,7 +10,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use verbs::transport::kernel::{KernelConfig, KernelTransport};
 use verbs::transport::pcap::PcapSink;
@@ -325,6 +325,26 @@ impl TransportArgs {
             private_data,
             ird: self.ird.unwrap_or(req.ord.unwrap_or(default)),
             ord: self.ord.unwrap_or(req.ird.unwrap_or(default)),
+        }
+    }
+}
+
+/// Keeps the device moving for a moment after a disconnect, so the close
+/// (and anything still queued) reaches the peer before the program exits:
+/// a userspace TCP stack sends nothing once its process is gone. Returns
+/// after 50 ms without activity, or 2 s at most.
+pub fn linger(device: &Device) {
+    const MAX: Duration = Duration::from_secs(2);
+    const QUIET: Duration = Duration::from_millis(50);
+    let start = Instant::now();
+    let mut last_busy = start;
+    while start.elapsed() < MAX {
+        if device.progress() {
+            last_busy = Instant::now();
+        } else if last_busy.elapsed() >= QUIET {
+            break;
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }

@@ -182,7 +182,7 @@ mod tests {
 
         let mut c = Client::new(64, 2, false, false);
         let d = run_ping(&mut c);
-        assert_eq!(c.finish_ping(&d, &vec![0; 64]).unwrap(), None);
+        assert_eq!(c.finish_ping(&d, &[0; 64]).unwrap(), None);
         assert_eq!(c.completed(), 1);
     }
 
