@@ -405,12 +405,17 @@ fn without_crc_the_same_damage_goes_unseen() {
 /// keep-alives, and work after two idle minutes still goes through.
 #[test]
 fn idle_connection_outlives_the_tcp_user_timeout() {
-    let p = connect(Net::memory_virtual(&MemoryLinkConfig::default()), Opts::default());
+    let p = connect(
+        Net::memory_virtual(&MemoryLinkConfig::default()),
+        Opts::default(),
+    );
     p.drive_until(|p| p.virtual_elapsed() > Duration::from_secs(120));
     assert_eq!(p.client_qp.try_event(), None);
     assert_eq!(p.server_qp.try_event(), None);
     let rx = guarded(&p.server_pd, 8, Access::LOCAL_WRITE);
-    p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    p.server_qp
+        .post_recv(wr::recv(1, vec![rx.sge_all()]))
+        .unwrap();
     p.client_qp.post_send(wr::send(2, vec![])).unwrap();
     assert!(p.server_completions(1)[0].is_success());
 }

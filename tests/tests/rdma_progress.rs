@@ -17,7 +17,10 @@ fn memory() -> Net {
 
 /// Spawns a progress thread on each device of `p`.
 fn threaded(p: &Pair) -> (verbs::ProgressThread, verbs::ProgressThread) {
-    (p.client.spawn_progress_thread(), p.server.spawn_progress_thread())
+    (
+        p.client.spawn_progress_thread(),
+        p.server.spawn_progress_thread(),
+    )
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -77,14 +80,22 @@ fn ping_pong_after_idle(make: fn() -> Net) {
         p.client_qp
             .post_send(wr::send(200 + i, vec![c_buf.sge(0, 32).unwrap()]))
             .unwrap();
-        let got = p.server_cq.wait_one(LIMIT).unwrap().expect("server receive");
+        let got = p
+            .server_cq
+            .wait_one(LIMIT)
+            .unwrap()
+            .expect("server receive");
         assert_eq!((got.wr_id, got.status), (i, WcStatus::Success));
         p.server_qp
             .post_send(wr::send(300 + i, vec![s_buf.sge(0, 32).unwrap()]))
             .unwrap();
         let mut back = None;
         while back.is_none() {
-            let w = p.client_cq.wait_one(LIMIT).unwrap().expect("client completion");
+            let w = p
+                .client_cq
+                .wait_one(LIMIT)
+                .unwrap()
+                .expect("client completion");
             assert!(w.is_success(), "{w:?}");
             if w.opcode == WcOpcode::Recv {
                 back = Some(w);
@@ -94,8 +105,15 @@ fn ping_pong_after_idle(make: fn() -> Net) {
         assert!(p.server_cq.wait_one(LIMIT).unwrap().unwrap().is_success());
     }
     let m = median(rtts.clone());
-    println!("{}: round trips after idle: median {m:?}, all {rtts:?}", p.name);
-    assert!(m < Duration::from_millis(25), "{}: median round trip {m:?}", p.name);
+    println!(
+        "{}: round trips after idle: median {m:?}, all {rtts:?}",
+        p.name
+    );
+    assert!(
+        m < Duration::from_millis(25),
+        "{}: median round trip {m:?}",
+        p.name
+    );
 }
 
 #[test]
@@ -146,7 +164,12 @@ fn bulk_transfer_with_progress_threads() {
     for round in 0..4u64 {
         p.server_qp.post_recv(wr::recv(round, vec![])).unwrap();
         p.client_qp
-            .post_send(wr::write(10 + round, vec![src.sge_all()], dst.rkey(), dst.addr()))
+            .post_send(wr::write(
+                10 + round,
+                vec![src.sge_all()],
+                dst.rkey(),
+                dst.addr(),
+            ))
             .unwrap();
         p.client_qp.post_send(wr::send(20 + round, vec![])).unwrap();
         p.client_qp
@@ -205,7 +228,9 @@ fn concurrent_posters_on_one_queue_pair() {
                     loop {
                         match qp.post_send(w.clone()) {
                             Ok(()) => break,
-                            Err(verbs::VerbsError::Post(rdmap::PostError::QueueFull { .. })) => {
+                            Err(verbs::VerbsError::Post(rdmap::PostError::QueueFull {
+                                ..
+                            })) => {
                                 assert!(start.elapsed() < LIMIT);
                                 std::thread::sleep(Duration::from_micros(200));
                             }
@@ -234,7 +259,10 @@ fn concurrent_posters_on_one_queue_pair() {
     assert_eq!(recvs.len(), THREADS * EACH);
     let mut next = [0u32; THREADS];
     for (i, w) in recvs.iter().enumerate() {
-        assert_eq!((w.wr_id, w.status, w.byte_len), (i as u64, WcStatus::Success, 8));
+        assert_eq!(
+            (w.wr_id, w.status, w.byte_len),
+            (i as u64, WcStatus::Success, 8)
+        );
         let b = rx.with_bytes(|b| b[i * 8..i * 8 + 8].to_vec());
         let t = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
         let k = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
@@ -258,29 +286,45 @@ fn caller_driven_waiter_and_poster_on_one_device() {
     let src = holding(&p.server_pd, 0, b"from the server", 0, Access::NONE);
     let c_src = holding(&p.client_pd, 0, b"from the client", 0, Access::NONE);
     let c_rx = guarded(&p.client_pd, 64, Access::LOCAL_WRITE);
-    p.client_qp.post_recv(wr::recv(7, vec![c_rx.sge_all()])).unwrap();
+    p.client_qp
+        .post_recv(wr::recv(7, vec![c_rx.sge_all()]))
+        .unwrap();
     let server_cq = &p.server_cq;
     std::thread::scope(|s| {
         let waiter = s.spawn(move || server_cq.wait_one(LIMIT).unwrap().expect("completion"));
         std::thread::sleep(Duration::from_millis(150));
         // The waiter sleeps in the transport now; posting must not wait.
         let start = Instant::now();
-        p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+        p.server_qp
+            .post_recv(wr::recv(1, vec![rx.sge_all()]))
+            .unwrap();
         let posted = start.elapsed();
-        assert!(posted < Duration::from_millis(50), "posting took {posted:?}");
+        assert!(
+            posted < Duration::from_millis(50),
+            "posting took {posted:?}"
+        );
         // The client speaks first (the server is the MPA responder); the
         // waiting thread drives the server and sees the receive.
-        p.client_qp.post_send(wr::send(8, vec![c_src.sge_all()])).unwrap();
+        p.client_qp
+            .post_send(wr::send(8, vec![c_src.sge_all()]))
+            .unwrap();
         let w = waiter.join().unwrap();
         assert_eq!((w.wr_id, w.status, w.byte_len), (1, WcStatus::Success, 15));
     });
     assert_eq!(&rx.to_vec()[..15], b"from the client");
     // Now a Send from the server: posted from this thread while nobody
     // waits on the server; the post itself puts it on the wire.
-    p.server_qp.post_send(wr::send(2, vec![src.sge_all()])).unwrap();
+    p.server_qp
+        .post_send(wr::send(2, vec![src.sge_all()]))
+        .unwrap();
     let mut got = Vec::new();
     while got.len() < 2 {
-        got.push(p.client_cq.wait_one(LIMIT).unwrap().expect("client completion"));
+        got.push(
+            p.client_cq
+                .wait_one(LIMIT)
+                .unwrap()
+                .expect("client completion"),
+        );
     }
     got.sort_by_key(|w| w.wr_id);
     assert_eq!((got[0].wr_id, got[0].byte_len), (7, 15));
@@ -304,7 +348,9 @@ fn stopping_the_thread_is_prompt() {
     assert!(took < Duration::from_millis(50), "stopping took {took:?}");
     // Caller-driven again: an ordinary exchange works.
     let rx = guarded(&p.server_pd, 8, Access::LOCAL_WRITE);
-    p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    p.server_qp
+        .post_recv(wr::recv(1, vec![rx.sge_all()]))
+        .unwrap();
     p.client_qp.post_send(wr::send(2, vec![])).unwrap();
     assert!(p.server_completions(1)[0].is_success());
 }

@@ -98,9 +98,13 @@ fn progress_threads_over_tap() {
         }
         let rx = suite::guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
         let src = suite::holding(&p.client_pd, 0, b"over the tap", 0, Access::NONE);
-        p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+        p.server_qp
+            .post_recv(wr::recv(1, vec![rx.sge_all()]))
+            .unwrap();
         let start = Instant::now();
-        p.client_qp.post_send(wr::send(2, vec![src.sge_all()])).unwrap();
+        p.client_qp
+            .post_send(wr::send(2, vec![src.sge_all()]))
+            .unwrap();
         let w = p.server_cq.wait_one(LIMIT).unwrap().expect("receive");
         let took = start.elapsed();
         assert_eq!((w.wr_id, w.status, w.byte_len), (1, WcStatus::Success, 12));
