@@ -7,7 +7,7 @@ mod two_process;
 use std::path::Path;
 use std::time::Duration;
 
-use two_process::{free_port, iwarp, Proc, TempPath};
+use two_process::{free_port, iwarp, NetNs, Proc, TempPath};
 
 /// Every run here ends well within this, or the test fails.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -288,4 +288,75 @@ fn debug_output_traces_the_client() {
     assert!(lines
         .iter()
         .any(|l| l.starts_with("ESTABLISHED: MPA rev 2")));
+}
+
+/// Our server on smoltcp over a TAP interface in a namespace of its own,
+/// our client on the kernel's TCP inside that namespace: the two stacks
+/// meet on the TAP. Needs root (skips otherwise).
+#[test]
+fn over_smoltcp_on_a_tap_interface() {
+    let ns = match NetNs::create("rping") {
+        Ok(ns) => ns,
+        Err(e) => {
+            println!("skipping: cannot make a network namespace: {e}");
+            return;
+        }
+    };
+    let pcap = TempPath::new("tap.pcap");
+    let mut s = Proc::spawn(&[
+        "rping",
+        "-s",
+        "-d",
+        "-V",
+        "-S",
+        "9000",
+        "--tap",
+        "iwt0",
+        "--ip",
+        "10.98.7.2/24",
+        "--netns",
+        ns.name(),
+        "--pcap",
+        pcap.as_str(),
+    ]);
+    assert!(
+        s.wait_line(|l| l == "rdma_listen", Duration::from_secs(20)),
+        "{}",
+        s.stderr()
+    );
+    ns.ip(&["addr", "add", "10.98.7.1/24", "dev", "iwt0"])
+        .unwrap();
+    ns.ip(&["link", "set", "iwt0", "up"]).unwrap();
+    let mut c = Proc::spawn_in(
+        &ns,
+        &[
+            "rping",
+            "-c",
+            "-a",
+            "10.98.7.2",
+            "-C",
+            "50",
+            "-S",
+            "9000",
+            "-V",
+            "-v",
+        ],
+    );
+    assert_eq!(c.wait(LIMIT), Some(0), "{}", c.stderr());
+    assert_eq!(s.wait(LIMIT), Some(0), "{}", s.stderr());
+    assert_eq!(
+        c.lines()
+            .iter()
+            .filter(|l| l.starts_with("ping data: "))
+            .count(),
+        50
+    );
+    // The TAP capture holds real frames: 9000-byte pings span segments.
+    let text =
+        String::from_utf8_lossy(&iwarp(&["decode", "-s", pcap.as_str()]).stdout).into_owned();
+    assert!(text.contains("0 CRC error(s)"), "{text}");
+    assert!(
+        text.contains("read_resp") && text.contains("write"),
+        "{text}"
+    );
 }

@@ -92,13 +92,24 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(args: &[&str]) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_iwarp"))
+        Proc::spawn_program(env!("CARGO_BIN_EXE_iwarp"), args)
+    }
+
+    /// `iwarp args` inside network namespace `ns` (`ip netns exec`).
+    pub fn spawn_in(ns: &NetNs, args: &[&str]) -> Proc {
+        let mut all = vec!["netns", "exec", ns.name(), env!("CARGO_BIN_EXE_iwarp")];
+        all.extend_from_slice(args);
+        Proc::spawn_program("ip", &all)
+    }
+
+    pub fn spawn_program(program: &str, args: &[&str]) -> Proc {
+        let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn iwarp");
+            .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
         let stdout = Arc::new(Mutex::new(Vec::new()));
         let stderr = Arc::new(Mutex::new(String::new()));
         let out = child.stdout.take().expect("piped stdout");
@@ -216,5 +227,51 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A network namespace of our own, removed when dropped. Creating one
+/// needs root and iproute2; `create` says why not when it cannot.
+pub struct NetNs(String);
+
+impl NetNs {
+    pub fn create(tag: &str) -> Result<NetNs, String> {
+        let name = format!("iwarp-t-{tag}-{}", std::process::id());
+        let ns = NetNs(name);
+        ns.ip_global(&["netns", "add", &ns.0])?;
+        ns.ip(&["link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// `ip args` inside the namespace.
+    pub fn ip(&self, args: &[&str]) -> Result<(), String> {
+        let mut all = vec!["-n", self.0.as_str()];
+        all.extend_from_slice(args);
+        self.ip_global(&all)
+    }
+
+    fn ip_global(&self, args: &[&str]) -> Result<(), String> {
+        let out = Command::new("ip")
+            .args(args)
+            .output()
+            .map_err(|e| format!("ip: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
     }
 }
