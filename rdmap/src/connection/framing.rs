@@ -2,7 +2,7 @@
 
 use core::ops::ControlFlow;
 
-use mpa::framing::{Deframer, Framer};
+use mpa::framing::{Deframer, FrameWithError, Framer};
 
 use crate::term::{TermCause, TermCode};
 
@@ -35,6 +35,24 @@ impl FrameTx {
     /// small.
     pub fn frame(&mut self, header: &[u8], payload: &[u8], out: &mut [u8]) -> Option<usize> {
         self.framer.frame(header, payload, out).ok()
+    }
+
+    /// Frames `header` and `payload_len` octets that `fill` writes in place
+    /// (straight from registered memory into the transport's buffer).
+    /// `Ok(None)`: `out` is too small, `fill` was not called; `Err`: `fill`
+    /// failed and nothing was framed.
+    pub fn frame_with<E>(
+        &mut self,
+        header: &[u8],
+        payload_len: usize,
+        out: &mut [u8],
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<Option<usize>, E> {
+        match self.framer.frame_with(header, payload_len, out, fill) {
+            Ok(n) => Ok(Some(n)),
+            Err(FrameWithError::Frame(_)) => Ok(None),
+            Err(FrameWithError::Fill(e)) => Err(e),
+        }
     }
 }
 

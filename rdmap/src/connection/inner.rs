@@ -26,8 +26,6 @@ pub(super) struct Inner {
     pub tx: FrameTx,
     /// Largest ULPDU we send.
     pub mulpdu: usize,
-    /// One segment's payload, gathered from registered memory.
-    pub scratch: Vec<u8>,
     pub sq: SendQueue,
     pub max_send_sge: usize,
     /// Receive queues: 0 posted buffers (Sends), 1 and 2 inline (Read
@@ -74,7 +72,6 @@ impl Inner {
             },
             tx,
             mulpdu,
-            scratch: vec![0; mulpdu],
             sq: SendQueue::new(cfg.sq_depth),
             max_send_sge: cfg.max_send_sge,
             rq: UntaggedQueues::rdmap(cfg.rq_depth, cfg.max_recv_sge),

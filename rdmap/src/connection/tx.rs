@@ -166,12 +166,6 @@ impl Inner {
         step
     }
 
-    /// Frames a header and `payload_len` bytes of `self.scratch`.
-    fn frame(&mut self, header: &[u8], payload_len: usize, out: &mut [u8]) -> Option<usize> {
-        let payload = self.scratch.get(..payload_len)?;
-        self.tx.frame(header, payload, out)
-    }
-
     fn fits(&self, ulpdu_len: usize, out: &[u8]) -> bool {
         self.tx.fpdu_len(ulpdu_len) <= out.len()
     }
@@ -219,7 +213,7 @@ impl Inner {
             ),
         };
         let n = header_bytes(&ddp, read.as_ref(), &mut hdr);
-        let Some(w) = self.frame(&hdr[..n], 0, out) else {
+        let Some(w) = self.tx.frame(&hdr[..n], &[], out) else {
             return Step::Blocked;
         };
         match kind {
@@ -353,7 +347,7 @@ impl Inner {
         {
             return self.local_sq_error(WcStatus::LocProtErr);
         }
-        let Some(w) = self.frame(&hdr[..n], 0, out) else {
+        let Some(w) = self.tx.frame(&hdr[..n], &[], out) else {
             return Step::Blocked;
         };
         self.msn_read.take();
@@ -391,15 +385,19 @@ impl Inner {
         if !self.fits(n + chunk as usize, out) {
             return Step::Blocked;
         }
-        let gathered = match self.scratch.get_mut(..chunk as usize) {
-            Some(buf) => gather(mem, self.pd, &e.wr.sgl, sent, buf),
-            None => Err(()),
-        };
-        if gathered.is_err() {
-            return self.local_sq_error(WcStatus::LocProtErr);
-        }
-        let Some(w) = self.frame(&hdr[..n], chunk as usize, out) else {
+        // Gathered from the SGL straight into `out`: each piece is checked
+        // (valid STag, our PD, inside the region) as it is copied.
+        let (pd, tx) = (self.pd, &mut self.tx);
+        let Some(sgl) = self.sq.current().map(|e| &e.wr.sgl) else {
             return Step::Blocked;
+        };
+        let framed = tx.frame_with(&hdr[..n], chunk as usize, out, |buf| {
+            gather(mem, pd, sgl, sent, buf)
+        });
+        let w = match framed {
+            Ok(Some(w)) => w,
+            Ok(None) => return Step::Blocked,
+            Err(()) => return self.local_sq_error(WcStatus::LocProtErr),
         };
         if let (SegmentRepr::Untagged(_), true) = (&ddp, first) {
             let m = self.msn_send.take();
@@ -436,12 +434,12 @@ impl Inner {
         if !self.fits(n + chunk as usize, out) {
             return Step::Blocked;
         }
-        if chunk > 0 {
-            // Checked when the request arrived; checked again because the
-            // region may have changed since.
-            let src = r.source_stag;
-            let to = r.source_to.wrapping_add(u64::from(p.sent));
-            let read = check(
+        // Checked when the request arrived; checked again because the
+        // region may have changed since. Read straight into `out`.
+        let src = r.source_stag;
+        let to = r.source_to.wrapping_add(u64::from(p.sent));
+        let checked = if chunk > 0 {
+            check(
                 mem.region(src),
                 self.pd,
                 src,
@@ -449,11 +447,21 @@ impl Inner {
                 chunk as usize,
                 Access::REMOTE_READ,
             )
-            .and_then(|at| {
-                let buf = self.scratch.get_mut(..chunk as usize).unwrap_or_default();
-                mem.read(src, at, buf).map_err(ddp::TaggedError::Memory)
-            });
-            if let Err(e) = read {
+            .map(Some)
+        } else {
+            Ok(None)
+        };
+        let framed = checked.and_then(|at| {
+            self.tx
+                .frame_with(&hdr[..n], chunk as usize, out, |buf| match at {
+                    Some(at) => mem.read(src, at, buf).map_err(ddp::TaggedError::Memory),
+                    None => Ok(()),
+                })
+        });
+        let w = match framed {
+            Ok(Some(w)) => w,
+            Ok(None) => return Step::Blocked,
+            Err(e) => {
                 // Report the Read Request as the peer sent it.
                 let request = SegmentRepr::Untagged(UntaggedRepr::new(
                     true,
@@ -471,9 +479,6 @@ impl Inner {
                 );
                 return Step::Again;
             }
-        }
-        let Some(w) = self.frame(&hdr[..n], chunk as usize, out) else {
-            return Step::Blocked;
         };
         if last {
             self.irq.pop_front();
