@@ -20,6 +20,9 @@ use super::{cpu, progress_both, ProgressModel};
 const MAX_DEPTH: usize = 64;
 /// Bytes the default depth aims to keep in flight.
 const TARGET_IN_FLIGHT: usize = 1 << 20;
+/// Messages each direction carries before anything is timed (see
+/// [`warm_up`]).
+const WARM_UP_MESSAGES: usize = 1500;
 /// No case waits longer than this for a single completion.
 const STALL_LIMIT: Duration = Duration::from_secs(30);
 /// Longest sleep on a completion queue while progress threads work.
@@ -183,6 +186,53 @@ struct Buffers {
     slots: usize,
 }
 
+impl Buffers {
+    /// Deregisters both regions once nothing refers to them any more, so
+    /// the devices do not keep every case's memory.
+    fn release(self) {
+        self.local.deregister();
+        self.remote.deregister();
+    }
+}
+
+/// Opens both TCP congestion windows before the first case is timed.
+///
+/// smoltcp grows its congestion window by one segment per acknowledgement
+/// however much it acknowledges, and a receiver that reads a whole turn's
+/// segments acknowledges them once: from a fresh connection, the window
+/// needs hundreds of round trips to reach the 1 MiB receive window, which
+/// a short large-message case would spend mostly in slow start. Small
+/// messages one at a time are acknowledged one by one, so a few thousand
+/// of them open the window in milliseconds. Writes open the client's
+/// window, Reads the server's. The raw TCP baseline warms up the same way.
+pub(crate) fn warm_up(ep: &Endpoints, progress: ProgressModel) -> Result<(), String> {
+    for op in [Op::Write, Op::Read] {
+        let case = Case {
+            op,
+            size: 64,
+            duration: Duration::ZERO,
+            depth: Some(1),
+            progress,
+        };
+        let buffers = case.buffers(ep, 1)?;
+        let mut driver = Driver {
+            ep,
+            case: &case,
+            buffers: &buffers,
+            posted: 0,
+            next_slot: 0,
+            client_done: 0,
+            server_done: 0,
+        };
+        for _ in 0..WARM_UP_MESSAGES {
+            driver.post()?;
+            driver.settle()?;
+        }
+        buffers.release();
+    }
+    Ok(())
+}
+
 impl Case {
     pub(crate) fn run(&self, ep: &Endpoints) -> Result<Measured, String> {
         let depth = self
@@ -203,6 +253,7 @@ impl Case {
         let bw = driver.bandwidth(depth)?;
         let latencies = driver.latency()?;
         driver.drain_receives()?;
+        buffers.release();
         Ok(Measured { latencies, ..bw })
     }
 

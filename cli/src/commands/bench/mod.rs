@@ -161,6 +161,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
     let markers = args.markers == OnOff::On;
     let endpoints =
         case::Endpoints::connect(link.client, link.server, link.server_addr, crc, markers)?;
+    case::warm_up(&endpoints, ProgressModel::Caller)?;
     let _threads: Vec<_> = match args.progress {
         ProgressModel::Caller => Vec::new(),
         ProgressModel::Thread => {
