@@ -296,10 +296,12 @@ fn corrupted_run(seed: u64) -> Corrupted {
     let faults = PAYLOAD_CORRUPTION;
     let p = match try_connect(Net::memory_virtual(&link(faults, seed)), Opts::crc()) {
         Ok(p) => p,
-        Err((_, CmEvent::ConnectFailed(_) | CmEvent::Rejected { .. })) => {
-            return Corrupted::StartupFailed
-        }
-        Err((name, ev)) => panic!("{name}: {ev:?}"),
+        Err(e) => match *e {
+            (_, CmEvent::ConnectFailed(_) | CmEvent::Rejected { .. }) => {
+                return Corrupted::StartupFailed
+            }
+            (name, ev) => panic!("{name}: {ev:?}"),
+        },
     };
     let e = post_workload(&p);
     let c = all_completions(&p, Side::Client, &e.client_ids);

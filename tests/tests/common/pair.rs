@@ -358,11 +358,12 @@ fn step(client: &Device, server: &Device, clock: &Cell<Option<Instant>>) -> bool
 
 /// Connects the two devices of `net` (client initiates).
 pub fn connect(net: Net, opts: Opts) -> Pair {
-    try_connect(net, opts).unwrap_or_else(|(name, ev)| panic!("{name}: {ev:?}"))
+    try_connect(net, opts).unwrap_or_else(|e| panic!("{}: {:?}", e.0, e.1))
 }
 
-/// Connects, or returns the first event that was not `Established`.
-pub fn try_connect(net: Net, opts: Opts) -> Result<Pair, (String, CmEvent)> {
+/// Connects, or returns the net's name and the first event that was not
+/// `Established`.
+pub fn try_connect(net: Net, opts: Opts) -> Result<Pair, Box<(String, CmEvent)>> {
     let Net {
         client,
         server,
@@ -406,14 +407,14 @@ pub fn try_connect(net: Net, opts: Opts) -> Result<Pair, (String, CmEvent)> {
         if client_info.is_none() {
             match client_qp.try_event() {
                 Some(CmEvent::Established(i)) => client_info = Some(i),
-                Some(other) => return Err((name, other)),
+                Some(other) => return Err(Box::new((name, other))),
                 None => {}
             }
         }
         if server_info.is_none() {
             match server_qp.try_event() {
                 Some(CmEvent::Established(i)) => server_info = Some(i),
-                Some(other) => return Err((name, other)),
+                Some(other) => return Err(Box::new((name, other))),
                 None => {}
             }
         }
