@@ -354,3 +354,139 @@ fn stopping_the_thread_is_prompt() {
     p.client_qp.post_send(wr::send(2, vec![])).unwrap();
     assert!(p.server_completions(1)[0].is_success());
 }
+
+/// A transport that cannot be woken (a third-party one, say): the
+/// progress thread then sleeps in short slices, so posts still go out
+/// within a few milliseconds.
+struct Unwakeable(Box<dyn verbs::transport::Transport + Send>);
+
+impl verbs::transport::Transport for Unwakeable {
+    fn listen(
+        &mut self,
+        port: u16,
+    ) -> Result<verbs::transport::ListenerId, verbs::transport::TransportError> {
+        self.0.listen(port)
+    }
+    fn accept(&mut self, l: verbs::transport::ListenerId) -> Option<verbs::transport::StreamId> {
+        self.0.accept(l)
+    }
+    fn unlisten(&mut self, l: verbs::transport::ListenerId) {
+        self.0.unlisten(l)
+    }
+    fn connect(
+        &mut self,
+        remote: std::net::SocketAddr,
+    ) -> Result<verbs::transport::StreamId, verbs::transport::TransportError> {
+        self.0.connect(remote)
+    }
+    fn state(&self, s: verbs::transport::StreamId) -> verbs::transport::StreamState {
+        self.0.state(s)
+    }
+    fn local_addr(&self, s: verbs::transport::StreamId) -> Option<std::net::SocketAddr> {
+        self.0.local_addr(s)
+    }
+    fn peer_addr(&self, s: verbs::transport::StreamId) -> Option<std::net::SocketAddr> {
+        self.0.peer_addr(s)
+    }
+    fn send_with(
+        &mut self,
+        s: verbs::transport::StreamId,
+        f: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<usize, verbs::transport::TransportError> {
+        self.0.send_with(s, f)
+    }
+    fn recv_with(
+        &mut self,
+        s: verbs::transport::StreamId,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Result<usize, verbs::transport::TransportError> {
+        self.0.recv_with(s, f)
+    }
+    fn send_capacity(&self, s: verbs::transport::StreamId) -> usize {
+        self.0.send_capacity(s)
+    }
+    fn recv_queued(&self, s: verbs::transport::StreamId) -> usize {
+        self.0.recv_queued(s)
+    }
+    fn mss(&self, s: verbs::transport::StreamId) -> usize {
+        self.0.mss(s)
+    }
+    fn close(&mut self, s: verbs::transport::StreamId) {
+        self.0.close(s)
+    }
+    fn abort(&mut self, s: verbs::transport::StreamId) {
+        self.0.abort(s)
+    }
+    fn poll(&mut self, now: Instant) -> bool {
+        self.0.poll(now)
+    }
+    fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
+        self.0.poll_delay(now)
+    }
+    fn wait(&mut self, timeout: Option<Duration>) {
+        self.0.wait(timeout)
+    }
+    fn listen_port(&self, l: verbs::transport::ListenerId) -> Option<u16> {
+        self.0.listen_port(l)
+    }
+    // No waker: the trait's default.
+}
+
+#[test]
+fn a_transport_without_a_waker_still_works_threaded() {
+    let cfg = MemoryLinkConfig::default();
+    let (a, b) = verbs::transport::memory::MemoryLink::pair(&cfg).unwrap();
+    let net = Net {
+        client: Device::new(Box::new(Unwakeable(Box::new(a)))),
+        server: Device::new(Box::new(Unwakeable(Box::new(b)))),
+        server_ip: std::net::IpAddr::V4(cfg.addr_b()),
+        listen_port: PORT,
+        capture: None,
+        virtual_start: None,
+        name: "memory without waker".into(),
+    };
+    let p = connect(net, Opts::default());
+    let _threads = threaded(&p);
+    std::thread::sleep(Duration::from_millis(100));
+    // Sleeping in short slices: more turns than a wakeable transport, but
+    // far from spinning.
+    let turns = idle_turns(&p.server);
+    assert!((10..1000).contains(&turns), "{turns} turns in 200 ms");
+    let rx = guarded(&p.server_pd, 8, Access::LOCAL_WRITE);
+    let mut took = Vec::new();
+    for i in 0..10 {
+        p.server_qp
+            .post_recv(wr::recv(i, vec![rx.sge_all()]))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        let start = Instant::now();
+        p.client_qp.post_send(wr::send(i, vec![])).unwrap();
+        let w = p.server_cq.wait_one(LIMIT).unwrap().expect("receive");
+        took.push(start.elapsed());
+        assert!(w.is_success());
+    }
+    let m = median(took);
+    assert!(m < Duration::from_millis(25), "median {m:?}");
+}
+
+/// Calls that need the transport itself (here `with_transport`) wake the
+/// sleeping progress thread and get it back at once.
+#[test]
+fn transport_access_wakes_the_sleeping_thread() {
+    let p = connect(memory(), Opts::default());
+    let _threads = threaded(&p);
+    std::thread::sleep(Duration::from_millis(150));
+    let mut took = Vec::new();
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(20));
+        let start = Instant::now();
+        let mss = p.server.with_transport(|t| {
+            let _ = t.poll_delay(Instant::now());
+            1460
+        });
+        took.push(start.elapsed());
+        assert_eq!(mss, 1460);
+    }
+    let m = median(took);
+    assert!(m < Duration::from_millis(10), "median {m:?}");
+}

@@ -1,6 +1,7 @@
 //! Test bodies shared by every transport: each takes a factory of fresh
 //! [`Net`]s and connects as many pairs as it needs.
 
+pub mod cm;
 pub mod errors;
 pub mod ops;
 pub mod peer;
