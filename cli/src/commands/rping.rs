@@ -97,6 +97,11 @@ pub struct Args {
     /// connection to come up (0: wait forever, like rping).
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     timeout: f64,
+    /// Client: milliseconds to wait after the connection is up before the
+    /// first SEND (siw answers an immediate first FPDU only once more bytes
+    /// arrive; see `ClientConfig::settle`).
+    #[arg(long, value_name = "MS", default_value_t = 20)]
+    settle_ms: u64,
     /// Persistent server: exit after this many connections ended (status 0
     /// only if every one was clean).
     #[arg(long, value_name = "N", requires = "persistent")]
@@ -167,6 +172,7 @@ fn run_role(args: &Args, log: &Log) -> Result<(), RpingError> {
             verbose: args.verbose,
             timeout,
             connect_timeout: timeout.unwrap_or(Duration::from_secs(3600)),
+            settle: Duration::from_millis(args.settle_ms),
         };
         let params = args
             .transport

@@ -24,6 +24,16 @@ pub struct ClientConfig {
     pub timeout: Option<Duration>,
     /// Longest wait for the connection to come up.
     pub connect_timeout: Duration,
+    /// Pause between the connection coming up and the first SEND.
+    ///
+    /// siw as responder sends its MPA Reply before it hands the socket's
+    /// receive upcall to the queue pair (siw_accept: siw_send_mpareqrep,
+    /// then siw_qp_socket_assoc). An FPDU arriving in between is left
+    /// unread until more bytes come, and rping's first SEND is the only
+    /// FPDU until the server answers it: the run stalls. rping itself
+    /// never hits this, its first post comes milliseconds after the event;
+    /// a userspace stack answers in microseconds, so it waits on purpose.
+    pub settle: Duration,
 }
 
 /// What a finished client run did.
@@ -58,6 +68,9 @@ pub fn run_client(
             info.revision, info.crc, info.markers_tx, info.markers_rx, info.ird, info.ord, info.rtr
         )
     });
+    if !cfg.settle.is_zero() {
+        std::thread::sleep(cfg.settle);
+    }
     let mut client = Client::new(cfg.size, cfg.count, cfg.validate, cfg.verbose);
     let result = ping_loop(&conn, &cq, &mut client, cfg, log);
     conn.qp.disconnect();

@@ -39,6 +39,7 @@ fn client_cfg(size: usize, count: u32) -> ClientConfig {
         verbose: false,
         timeout: Some(STEP),
         connect_timeout: STEP,
+        settle: Duration::ZERO,
     }
 }
 
