@@ -33,4 +33,5 @@ cases!(
     cq_overflow_is_reported,
     local_misuse_is_refused,
     dropping_a_queue_pair_closes,
+    failed_accept_rejects,
 );

@@ -162,10 +162,15 @@ impl ConnectRequest {
     /// Accepts on `qp`, which must not be connected yet. The queue pair
     /// reports [`CmEvent::Established`] once the initiator's first FPDU may
     /// flow.
+    ///
+    /// If accepting fails (the queue pair is connected already, the
+    /// parameters are invalid) the request is rejected.
     pub fn accept(mut self, qp: &QueuePair, params: AcceptParams) -> Result<(), VerbsError> {
-        self.answered = true;
-        self.device
-            .with_transport_engine(|e| e.accept(self.id, qp.num, params))
+        let r = self
+            .device
+            .with_transport_engine(|e| e.accept(self.id, qp.num, params));
+        self.answered = r.is_ok();
+        r
     }
 
     /// Rejects with `private_data` in an MPA reply with the R bit.

@@ -50,8 +50,8 @@ pub(crate) struct DeviceShared {
     wanting: AtomicUsize,
     /// Threads queued on (or about to take) the engine lock.
     contenders: AtomicUsize,
-    threaded: AtomicBool,
-    stop: AtomicBool,
+    /// Progress threads running (normally 0 or 1).
+    threads: AtomicUsize,
     next_pd: AtomicU32,
     /// Turns of the progress thread (busy or idle), for tests and tools.
     thread_turns: AtomicU64,
@@ -61,7 +61,7 @@ impl std::fmt::Debug for DeviceShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceShared")
             .field("wakeable", &self.waker.is_some())
-            .field("threaded", &self.threaded)
+            .field("threads", &self.threads)
             .finish_non_exhaustive()
     }
 }
@@ -72,6 +72,10 @@ impl DeviceShared {
         let g = self.engine.lock().unwrap_or_else(|e| e.into_inner());
         self.contenders.fetch_sub(1, Ordering::AcqRel);
         g
+    }
+
+    fn threaded(&self) -> bool {
+        self.threads.load(Ordering::Acquire) > 0
     }
 
     fn wake(&self) {
@@ -181,7 +185,7 @@ impl DeviceShared {
     }
 
     pub(crate) fn progress_if_caller_driven(&self) {
-        if !self.threaded.load(Ordering::Acquire) {
+        if !self.threaded() {
             let mut e = self.lock_full();
             let now = e.now();
             e.turn(now);
@@ -206,7 +210,7 @@ impl DeviceShared {
                 return;
             }
             let left = deadline - real;
-            if self.threaded.load(Ordering::Acquire) || !e.has_transport() {
+            if self.threaded() || !e.has_transport() {
                 // The progress thread (or another blocked caller, which has
                 // the transport) drives and signals what changes.
                 e = self
@@ -247,8 +251,7 @@ impl Device {
                 waker,
                 wanting: AtomicUsize::new(0),
                 contenders: AtomicUsize::new(0),
-                threaded: AtomicBool::new(false),
-                stop: AtomicBool::new(false),
+                threads: AtomicUsize::new(0),
                 next_pd: AtomicU32::new(1),
                 thread_turns: AtomicU64::new(0),
             }),
@@ -322,8 +325,7 @@ impl Device {
     /// clock; it never goes backwards). True if anything happened.
     pub fn progress_at(&self, now: Instant) -> bool {
         let mut e = self.shared.lock_full();
-        e.advance_clock(now);
-        let now = e.now().max(now);
+        let now = e.advance_clock(now);
         let busy = e.turn(now);
         self.shared.notify_if_changed(&mut e);
         busy
@@ -344,15 +346,16 @@ impl Device {
     /// transport wakes it (see [`Transport::waker`]), so an idle device
     /// costs no CPU and a post is sent at once.
     pub fn spawn_progress_thread(&self) -> ProgressThread {
-        self.shared.threaded.store(true, Ordering::Release);
-        self.shared.stop.store(false, Ordering::Release);
-        let shared = self.shared.clone();
+        self.shared.threads.fetch_add(1, Ordering::AcqRel);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (shared, flag) = (self.shared.clone(), stop.clone());
         let handle = std::thread::Builder::new()
             .name("iwarp-progress".into())
-            .spawn(move || progress_loop(&shared))
+            .spawn(move || progress_loop(&shared, &flag))
             .expect("spawning the progress thread");
         ProgressThread {
             shared: self.shared.clone(),
+            stop,
             handle: Some(handle),
         }
     }
@@ -381,8 +384,8 @@ impl Device {
     }
 }
 
-fn progress_loop(shared: &DeviceShared) {
-    while !shared.stop.load(Ordering::Acquire) {
+fn progress_loop(shared: &DeviceShared, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
         shared.thread_turns.fetch_add(1, Ordering::Relaxed);
         let mut e = shared.lock_full();
         let now = e.now();
@@ -398,7 +401,7 @@ fn progress_loop(shared: &DeviceShared) {
             continue;
         }
         let delay = e.poll_delay(now).unwrap_or(IDLE_WAIT).min(IDLE_WAIT);
-        if shared.stop.load(Ordering::Acquire) {
+        if stop.load(Ordering::Acquire) {
             break;
         }
         drop(shared.park(e, delay));
@@ -409,16 +412,17 @@ fn progress_loop(shared: &DeviceShared) {
 #[derive(Debug)]
 pub struct ProgressThread {
     shared: Arc<DeviceShared>,
+    stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl Drop for ProgressThread {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        self.stop.store(true, Ordering::Release);
         self.shared.wake();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
-        self.shared.threaded.store(false, Ordering::Release);
+        self.shared.threads.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -13,6 +13,7 @@
 //! Deregistration invalidates the STag at once; the bytes live on only while
 //! an in-flight placement still holds them.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -283,41 +284,41 @@ impl Registry {
     pub fn view(&self) -> RegistryView<'_> {
         RegistryView {
             registry: self,
-            last: None,
+            last: RefCell::new(None),
         }
     }
 }
 
 /// [`Memory`] over a [`Registry`], for the duration of one protocol call.
+///
+/// The last region used is cached (reads as well as writes go through the
+/// cache), and a cache hit costs no reference-count traffic: per segment
+/// the only shared-memory operations left are the region lock itself.
 #[derive(Debug)]
 pub struct RegistryView<'a> {
     registry: &'a Registry,
-    last: Option<Arc<Region>>,
+    last: RefCell<Option<Arc<Region>>>,
 }
 
 impl RegistryView<'_> {
-    fn get(&mut self, stag: STag) -> Option<Arc<Region>> {
-        if let Some(r) = &self.last {
-            if r.stag == stag && r.is_valid() {
-                return Some(r.clone());
+    /// Runs `f` on the valid region `stag` names, if any.
+    fn with_region<R>(&self, stag: STag, f: impl FnOnce(&Region) -> R) -> Option<R> {
+        {
+            let last = self.last.borrow();
+            if let Some(r) = last.as_ref().filter(|r| r.stag == stag && r.is_valid()) {
+                return Some(f(r));
             }
         }
         let r = self.registry.lookup(stag)?;
-        self.last = Some(r.clone());
-        Some(r)
-    }
-
-    fn get_ref(&self, stag: STag) -> Option<Arc<Region>> {
-        match &self.last {
-            Some(r) if r.stag == stag && r.is_valid() => Some(r.clone()),
-            _ => self.registry.lookup(stag),
-        }
+        let out = f(&r);
+        *self.last.borrow_mut() = Some(r);
+        Some(out)
     }
 }
 
 impl Memory for RegistryView<'_> {
     fn region(&self, stag: STag) -> Option<RegionInfo> {
-        self.get_ref(stag).map(|r| r.info)
+        self.with_region(stag, |r| r.info)
     }
 
     fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange> {
@@ -326,10 +327,12 @@ impl Memory for RegistryView<'_> {
             offset,
             len: data.len(),
         };
-        let region = self.get(stag).ok_or(err)?;
-        let range = region.range(offset, data.len()).ok_or(err)?;
-        region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
-        Ok(())
+        self.with_region(stag, |region| {
+            let range = region.range(offset, data.len()).ok_or(err)?;
+            region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
+            Ok(())
+        })
+        .unwrap_or(Err(err))
     }
 
     fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange> {
@@ -338,10 +341,12 @@ impl Memory for RegistryView<'_> {
             offset,
             len: out.len(),
         };
-        let region = self.get_ref(stag).ok_or(err)?;
-        let range = region.range(offset, out.len()).ok_or(err)?;
-        out.copy_from_slice(&region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
-        Ok(())
+        self.with_region(stag, |region| {
+            let range = region.range(offset, out.len()).ok_or(err)?;
+            out.copy_from_slice(&region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
+            Ok(())
+        })
+        .unwrap_or(Err(err))
     }
 
     fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError> {
@@ -352,7 +357,7 @@ impl Memory for RegistryView<'_> {
         if !region.remote_invalidate {
             return Err(InvalidateError::NotAllowed);
         }
-        self.last = None;
+        *self.last.get_mut() = None;
         self.registry.remove(stag);
         Ok(())
     }
@@ -433,6 +438,34 @@ mod tests {
         assert!(v.region(stag).is_none());
         assert_eq!(keep.to_vec()[0], 1);
         assert!(!keep.is_valid());
+    }
+
+    #[test]
+    fn reads_go_through_the_cache_and_still_see_deregistration() {
+        let reg = Registry::new();
+        let a = reg.register_vec(PD, vec![1, 2, 3, 4], Access::ALL).unwrap();
+        let b = reg.register_vec(PD, vec![5, 6], Access::ALL).unwrap();
+        let v = reg.view();
+        let mut out = [0; 2];
+        for _ in 0..3 {
+            v.read(a.rkey(), 2, &mut out).unwrap();
+            assert_eq!(out, [3, 4]);
+            v.read(b.rkey(), 0, &mut out).unwrap();
+            assert_eq!(out, [5, 6]);
+        }
+        assert_eq!(v.region(a.rkey()).map(|i| i.len), Some(4));
+        assert!(v.read(a.rkey(), 3, &mut out).is_err(), "past the end");
+        let stale = b.rkey();
+        b.deregister();
+        assert!(
+            v.read(stale, 0, &mut out).is_err(),
+            "cached, then deregistered"
+        );
+        assert!(v.region(stale).is_none());
+        assert!(
+            v.read(STag::new(77, 0), 0, &mut out).is_err(),
+            "never registered"
+        );
     }
 
     #[test]

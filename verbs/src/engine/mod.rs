@@ -98,10 +98,16 @@ impl Engine {
         self.clock = Some(start);
     }
 
-    /// Advances the virtual clock (never backwards); no-op on the system clock.
-    pub(crate) fn advance_clock(&mut self, now: Instant) {
-        if let Some(c) = &mut self.clock {
-            *c = (*c).max(now);
+    /// Advances the virtual clock to `now` (never backwards) and returns
+    /// the instant to run at: the virtual clock, or `now` on the system
+    /// clock.
+    pub(crate) fn advance_clock(&mut self, now: Instant) -> Instant {
+        match &mut self.clock {
+            Some(c) => {
+                *c = (*c).max(now);
+                *c
+            }
+            None => now,
         }
     }
 
@@ -428,7 +434,13 @@ impl Engine {
             }
             return Err(VerbsError::RequestGone);
         }
-        inc.startup.accept(&params, now)?;
+        if let Err(e) = inc.startup.accept(&params, now) {
+            // The request is gone either way: do not leave its stream open.
+            if let Some(t) = self.transport.as_deref_mut() {
+                t.abort(inc.stream);
+            }
+            return Err(e);
+        }
         inc.state = IncomingState::Handed;
         slot.phase = Phase::Starting {
             stream: inc.stream,

@@ -601,3 +601,37 @@ pub fn dropping_a_queue_pair_closes(make: MakeNet) {
     let w = server_cq.poll_one().unwrap().expect("flushed receive");
     assert_wc(&w, 1, WcStatus::WrFlushErr, WcOpcode::Recv, 0);
 }
+
+/// Accepting onto a queue pair that is already connected fails locally;
+/// the request is then rejected rather than left hanging.
+pub fn failed_accept_rejects(make: MakeNet) {
+    let p = connect(make(), Opts::default());
+    let listener = p.listener.as_ref().unwrap();
+    let (qp, _, _) = qp_on(&p.client);
+    qp.connect(p.client_info.peer_addr.unwrap(), ConnectParams::default())
+        .unwrap();
+    let mut ev = None;
+    let mut tried = false;
+    p.drive_until(|p| {
+        if !tried {
+            if let Some(req) = listener.try_request() {
+                let r = req.accept(&p.server_qp, AcceptParams::default());
+                assert!(matches!(r, Err(VerbsError::AlreadyConnected)), "{r:?}");
+                tried = true;
+            }
+        }
+        ev = qp.try_event();
+        ev.is_some()
+    });
+    assert_eq!(
+        ev,
+        Some(CmEvent::Rejected {
+            private_data: Vec::new()
+        }),
+        "{}",
+        p.name
+    );
+    // The first connection is unharmed.
+    assert_eq!(p.server_qp.state(), QpState::Rts);
+    assert_eq!(p.server_qp.try_event(), None);
+}

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
 
 use super::fault::{Fate, FaultConfig, Impairment};
-use super::link::{InFlight, Wire};
+use super::link::{Frame, InFlight, Wire};
 use crate::transport::pcap::PcapSink;
 use crate::transport::smol::LinkDevice;
 use crate::transport::Waker;
@@ -49,7 +49,7 @@ struct TxSide {
 /// Receiving half: frames due now and buffers to hand back.
 #[derive(Debug, Default)]
 struct RxSide {
-    due: VecDeque<Vec<u8>>,
+    due: VecDeque<Frame>,
     used: Vec<Vec<u8>>,
 }
 
@@ -130,14 +130,14 @@ impl MemoryDevice {
 }
 
 pub struct RxToken<'a> {
-    frame: Vec<u8>,
+    frame: Frame,
     used: &'a mut Vec<Vec<u8>>,
 }
 
 impl phy::RxToken for RxToken<'_> {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        let r = f(&self.frame);
-        self.used.push(self.frame);
+        let r = f(self.frame.bytes());
+        self.used.push(self.frame.into_buffer());
         r
     }
 }
@@ -149,29 +149,27 @@ pub struct TxToken<'a> {
 impl phy::TxToken for TxToken<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         let tx = self.tx;
-        let mut buf = tx
-            .spares
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(tx.frame_capacity));
-        buf.clear();
-        buf.resize(len, 0);
-        let r = f(&mut buf);
+        let buf = tx.spares.pop().unwrap_or_default();
+        // smoltcp writes every octet of the frame it asks for; the stale
+        // bytes of a reused buffer are overwritten, never sent.
+        let mut frame = Frame::reuse(buf, len, tx.frame_capacity);
+        let r = f(frame.bytes_mut());
         if let Some(p) = tx.pcap.as_mut() {
-            p.record(tx.now, &buf);
+            p.record(tx.now, frame.bytes());
         }
         tx.activity = true;
         tx.stats.frames_sent += 1;
         tx.stats.bytes_sent += len as u64;
-        match tx.impairment.apply(&mut buf) {
+        match tx.impairment.apply(frame.bytes_mut()) {
             Fate::Lost => {
                 tx.stats.lost += 1;
-                tx.spares.push(buf);
+                tx.spares.push(frame.into_buffer());
             }
             Fate::Deliver { delay, corrupted } => {
                 tx.stats.corrupted += u64::from(corrupted);
                 tx.out.push(InFlight {
                     deliver_at: tx.now + delay,
-                    frame: buf,
+                    frame,
                 });
             }
         }
@@ -199,7 +197,7 @@ impl Device for MemoryDevice {
         self.tx.activity = true;
         self.tx.stats.frames_received += 1;
         if let Some(p) = self.tx.pcap.as_mut() {
-            p.record(self.tx.now, &frame);
+            p.record(self.tx.now, frame.bytes());
         }
         Some((
             RxToken {

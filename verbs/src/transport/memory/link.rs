@@ -9,11 +9,50 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+/// A frame's bytes: the first `len` octets of a buffer that keeps its full
+/// length, so reusing a buffer for a longer frame needs no zero-filling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Frame {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Frame {
+    /// A frame of all of `buf`.
+    #[cfg(test)]
+    pub(crate) fn new(buf: Vec<u8>) -> Frame {
+        let len = buf.len();
+        Frame { buf, len }
+    }
+
+    /// A frame of the first `len` octets of `buf`, which is grown (to at
+    /// least `capacity`) only if it is shorter.
+    pub(crate) fn reuse(mut buf: Vec<u8>, len: usize, capacity: usize) -> Frame {
+        if buf.len() < len {
+            buf.resize(len.max(capacity), 0);
+        }
+        Frame { buf, len }
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+
+    /// The buffer back, for another frame.
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
 /// A frame on the wire.
 #[derive(Debug)]
 pub(crate) struct InFlight {
     pub(crate) deliver_at: Instant,
-    pub(crate) frame: Vec<u8>,
+    pub(crate) frame: Frame,
 }
 
 /// One direction of the link.
@@ -32,7 +71,7 @@ impl Lane {
     fn push(&mut self, f: InFlight, capacity: usize) -> bool {
         if self.queue.len() >= capacity {
             self.overflow_drops += 1;
-            self.pool.push(f.frame);
+            self.pool.push(f.frame.into_buffer());
             return false;
         }
         // Usually the newest frame is due last: scan from the back.
@@ -107,7 +146,7 @@ impl Wire {
         &self,
         i: usize,
         now: Instant,
-        out: &mut VecDeque<Vec<u8>>,
+        out: &mut VecDeque<Frame>,
         used: &mut Vec<Vec<u8>>,
     ) {
         let mut lane = self.lane(i);
@@ -181,7 +220,7 @@ mod tests {
     fn frame(at: Instant, tag: u8) -> InFlight {
         InFlight {
             deliver_at: at,
-            frame: vec![tag],
+            frame: Frame::new(vec![tag]),
         }
     }
 
@@ -202,12 +241,28 @@ mod tests {
         assert!(out.is_empty(), "nothing due yet");
         assert_eq!(w.next_due(0), Some(t + ms(1)));
         w.receive(0, t + ms(2), &mut out, &mut Vec::new());
-        assert_eq!(out, [vec![1], vec![4], vec![2]]);
+        assert_eq!(out, [1, 4, 2].map(|t| Frame::new(vec![t])));
         out.clear();
         w.receive(0, t + ms(10), &mut out, &mut Vec::new());
-        assert_eq!(out, [vec![3]]);
+        assert_eq!(out, [Frame::new(vec![3])]);
         assert_eq!(w.next_due(0), None);
         assert_eq!(w.next_due(1), None);
+    }
+
+    #[test]
+    fn a_reused_buffer_keeps_its_length_and_shows_only_the_frame() {
+        let f = Frame::reuse(Vec::new(), 60, 1514);
+        assert_eq!(f.bytes().len(), 60);
+        let mut buf = f.into_buffer();
+        assert_eq!(buf.len(), 1514, "grown once to the full frame size");
+        buf[..4].copy_from_slice(&[1, 2, 3, 4]);
+        let mut f = Frame::reuse(buf, 3, 1514);
+        assert_eq!(f.bytes(), &[1, 2, 3]);
+        f.bytes_mut()[0] = 9;
+        let f = Frame::reuse(f.into_buffer(), 1514, 1514);
+        assert_eq!(&f.bytes()[..4], &[9, 2, 3, 4], "no zero-filling on reuse");
+        let big = Frame::reuse(f.into_buffer(), 9014, 1514);
+        assert_eq!(big.bytes().len(), 9014);
     }
 
     #[test]
@@ -253,7 +308,7 @@ mod tests {
         sender.join().unwrap();
         let mut out = VecDeque::new();
         w.receive(0, Instant::now(), &mut out, &mut Vec::new());
-        assert_eq!(out, [vec![9]]);
+        assert_eq!(out, [Frame::new(vec![9])]);
     }
 
     #[test]
