@@ -95,6 +95,14 @@ pub fn placement(data: &[u8]) {
     run_placement(data);
 }
 
+/// [`placement`], returning how many tagged and untagged placements were
+/// accepted, so seed tests can tell inputs that reach placement from ones
+/// refused at the first check.
+pub fn placement_accepted(data: &[u8]) -> (usize, usize) {
+    let (_, tagged, untagged) = run_placement(data);
+    (tagged, untagged)
+}
+
 /// [`placement`], returning the memory and how many placements were
 /// accepted (tagged, untagged), so tests can tell a run did something.
 fn run_placement(data: &[u8]) -> (RegionTable, usize, usize) {

@@ -103,6 +103,12 @@ pub fn connection(data: &[u8]) {
     run_connection(data);
 }
 
+/// [`connection`], returning what the run left behind, so seed tests can
+/// check that an input reaches placement and completion.
+pub fn connection_outcome(data: &[u8]) -> Outcome {
+    run_connection(data)
+}
+
 /// What a [`connection`] run left behind, for tests that check the fuzzed
 /// scenario reaches what it should.
 #[derive(Debug, Default)]
