@@ -11,6 +11,19 @@
 //! * a progress thread ([`Device::spawn_progress_thread`]): the engine runs
 //!   on its own thread and blocked callers sleep on a condition variable it
 //!   signals. Use it when the program does not call into the device often.
+//! * virtual time ([`Device::use_virtual_clock`], [`Device::progress_at`]):
+//!   the caller supplies every instant, for deterministic simulation over
+//!   the memory link.
+//!
+//! Waiting without the lock. Whoever sleeps in the transport's readiness
+//! wait (the progress thread, or a blocked caller) takes the transport out
+//! of the engine and releases the engine lock first, so other threads keep
+//! posting meanwhile. A post that finds the transport away queues its work
+//! and wakes the sleeper ([`Transport::waker`]), which sends it at once; a
+//! call that needs the transport itself (connect, listen, accept) wakes the
+//! sleeper and waits for the transport's return. Wakes are sticky, so none
+//! is lost between a sleeper's last look and its sleep. A transport that
+//! cannot be woken is waited on in slices of a few milliseconds instead.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
