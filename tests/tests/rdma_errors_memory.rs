@@ -39,6 +39,9 @@ cases!(
     connect_refused,
     reject_with_private_data,
     initiator_times_out,
+    invalidate_a_local_only_region,
+    invalidate_a_region_of_another_pd,
+    write_after_remote_invalidate,
 );
 
 #[test]

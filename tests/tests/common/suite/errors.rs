@@ -719,3 +719,53 @@ pub fn peer_exits_mid_transfer(make: MakeNet) {
         }
     }
 }
+
+/// A Send with Invalidate naming a region without remote rights: the
+/// receive fails (remote invalid request) and the stream is terminated
+/// (RDMAP remote operation error, cannot invalidate); the region stays.
+pub fn invalidate_a_local_only_region(make: MakeNet) {
+    invalidate_refused(make, false, TermCode::RDMAP_OPERATION_CANNOT_INVALIDATE);
+}
+
+/// The same for a region of another protection domain: RDMAP remote
+/// protection error, cannot invalidate.
+pub fn invalidate_a_region_of_another_pd(make: MakeNet) {
+    invalidate_refused(make, true, TermCode::RDMAP_PROTECTION_CANNOT_INVALIDATE);
+}
+
+fn invalidate_refused(make: MakeNet, other_pd: bool, code: TermCode) {
+    let p = connect(make(), Opts::default());
+    let pd = if other_pd {
+        p.server.alloc_pd()
+    } else {
+        p.server_pd.clone()
+    };
+    let access = if other_pd { REMOTE } else { Access::LOCAL_WRITE };
+    let victim = guarded(&pd, 64, access);
+    let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
+    p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    p.client_qp
+        .post_send(wr::send_invalidate(2, vec![], victim.rkey()))
+        .unwrap();
+    expect_terminate(&p, Side::Server, code);
+    let s = expect_completions(&p, Side::Server, &[1]);
+    assert_wc(&s[0], 1, WcStatus::RemInvReqErr, WcOpcode::Recv, 0);
+    assert!(victim.is_valid(), "{}: not invalidated", p.name);
+}
+
+/// After a peer's Send with Invalidate, the STag is dead: a later Write
+/// naming it is refused (invalid STag) and nothing lands.
+pub fn write_after_remote_invalidate(make: MakeNet) {
+    let p = connect(make(), Opts::default());
+    let target = guarded(&p.server_pd, 64, REMOTE);
+    let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
+    p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    p.client_qp
+        .post_send(wr::send_invalidate(2, vec![], target.rkey()))
+        .unwrap();
+    let r = p.server_completions(1);
+    assert_eq!(r[0].invalidated, Some(target.rkey()));
+    write_to(&p, target.rkey(), target.addr(), 16);
+    expect_terminate(&p, Side::Server, TermCode::DDP_T_INVALID_STAG);
+    assert!(target.to_vec().iter().all(|&b| b == GUARD));
+}
