@@ -540,24 +540,37 @@ fn every_seed_passes_its_target() {
     }
 }
 
-/// Mutations per target: a few thousand in all, within a few seconds.
+/// Mutations per target: tens of thousands in all, a few seconds in the
+/// test profile. `FUZZ_SEEDS_SCALE=<n>` multiplies them for a longer run.
 fn mutations(t: Target) -> usize {
-    match t {
-        Target::RdmapConnection => 500,
-        Target::MpaDeframer => 600,
-        Target::DdpPlacement | Target::MpaStartup => 1000,
-        Target::DdpHeaders | Target::RdmapHeaders => 2000,
-    }
+    let scale = std::env::var("FUZZ_SEEDS_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1);
+    scale
+        * match t {
+            Target::RdmapConnection => 4_000,
+            Target::MpaDeframer => 4_000,
+            Target::DdpPlacement | Target::MpaStartup => 8_000,
+            Target::DdpHeaders | Target::RdmapHeaders => 20_000,
+        }
 }
 
 fn mutate_target(t: Target, seeds: &[Seed], rng_seed: u64) {
     let mut rng = Rng::new(rng_seed ^ t as u64);
-    for i in 0..mutations(t) {
+    let n = mutations(t);
+    let started = Instant::now();
+    for i in 0..n {
         let a = &seeds[rng.below(seeds.len())];
         let b = &seeds[rng.below(seeds.len())];
         let data = mutate(&mut rng, &a.data, &b.data, 4096);
         run_checked(t, &data, &format!("mutation-{i}-of-{}", a.name));
     }
+    println!(
+        "{t}: {n} mutations of {} seeds in {:.2?}",
+        seeds.len(),
+        started.elapsed()
+    );
 }
 
 #[test]

@@ -421,3 +421,141 @@ fn idle_connection_outlives_the_tcp_user_timeout() {
     p.client_qp.post_send(wr::send(2, vec![])).unwrap();
     assert!(p.server_completions(1)[0].is_success());
 }
+
+/// A small deterministic generator for the randomized workloads.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// Sizes spread over every scale: mostly small, sometimes large.
+    fn size(&mut self) -> usize {
+        let scale = [16u64, 1500, 9000, 70_000, 400_000][self.below(5) as usize];
+        self.below(scale + 1) as usize
+    }
+
+    /// Splits `len` into 1..=4 SGE lengths.
+    fn split(&mut self, len: usize) -> Vec<usize> {
+        let parts = 1 + self.below(4) as usize;
+        let mut cuts: Vec<usize> = (1..parts)
+            .map(|_| self.below(len as u64 + 1) as usize)
+            .collect();
+        cuts.push(0);
+        cuts.push(len);
+        cuts.sort_unstable();
+        cuts.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+}
+
+/// Randomized workloads over randomly lossy, jittery links: random
+/// operations, sizes and scatter/gather lists in both directions, all
+/// outstanding at once; every completion succeeds, every byte lands.
+#[test]
+fn random_workloads_over_random_links() {
+    for seed in 0..6u64 {
+        let mut rng = SplitMix(seed.wrapping_mul(0x1234_5678_9abc));
+        let faults = FaultConfig {
+            loss: rng.below(30) as f64 / 1000.0,
+            latency: Duration::from_micros(rng.below(2000)),
+            jitter: Duration::from_micros(rng.below(500)),
+            ..Default::default()
+        };
+        let p = connect(
+            Net::memory_virtual(&link(faults.clone(), seed)),
+            Opts::crc(),
+        );
+        let mut expect: Vec<(MemoryRegion, usize, Vec<u8>)> = Vec::new();
+        let mut ids = [Vec::new(), Vec::new()];
+        for op in 0..60u64 {
+            let (from, to, fi) = if rng.below(2) == 0 {
+                (Side::Client, Side::Server, 0)
+            } else {
+                (Side::Server, Side::Client, 1)
+            };
+            let n = rng.size();
+            let data = pattern(n, op as u8);
+            let parts = rng.split(n);
+            // Each part in a region of its own, at a random offset.
+            let mut sgl = Vec::new();
+            let mut at = 0;
+            for len in &parts {
+                let off = rng.below(64) as usize;
+                let mr = holding(p.pd(from), off, &data[at..at + len], 7, REMOTE);
+                sgl.push(mr.sge(off, *len).unwrap());
+                at += len;
+            }
+            let off = rng.below(100) as usize;
+            match rng.below(3) {
+                0 => {
+                    let rx = guarded(p.pd(to), off + n + 8, Access::LOCAL_WRITE);
+                    p.qp(to)
+                        .post_recv(wr::recv(op, vec![rx.sge(off, n).unwrap()]))
+                        .unwrap();
+                    p.qp(from).post_send(wr::send(op, sgl)).unwrap();
+                    ids[1 - fi].push(op);
+                    expect.push((rx, off, data));
+                }
+                1 => {
+                    let target = guarded(p.pd(to), off + n + 8, REMOTE);
+                    p.qp(from)
+                        .post_send(wr::write(
+                            op,
+                            sgl,
+                            target.rkey(),
+                            target.addr() + off as u64,
+                        ))
+                        .unwrap();
+                    expect.push((target, off, data));
+                }
+                _ => {
+                    let src = holding(p.pd(to), off, &data, 8, REMOTE);
+                    let sink = guarded(p.pd(from), n + 8, Access::LOCAL_WRITE);
+                    p.qp(from)
+                        .post_send(wr::read(
+                            op,
+                            sink.sge(4, n).unwrap(),
+                            src.rkey(),
+                            src.addr() + off as u64,
+                        ))
+                        .unwrap();
+                    expect.push((sink, 4, data));
+                }
+            }
+            ids[fi].push(op);
+        }
+        for (side, ids) in [(Side::Client, &ids[0]), (Side::Server, &ids[1])] {
+            let wcs = all_completions(&p, side, ids);
+            assert!(wcs.iter().all(|w| w.is_success()), "seed {seed}: {wcs:?}");
+        }
+        // Writes are placed before later Sends of the same direction; a
+        // final empty Send each way makes sure the last ones landed.
+        for (from, to) in [(Side::Client, Side::Server), (Side::Server, Side::Client)] {
+            p.qp(to).post_recv(wr::recv(999, vec![])).unwrap();
+            p.qp(from).post_send(wr::send(999, vec![])).unwrap();
+        }
+        p.completions(&p.client_cq, 2);
+        p.completions(&p.server_cq, 2);
+        for (i, (mr, off, data)) in expect.iter().enumerate() {
+            common::suite::assert_exactly(
+                mr,
+                *off,
+                data,
+                &format!("seed {seed} op {i} ({faults:?})"),
+            );
+        }
+        println!(
+            "seed {seed}: {:?} of virtual time over {faults:?}",
+            p.virtual_elapsed()
+        );
+    }
+}

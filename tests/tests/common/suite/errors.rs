@@ -740,10 +740,16 @@ fn invalidate_refused(make: MakeNet, other_pd: bool, code: TermCode) {
     } else {
         p.server_pd.clone()
     };
-    let access = if other_pd { REMOTE } else { Access::LOCAL_WRITE };
+    let access = if other_pd {
+        REMOTE
+    } else {
+        Access::LOCAL_WRITE
+    };
     let victim = guarded(&pd, 64, access);
     let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
-    p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    p.server_qp
+        .post_recv(wr::recv(1, vec![rx.sge_all()]))
+        .unwrap();
     p.client_qp
         .post_send(wr::send_invalidate(2, vec![], victim.rkey()))
         .unwrap();
@@ -759,7 +765,9 @@ pub fn write_after_remote_invalidate(make: MakeNet) {
     let p = connect(make(), Opts::default());
     let target = guarded(&p.server_pd, 64, REMOTE);
     let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
-    p.server_qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    p.server_qp
+        .post_recv(wr::recv(1, vec![rx.sge_all()]))
+        .unwrap();
     p.client_qp
         .post_send(wr::send_invalidate(2, vec![], target.rkey()))
         .unwrap();
