@@ -488,5 +488,8 @@ fn transport_access_wakes_the_sleeping_thread() {
         assert_eq!(mss, 1460);
     }
     let m = median(took);
-    assert!(m < Duration::from_millis(10), "median {m:?}");
+    // Unwoken, the thread would hold the transport for the rest of its
+    // 100 ms wait (about 80 ms here); woken, it is back in microseconds
+    // (milliseconds on a loaded machine).
+    assert!(m < Duration::from_millis(30), "median {m:?}");
 }
