@@ -116,6 +116,9 @@ impl DeviceShared {
                 .0;
         }
         self.wanting.fetch_sub(1, Ordering::AcqRel);
+        // The waiter stepped aside for us (see `park`): it resumes as soon
+        // as we release the lock rather than at its recheck timeout.
+        self.signal.notify_all();
         e
     }
 

@@ -265,6 +265,8 @@ impl Engine {
             .as_deref_mut()
             .ok_or(VerbsError::TransportBusy)?;
         let stream = transport.connect(remote).map_err(VerbsError::Transport)?;
+        // The SYN leaves now, not at the next turn.
+        transport.poll(now);
         slot.phase = Phase::Starting {
             stream,
             startup: Box::new(startup),
