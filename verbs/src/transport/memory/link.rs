@@ -64,6 +64,10 @@ pub(crate) struct Lane {
     pool: Vec<Vec<u8>>,
     /// Frames dropped because `queue` was full.
     pub(crate) overflow_drops: u64,
+    /// Receivers asleep on this lane's condition variable. A notify is a
+    /// system call even with nobody to wake, so senders skip it when this
+    /// is zero (it only changes under the lane lock, as does the queue).
+    sleepers: usize,
 }
 
 impl Lane {
@@ -125,7 +129,7 @@ impl Wire {
         want: usize,
     ) -> usize {
         let mut queued = 0;
-        {
+        let asleep = {
             let mut lane = self.lane(i);
             for f in frames.drain(..) {
                 queued += usize::from(lane.push(f, self.capacity));
@@ -133,8 +137,9 @@ impl Wire {
             let take = want.min(lane.pool.len());
             let from = lane.pool.len() - take;
             spares.extend(lane.pool.drain(from..));
-        }
-        if queued > 0 {
+            lane.sleepers > 0
+        };
+        if queued > 0 && asleep {
             self.ready[i].notify_all();
         }
         queued
@@ -173,8 +178,10 @@ impl Wire {
         self.woken[i].store(true, Ordering::Release);
         // Taking the lane lock orders the flag before a waiter's check, so
         // the notify cannot fall between its check and its sleep.
-        drop(self.lane(i));
-        self.ready[i].notify_all();
+        let asleep = self.lane(i).sleepers > 0;
+        if asleep {
+            self.ready[i].notify_all();
+        }
     }
 
     /// Sleeps until a frame on lane `i` is due (by the real clock), a
@@ -196,8 +203,11 @@ impl Wire {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            if until.is_some_and(|u| u <= now) {
+                return;
+            }
+            lane.sleepers += 1;
             lane = match until {
-                Some(u) if u <= now => return,
                 Some(u) => {
                     self.ready[i]
                         .wait_timeout(lane, u - now)
@@ -208,6 +218,7 @@ impl Wire {
                     .wait(lane)
                     .unwrap_or_else(PoisonError::into_inner),
             };
+            lane.sleepers -= 1;
         }
     }
 }
@@ -309,6 +320,52 @@ mod tests {
         let mut out = VecDeque::new();
         w.receive(0, Instant::now(), &mut out, &mut Vec::new());
         assert_eq!(out, [Frame::new(vec![9])]);
+    }
+
+    #[test]
+    fn no_wakeup_is_lost_when_idle_lanes_skip_the_notify() {
+        // Ping-pong across two threads: each side sleeps with no timeout
+        // until the other sends; a lost notify would hang the test, the
+        // bounded waits turn that into a failure.
+        let w = Arc::new(Wire::new(8));
+        let w2 = Arc::clone(&w);
+        let rounds = 300;
+        let echo = std::thread::spawn(move || {
+            let mut out = VecDeque::new();
+            for k in 0..rounds {
+                let start = Instant::now();
+                while out.is_empty() {
+                    w2.wait(0, Some(Duration::from_secs(10)));
+                    w2.receive(0, Instant::now(), &mut out, &mut Vec::new());
+                    assert!(start.elapsed() < Duration::from_secs(5), "round {k}");
+                }
+                out.clear();
+                w2.send(
+                    1,
+                    &mut vec![frame(Instant::now(), k as u8)],
+                    &mut Vec::new(),
+                    0,
+                );
+            }
+        });
+        let mut out = VecDeque::new();
+        for k in 0..rounds {
+            w.send(
+                0,
+                &mut vec![frame(Instant::now(), k as u8)],
+                &mut Vec::new(),
+                0,
+            );
+            let start = Instant::now();
+            while out.is_empty() {
+                w.wait(1, Some(Duration::from_secs(10)));
+                w.receive(1, Instant::now(), &mut out, &mut Vec::new());
+                assert!(start.elapsed() < Duration::from_secs(5), "round {k}");
+            }
+            assert_eq!(out.pop_front(), Some(Frame::new(vec![k as u8])));
+        }
+        echo.join().unwrap();
+        assert_eq!(w.lane(0).sleepers + w.lane(1).sleepers, 0);
     }
 
     #[test]
