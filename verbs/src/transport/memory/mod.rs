@@ -36,6 +36,19 @@ pub const MAX_MTU: usize = 65535;
 /// Smallest IP MTU every IPv4 host must accept.
 pub const MIN_MTU: usize = 576;
 
+/// TCP send and receive ring size on a default memory link.
+///
+/// The link has no propagation delay (unless [`FaultConfig::latency`] adds
+/// some), so the window only has to cover one turn of the two hosts, and
+/// the ring is also how much a turn moves: every byte is written into the
+/// send ring, copied into frames, into the peer's receive ring and out
+/// again within one turn, so a ring that stays in the core's cache makes
+/// every one of those copies cheaper. Measured on a 1.25 MiB-L2 core,
+/// 128 KiB rings carry 20–40 % more bytes per CPU-second than 1 MiB rings,
+/// for raw TCP and RDMA alike, at MTU 1500 and 9000. With added latency,
+/// goodput is bounded by ring / round-trip time: raise the rings with it.
+pub const MEMORY_LINK_RING: usize = 128 * 1024;
+
 /// A smoltcp host on one end of a memory link.
 pub type MemoryHost = SmolStack<MemoryDevice>;
 
@@ -50,7 +63,8 @@ pub struct MemoryLinkConfig {
     pub seed: u64,
     /// Frames each direction holds before dropping new ones.
     pub queue_frames: usize,
-    /// Socket settings of both hosts.
+    /// Socket settings of both hosts. The default is
+    /// [`TcpTuning::default`] with [`MEMORY_LINK_RING`]-byte rings.
     pub tuning: TcpTuning,
     /// Address of host A (host B is the next one); both in a /24.
     pub addr_a: Ipv4Addr,
@@ -63,7 +77,11 @@ impl Default for MemoryLinkConfig {
             faults: FaultConfig::default(),
             seed: 0x1dea_5eed,
             queue_frames: 4096,
-            tuning: TcpTuning::default(),
+            tuning: TcpTuning {
+                rx_buffer: MEMORY_LINK_RING,
+                tx_buffer: MEMORY_LINK_RING,
+                ..TcpTuning::default()
+            },
             addr_a: Ipv4Addr::new(10, 77, 0, 1),
         }
     }
