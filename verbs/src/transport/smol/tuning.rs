@@ -51,7 +51,7 @@ pub struct TcpTuning {
     /// Abort a connection whose data stays unacknowledged this long.
     pub user_timeout: Option<Duration>,
     /// Keep-alive probe interval on idle connections. smoltcp 0.14 applies
-    /// `user_timeout` to idle connections too (smoltcp issue #1202): an
+    /// `user_timeout` to idle connections too (smoltcp-rs/smoltcp#1202): an
     /// idle connection is aborted after `user_timeout` without a received
     /// segment. A probe interval well inside the timeout keeps a healthy
     /// idle connection alive and still detects a dead peer in time.
