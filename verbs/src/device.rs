@@ -61,6 +61,8 @@ pub(crate) struct DeviceShared {
     waker: Option<Waker>,
     /// Threads that need the transport while it is lent out to a waiter.
     wanting: AtomicUsize,
+    /// Threads sleeping on `signal`.
+    signal_waiters: AtomicUsize,
     /// Threads queued on (or about to take) the engine lock.
     contenders: AtomicUsize,
     /// Progress threads running (normally 0 or 1).
@@ -87,6 +89,28 @@ impl DeviceShared {
         g
     }
 
+    /// Sleeps on the signal (releasing the engine lock) for at most `t`.
+    fn wait_signal<'a>(&'a self, e: MutexGuard<'a, Engine>, t: Duration) -> MutexGuard<'a, Engine> {
+        // Counted under the engine lock, which every notifier holds too,
+        // so a notifier never misses a sleeper.
+        self.signal_waiters.fetch_add(1, Ordering::AcqRel);
+        let e = self
+            .signal
+            .wait_timeout(e, t)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        self.signal_waiters.fetch_sub(1, Ordering::AcqRel);
+        e
+    }
+
+    /// Wakes the signal's sleepers; call with the engine lock held. Free
+    /// (no system call) when nobody sleeps, which is the common case.
+    fn notify(&self) {
+        if self.signal_waiters.load(Ordering::Acquire) > 0 {
+            self.signal.notify_all();
+        }
+    }
+
     fn threaded(&self) -> bool {
         self.threads.load(Ordering::Acquire) > 0
     }
@@ -109,16 +133,12 @@ impl DeviceShared {
         // after at most one wait even if every wake were lost.
         while !e.has_transport() {
             self.wake();
-            e = self
-                .signal
-                .wait_timeout(e, RECHECK)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            e = self.wait_signal(e, RECHECK);
         }
         self.wanting.fetch_sub(1, Ordering::AcqRel);
         // The waiter stepped aside for us (see `park`): it resumes as soon
         // as we release the lock rather than at its recheck timeout.
-        self.signal.notify_all();
+        self.notify();
         e
     }
 
@@ -132,11 +152,7 @@ impl DeviceShared {
     ) -> MutexGuard<'a, Engine> {
         if self.wanting.load(Ordering::Acquire) > 0 {
             // Someone is queued for the transport: let them have the lock.
-            return self
-                .signal
-                .wait_timeout(e, RECHECK)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            return self.wait_signal(e, RECHECK);
         }
         let delay = if self.waker.is_some() {
             delay
@@ -150,13 +166,13 @@ impl DeviceShared {
         transport.wait(Some(delay));
         let mut e = self.lock();
         e.put_transport(transport);
-        self.signal.notify_all();
+        self.notify();
         e
     }
 
     fn notify_if_changed(&self, e: &mut Engine) {
         if e.take_changed() {
-            self.signal.notify_all();
+            self.notify();
         }
     }
 
@@ -229,11 +245,7 @@ impl DeviceShared {
             if self.threaded() || !e.has_transport() {
                 // The progress thread (or another blocked caller, which has
                 // the transport) drives and signals what changes.
-                e = self
-                    .signal
-                    .wait_timeout(e, left.min(RECHECK))
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+                e = self.wait_signal(e, left.min(RECHECK));
                 continue;
             }
             let now = e.now();
@@ -266,6 +278,7 @@ impl Device {
                 signal: Condvar::new(),
                 waker,
                 wanting: AtomicUsize::new(0),
+                signal_waiters: AtomicUsize::new(0),
                 contenders: AtomicUsize::new(0),
                 threads: AtomicUsize::new(0),
                 next_pd: AtomicU32::new(1),
