@@ -98,8 +98,8 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     timeout: f64,
     /// Client: milliseconds to wait after the connection is up before the
-    /// first SEND (siw answers an immediate first FPDU only once more bytes
-    /// arrive; see `ClientConfig::settle`).
+    /// first SEND (a siw server overlooks a first FPDU that arrives within
+    /// moments of its MPA Reply until more bytes come).
     #[arg(long, value_name = "MS", default_value_t = 20)]
     settle_ms: u64,
     /// Persistent server: exit after this many connections ended (status 0
