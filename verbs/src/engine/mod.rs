@@ -177,7 +177,9 @@ impl Engine {
             }
         }
         if sent {
-            transport.poll(now);
+            // The transport may hold them behind unacknowledged data, to
+            // leave with the next poll in full segments (autocorking).
+            transport.flush(now);
         }
         true
     }
