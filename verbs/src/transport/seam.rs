@@ -89,10 +89,10 @@ pub trait Transport {
     /// returns how many bytes it wrote. Returns the total queued.
     ///
     /// `f` may be called more than once: again after it filled its slice
-    /// completely while more space is free (a ring buffer wrapped), and once
-    /// more with one contiguous slice of all free space if it wrote nothing
-    /// into a slice shorter than that (so a whole FPDU fits whenever the
-    /// free space allows). Returning 0 ends the call.
+    /// completely while more space is free (a ring buffer wrapped), and
+    /// again with a longer contiguous slice if it wrote nothing into a slice
+    /// shorter than the free space, up to one slice of all of it (so a whole
+    /// FPDU fits whenever the free space allows). Returning 0 ends the call.
     fn send_with(
         &mut self,
         s: StreamId,
@@ -131,6 +131,19 @@ pub trait Transport {
     /// Moves packets and bytes as far as they go at `now`; true if anything
     /// happened (a frame, a byte, a state change).
     fn poll(&mut self, now: Instant) -> bool;
+
+    /// Called after bytes were queued outside a progress turn (a post):
+    /// puts them on the wire now, or leaves them for the next `poll` when
+    /// that comes soon anyway. True if anything happened.
+    ///
+    /// The default polls. A transport may instead hold bytes queued behind
+    /// data still unacknowledged (autocorking, as Linux does for small
+    /// writes): the acknowledgement wakes the next `poll`, which then sends
+    /// everything queued meanwhile in full segments instead of one segment
+    /// per message.
+    fn flush(&mut self, now: Instant) -> bool {
+        self.poll(now)
+    }
 
     /// How long until `poll` must run again without outside events; `None`
     /// when only I/O can make progress, zero when work is pending now.
@@ -195,6 +208,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn send_capacity(&self, s: StreamId) -> usize {
         (**self).send_capacity(s)
+    }
+    fn flush(&mut self, now: Instant) -> bool {
+        (**self).flush(now)
     }
     fn recv_queued(&self, s: StreamId) -> usize {
         (**self).recv_queued(s)

@@ -566,6 +566,146 @@ fn whole_records_cross_ring_wraps_intact() {
     assert!(calls_with_room > 100);
 }
 
+/// Sends `total` records of `rec` bytes through rings of the given sizes,
+/// as a framer does (whole records or nothing), checking every byte, and
+/// returns each buffer length offered right after a refused one.
+fn records_across_wraps(rec: usize, total: u64, rx: usize, tx: usize) -> Vec<(usize, usize)> {
+    let cfg = MemoryLinkConfig {
+        tuning: TcpTuning {
+            rx_buffer: rx,
+            tx_buffer: tx,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(cfg);
+    let pattern = Pattern::new(91);
+    let (mut sent, mut got, mut bad) = (0u64, 0u64, 0u64);
+    let mut retries = Vec::new();
+    assert!(
+        net.run_virtual(&mut now, 1_000_000, Duration::from_secs(600), |n| {
+            let mut refused = None;
+            n.a.send_with(ca, &mut |buf| {
+                if let Some(short) = refused.take() {
+                    retries.push((short, buf.len()));
+                }
+                let mut w = 0;
+                while buf.len() - w >= rec && sent < total {
+                    pattern.fill(sent * rec as u64, &mut buf[w..w + rec]);
+                    w += rec;
+                    sent += 1;
+                }
+                if w == 0 && sent < total {
+                    refused = Some(buf.len());
+                }
+                w
+            })
+            .unwrap();
+            n.b.recv_with(cb, &mut |data| {
+                let mut r = 0;
+                while data.len() - r >= rec {
+                    bad += pattern.mismatches(got * rec as u64, &data[r..r + rec]);
+                    r += rec;
+                    got += 1;
+                }
+                r
+            })
+            .unwrap();
+            got == total
+        })
+    );
+    assert_eq!(bad, 0);
+    retries
+}
+
+#[test]
+fn after_a_short_tail_the_wrap_scratch_is_two_segments_longer() {
+    // The ring's tail is too short for a record: the next offer is a
+    // scratch just past it, so only what straddles the wrap is copied.
+    let mss = 1460;
+    let retries = records_across_wraps(REC, 400, 4 * REC + 333, 3 * REC + 517);
+    assert!(retries.len() > 20, "{} wraps", retries.len());
+    for (short, offered) in retries {
+        assert!(short < REC);
+        assert!(
+            offered >= REC && offered <= short + 2 * mss,
+            "{short} -> {offered}"
+        );
+    }
+}
+
+#[test]
+fn records_longer_than_two_segments_still_cross_wraps() {
+    // 5000-byte records: the narrow scratch is refused too, the wide one
+    // (as much as is free) takes them.
+    let rec = 5000;
+    let retries = records_across_wraps(rec, 200, 4 * rec + 333, 3 * rec + 517);
+    assert!(retries
+        .iter()
+        .any(|&(short, offered)| offered == short + 2 * 1460));
+    assert!(retries.iter().any(|&(_, offered)| offered >= rec));
+}
+
+#[test]
+fn flush_pushes_an_idle_stream_and_corks_behind_unacknowledged_data() {
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    // Let the handshake's last ACK settle so A has nothing outstanding.
+    net.poll(now);
+    let sent = |n: &MemoryNet| n.a.device().stats().frames_sent;
+    let mut put = |n: &mut MemoryNet, tag: u8| {
+        let q = n.a.send_with(ca, &mut |b| {
+            b[..100].fill(tag);
+            100
+        });
+        assert_eq!(q.unwrap(), 100);
+    };
+    let before = sent(&net);
+    put(&mut net, 0);
+    assert!(net.a.flush(now), "idle stream: pushed at once");
+    assert_eq!(sent(&net), before + 1);
+    // While that segment is unacknowledged, small writes are corked...
+    for tag in 1..=10 {
+        put(&mut net, tag);
+        assert!(!net.a.flush(now));
+    }
+    assert_eq!(sent(&net), before + 1);
+    // ...and the next poll sends them together in one segment.
+    net.a.poll(now);
+    assert_eq!(sent(&net), before + 2);
+    let mut got = Vec::new();
+    assert!(
+        net.run_virtual(&mut now, 1000, Duration::from_secs(5), |n| {
+            n.b.recv_with(cb, &mut |d| {
+                got.extend_from_slice(d);
+                d.len()
+            })
+            .unwrap();
+            got.len() == 1100
+        })
+    );
+    let want: Vec<u8> = (0..=10u8).flat_map(|t| [t; 100]).collect();
+    assert_eq!(got, want);
+    // Everything acknowledged: the next write is pushed at once again.
+    assert!(
+        net.run_virtual(&mut now, 1000, Duration::from_secs(5), |n| {
+            n.a.send_capacity(ca) == n.a.tuning().tx_buffer
+        })
+    );
+    let before = sent(&net);
+    put(&mut net, 11);
+    assert!(net.a.flush(now));
+    assert_eq!(sent(&net), before + 1);
+}
+
+#[test]
+fn a_flush_with_nothing_queued_sends_nothing() {
+    let (mut net, now, _ca, _cb) = connected(MemoryLinkConfig::default());
+    net.poll(now);
+    let before = net.a.device().stats().frames_sent;
+    assert!(!net.a.flush(now));
+    assert_eq!(net.a.device().stats().frames_sent, before);
+}
+
 #[test]
 fn hosts_in_two_threads_wait_instead_of_spinning() {
     let cfg = MemoryLinkConfig::default();

@@ -68,6 +68,9 @@ pub struct SmolStack<D: LinkDevice> {
     doomed: Vec<SocketHandle>,
     next_port: u16,
     scratch: Vec<u8>,
+    /// Bytes were queued on a stream with nothing unacknowledged since the
+    /// last poll: `flush` must poll to send them (see [`Transport::flush`]).
+    push_due: bool,
 }
 
 impl<D: LinkDevice> std::fmt::Debug for SmolStack<D> {
@@ -120,6 +123,7 @@ impl<D: LinkDevice> SmolStack<D> {
             doomed: Vec::new(),
             next_port: EPHEMERAL_FIRST + (seed % port_span) as u16,
             scratch: Vec::new(),
+            push_due: false,
         })
     }
 
@@ -270,11 +274,99 @@ impl<D: LinkDevice> SmolStack<D> {
         Err(TransportError::Exhausted("ephemeral ports"))
     }
 
+    /// The segment size this interface sends: what an FPDU is sized to.
+    fn mss_hint(&self) -> usize {
+        self.device
+            .capabilities()
+            .ip_mtu()
+            .saturating_sub(IPV4_TCP_HEADERS)
+    }
+
     fn handle(&self, s: StreamId) -> Result<SocketHandle, TransportError> {
         self.streams
             .get(s.0)
             .map(|st| st.handle)
             .ok_or(TransportError::UnknownStream(s))
+    }
+
+    /// [`Transport::send_with`] without the flush bookkeeping.
+    fn queue_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        let h = self.handle(s)?;
+        let state = self.state(s);
+        let mss = self.mss_hint().max(1);
+        let sock = self.sockets.get_mut::<tcp::Socket>(h);
+        if !sock.may_send() {
+            return Err(TransportError::InvalidState(state));
+        }
+        let mut total = 0;
+        // At most: the ring's tail, its head after the wrap, one scratch.
+        for _ in 0..2 {
+            let free = sock.send_capacity() - sock.send_queue();
+            if free == 0 {
+                return Ok(total);
+            }
+            let mut overrun = None;
+            let (n, lent) = sock
+                .send(|buf| {
+                    let lent = buf.len();
+                    let n = f(buf);
+                    if n > lent {
+                        overrun = Some(n);
+                        (0, (0, lent))
+                    } else {
+                        (n, (n, lent))
+                    }
+                })
+                .map_err(|_| TransportError::InvalidState(state))?;
+            if let Some(claimed) = overrun {
+                return Err(TransportError::ClosureOverrun { claimed, lent });
+            }
+            total += n;
+            if n == lent && n > 0 {
+                continue;
+            }
+            let free_after = free - n;
+            let rest = lent - n;
+            if n == 0 && rest < free_after {
+                // The ring's end cut the slice short of the free space: build
+                // into a linear scratch and copy it in across the wrap. Offer
+                // just past the tail first (a frame or two more than it
+                // held), so only what straddles the wrap is copied twice;
+                // offer more only if that was still too small.
+                let wide = free_after.min(WRAP_SCRATCH.max(rest + 1));
+                let narrow = wide.min(rest + 2 * mss);
+                let mut offered = rest;
+                for len in [narrow, wide] {
+                    if len <= offered {
+                        continue;
+                    }
+                    offered = len;
+                    self.scratch.resize(len, 0);
+                    let m = f(&mut self.scratch[..len]);
+                    if m > len {
+                        return Err(TransportError::ClosureOverrun {
+                            claimed: m,
+                            lent: len,
+                        });
+                    }
+                    if m == 0 {
+                        continue;
+                    }
+                    let queued = sock
+                        .send_slice(&self.scratch[..m])
+                        .map_err(|_| TransportError::InvalidState(state))?;
+                    debug_assert_eq!(queued, m);
+                    total += queued;
+                    break;
+                }
+            }
+            return Ok(total);
+        }
+        Ok(total)
     }
 }
 
@@ -395,62 +487,14 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         s: StreamId,
         f: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> Result<usize, TransportError> {
-        let h = self.handle(s)?;
-        let state = self.state(s);
-        let sock = self.sockets.get_mut::<tcp::Socket>(h);
-        if !sock.may_send() {
-            return Err(TransportError::InvalidState(state));
-        }
-        let mut total = 0;
-        // At most: the ring's tail, its head after the wrap, one scratch.
-        for _ in 0..2 {
-            let free = sock.send_capacity() - sock.send_queue();
-            if free == 0 {
-                return Ok(total);
-            }
-            let mut overrun = None;
-            let (n, lent) = sock
-                .send(|buf| {
-                    let lent = buf.len();
-                    let n = f(buf);
-                    if n > lent {
-                        overrun = Some(n);
-                        (0, (0, lent))
-                    } else {
-                        (n, (n, lent))
-                    }
-                })
-                .map_err(|_| TransportError::InvalidState(state))?;
-            if let Some(claimed) = overrun {
-                return Err(TransportError::ClosureOverrun { claimed, lent });
-            }
-            total += n;
-            if n == lent && n > 0 {
-                continue;
-            }
-            let free_after = free - n;
-            let rest = lent - n;
-            if n == 0 && rest < free_after {
-                // The ring's end cut the slice short of the free space: build
-                // into a linear scratch and copy it in across the wrap.
-                let len = free_after.min(WRAP_SCRATCH.max(rest + 1));
-                self.scratch.resize(len, 0);
-                let m = f(&mut self.scratch[..len]);
-                if m > len {
-                    return Err(TransportError::ClosureOverrun {
-                        claimed: m,
-                        lent: len,
-                    });
-                }
-                let queued = sock
-                    .send_slice(&self.scratch[..m])
-                    .map_err(|_| TransportError::InvalidState(state))?;
-                debug_assert_eq!(queued, m);
-                total += queued;
-            }
-            return Ok(total);
-        }
-        Ok(total)
+        let idle = self
+            .handle(s)
+            .is_ok_and(|h| self.socket(h).send_queue() == 0);
+        let queued = self.queue_with(s, f)?;
+        // Bytes on a stream with nothing queued or unacknowledged must be
+        // pushed at once: no acknowledgement is coming to bring a poll.
+        self.push_due |= idle && queued > 0;
+        Ok(queued)
     }
 
     fn recv_with(
@@ -552,10 +596,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
     fn mss(&self, _s: StreamId) -> usize {
         // smoltcp keeps the peer's MSS option private; both ends of the
         // links built here share one MTU, so the local figure is the one.
-        self.device
-            .capabilities()
-            .ip_mtu()
-            .saturating_sub(IPV4_TCP_HEADERS)
+        self.mss_hint()
     }
 
     fn close(&mut self, s: StreamId) {
@@ -575,7 +616,14 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         }
     }
 
+    fn flush(&mut self, now: Instant) -> bool {
+        // Bytes queued behind unacknowledged data wait for the poll the
+        // acknowledgement brings, and leave then in full segments.
+        self.push_due && self.poll(now)
+    }
+
     fn poll(&mut self, now: Instant) -> bool {
+        self.push_due = false;
         let ts = self.smol_time(now);
         self.device.set_now(now);
         let changed = self.iface.poll(ts, &mut self.device, &mut self.sockets)
