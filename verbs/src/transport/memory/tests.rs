@@ -652,7 +652,7 @@ fn flush_pushes_an_idle_stream_and_corks_behind_unacknowledged_data() {
     // Let the handshake's last ACK settle so A has nothing outstanding.
     net.poll(now);
     let sent = |n: &MemoryNet| n.a.device().stats().frames_sent;
-    let mut put = |n: &mut MemoryNet, tag: u8| {
+    let put = |n: &mut MemoryNet, tag: u8| {
         let q = n.a.send_with(ca, &mut |b| {
             b[..100].fill(tag);
             100
