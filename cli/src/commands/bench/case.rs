@@ -228,6 +228,7 @@ pub(crate) fn warm_up(ep: &Endpoints, progress: ProgressModel) -> Result<(), Str
             driver.post()?;
             driver.settle()?;
         }
+        driver.fence()?;
         buffers.release();
     }
     Ok(())
@@ -253,6 +254,7 @@ impl Case {
         let bw = driver.bandwidth(depth)?;
         let latencies = driver.latency()?;
         driver.drain_receives()?;
+        driver.fence()?;
         buffers.release();
         Ok(Measured { latencies, ..bw })
     }
@@ -468,6 +470,27 @@ impl Driver<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Waits until the server has placed every Write: a Write completes
+    /// once it is handed to TCP, so its last bytes may still be on their
+    /// way when the client sees the completion, and deregistering the sink
+    /// then would make them a protection error. A Read is answered only
+    /// after everything sent before it was placed, so its completion is the
+    /// fence. (Sends and Reads complete only once placed.)
+    fn fence(&mut self) -> Result<(), String> {
+        if self.case.op != Op::Write {
+            return Ok(());
+        }
+        let b = self.buffers;
+        let n = self.case.size.min(1);
+        let sge = b.local.sge(0, n).map_err(|e| e.to_string())?;
+        self.ep
+            .client_qp
+            .post_send(wr::read(self.posted, sge, b.remote.rkey(), b.remote.addr()))
+            .map_err(|e| format!("post: {e}"))?;
+        self.posted += 1;
+        self.settle()
     }
 
     /// Consumes the receives still posted, so the next case starts clean.
