@@ -166,6 +166,11 @@ pub(crate) struct Measured {
     pub cpu: Option<Duration>,
     /// Unloaded post-to-completion latencies, sorted.
     pub latencies: Vec<Duration>,
+    /// The same for the samples during which the bench thread kept its
+    /// CPU (no context switch): the stack's own tail, without the time
+    /// other processes ran. `None` when switches cannot be observed, or
+    /// with progress threads (the bench thread sleeps by design).
+    pub undisturbed: Option<Vec<Duration>>,
 }
 
 pub(crate) struct Case {
@@ -252,11 +257,15 @@ impl Case {
         };
         driver.prime_receives()?;
         let bw = driver.bandwidth(depth)?;
-        let latencies = driver.latency()?;
+        let (latencies, undisturbed) = driver.latency()?;
         driver.drain_receives()?;
         driver.fence()?;
         buffers.release();
-        Ok(Measured { latencies, ..bw })
+        Ok(Measured {
+            latencies,
+            undisturbed,
+            ..bw
+        })
     }
 
     fn buffers(&self, ep: &Endpoints, depth: usize) -> Result<Buffers, String> {
@@ -436,21 +445,40 @@ impl Driver<'_> {
             elapsed,
             cpu,
             latencies: Vec::new(),
+            undisturbed: None,
         })
     }
 
-    fn latency(&mut self) -> Result<Vec<Duration>, String> {
+    /// Every sample, and those the scheduler did not interrupt (see
+    /// [`Measured::undisturbed`]); the switch counter is read outside the
+    /// timed span, so a switch during a read only discards a sample.
+    fn latency(&mut self) -> Result<(Vec<Duration>, Option<Vec<Duration>>), String> {
         let budget = (self.case.duration / 4).max(Duration::from_millis(100));
+        let observe = self.case.progress == ProgressModel::Caller;
         let mut lat = Vec::new();
+        let mut undisturbed = Vec::new();
+        let mut seen = true;
         let start = Instant::now();
         while (start.elapsed() < budget || lat.len() < 10) && lat.len() < 1_000_000 {
+            let before = if observe {
+                cpu::thread_switches()
+            } else {
+                None
+            };
             let t = Instant::now();
             self.post()?;
             self.settle()?;
-            lat.push(t.elapsed());
+            let d = t.elapsed();
+            lat.push(d);
+            match (before, before.and_then(|_| cpu::thread_switches())) {
+                (Some(a), Some(b)) if a == b => undisturbed.push(d),
+                (Some(_), Some(_)) => {}
+                _ => seen = false,
+            }
         }
         lat.sort_unstable();
-        Ok(lat)
+        undisturbed.sort_unstable();
+        Ok((lat, seen.then_some(undisturbed)))
     }
 
     /// Waits until every posted request finished at both ends.

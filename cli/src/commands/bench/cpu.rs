@@ -31,6 +31,14 @@ fn parse_schedstat(text: &str) -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// How many times the calling thread has been switched onto a CPU (the
+/// third schedstat field): it moves whenever the scheduler took the CPU
+/// away in between, or the thread slept. `None` where unknown.
+pub(crate) fn thread_switches() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// CPU time between two readings, if both were taken.
 pub(crate) fn since(start: Option<Duration>) -> Option<Duration> {
     Some(process_cpu()?.saturating_sub(start?))
@@ -48,6 +56,17 @@ mod tests {
         );
         assert_eq!(parse_schedstat(""), None);
         assert_eq!(parse_schedstat("x 1 2"), None);
+    }
+
+    #[test]
+    fn sleeping_counts_as_a_switch() {
+        let Some(before) = thread_switches() else {
+            eprintln!("no /proc/thread-self/schedstat here: skipping");
+            return;
+        };
+        std::thread::sleep(Duration::from_millis(2));
+        let after = thread_switches().expect("readable twice");
+        assert!(after > before, "{before} -> {after}");
     }
 
     #[test]

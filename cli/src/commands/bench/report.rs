@@ -18,6 +18,10 @@ pub(crate) struct Row {
     pub msgs_per_s: f64,
     pub lat_us_p50: f64,
     pub lat_us_p99: f64,
+    /// p99 of the latency samples no context switch interrupted, and the
+    /// share of samples that were such (see `Measured::undisturbed`).
+    pub lat_us_p99_undisturbed: Option<f64>,
+    pub undisturbed_share: Option<f64>,
     pub baseline_gbps: Option<f64>,
     pub ratio: Option<f64>,
     /// Gbit per CPU-second of the process (see [`super::cpu`]).
@@ -52,6 +56,16 @@ impl Row {
             msgs_per_s: m.messages as f64 / secs,
             lat_us_p50: percentile(&m.latencies, 50.0),
             lat_us_p99: percentile(&m.latencies, 99.0),
+            lat_us_p99_undisturbed: m
+                .undisturbed
+                .as_deref()
+                .filter(|u| !u.is_empty())
+                .map(|u| percentile(u, 99.0)),
+            undisturbed_share: m
+                .undisturbed
+                .as_ref()
+                .filter(|_| !m.latencies.is_empty())
+                .map(|u| u.len() as f64 / m.latencies.len() as f64),
             baseline_gbps: baseline,
             ratio: baseline.filter(|b| *b > 0.0).map(|b| gbps / b),
             cpu_gbps,
@@ -95,7 +109,7 @@ pub(crate) fn json(rows: &[Row]) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"baseline_gbps\":{},\"ratio\":{},\"cpu_gbps\":{},\"baseline_cpu_gbps\":{},\"cpu_ratio\":{}}}",
+                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"lat_us_p99_undisturbed\":{},\"undisturbed_share\":{},\"baseline_gbps\":{},\"ratio\":{},\"cpu_gbps\":{},\"baseline_cpu_gbps\":{},\"cpu_ratio\":{}}}",
                 r.op,
                 r.size,
                 transport_name(r.transport),
@@ -103,6 +117,8 @@ pub(crate) fn json(rows: &[Row]) -> String {
                 num(r.msgs_per_s),
                 num(r.lat_us_p50),
                 num(r.lat_us_p99),
+                r.lat_us_p99_undisturbed.map_or("null".into(), num),
+                r.undisturbed_share.map_or("null".into(), num),
                 r.baseline_gbps.map_or("null".into(), num),
                 r.ratio.map_or("null".into(), num),
                 r.cpu_gbps.map_or("null".into(), num),
@@ -141,18 +157,28 @@ pub(crate) fn table(rows: &[Row], baseline: Option<Baseline>, args: &Args) {
     }
     println!();
     println!(
-        "{:<6} {:>9} {:>10} {:>12} {:>10} {:>10} {:>8} {:>10} {:>9}",
-        "op", "size", "Gbit/s", "msgs/s", "p50 us", "p99 us", "ratio", "Gb/cpu-s", "cpu ratio"
+        "{:<6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10} {:>9}",
+        "op",
+        "size",
+        "Gbit/s",
+        "msgs/s",
+        "p50 us",
+        "p99 us",
+        "p99* us",
+        "ratio",
+        "Gb/cpu-s",
+        "cpu ratio"
     );
     for r in rows {
         println!(
-            "{:<6} {:>9} {:>10.3} {:>12.0} {:>10.1} {:>10.1} {} {} {}",
+            "{:<6} {:>9} {:>10.3} {:>12.0} {:>9.1} {:>9.1} {} {} {} {}",
             r.op.to_string(),
             human_size(r.size),
             r.gbps,
             r.msgs_per_s,
             r.lat_us_p50,
             r.lat_us_p99,
+            opt(r.lat_us_p99_undisturbed, 9, 1),
             opt(r.ratio, 8, 2),
             opt(r.cpu_gbps, 10, 3),
             opt(r.cpu_ratio, 9, 2),
@@ -160,6 +186,12 @@ pub(crate) fn table(rows: &[Row], baseline: Option<Baseline>, args: &Args) {
     }
     println!();
     println!("ratio = RDMA goodput / raw TCP goodput; latency = one request at a time, post to completion");
+    println!(
+        "p99* = p99 of the latency samples the scheduler did not interrupt (no context switch):"
+    );
+    println!(
+        "       multi-millisecond p99s beside small p99*s are time other processes had the CPU"
+    );
     println!("Gb/cpu-s = goodput per CPU-second of this process (both ends): unlike wall-clock");
     println!("figures it does not move with other load on the machine; cpu ratio compares those");
 }
