@@ -7,7 +7,7 @@
 #   iwarp.ip=A.B.C.D/N                    address of eth0
 #   iwarp.cmd=prog,arg,arg                the command, commas for spaces
 #   iwarp.timeout=SECONDS                 cap on the command's run time
-#   iwarp.wait_for=A.B.C.D                optional: wait until it answers ping
+#   iwarp.wait_for=A.B.C.D                optional: wait until it answers ARP
 #   iwarp.wait_settle=SECONDS             and then this long (default 2)
 #   iwarp.dmesg_lines=N                   kernel log lines shown at the end
 #   iwarp.siw_debug=1                     turn on siw's debug messages
@@ -93,7 +93,7 @@ fi
 ip link set lo up
 [ -n "$ip_cidr" ] || setup_failed "no iwarp.ip= on the command line"
 ip link set eth0 up || setup_failed "eth0 missing"
-# siw0 first, the address second: a peer that sees this guest answer ping
+# siw0 first, the address second: a peer that sees this guest answer ARP
 # (iwarp.wait_for) knows siw is already attached.
 rdma link add siw0 type siw netdev eth0 || setup_failed "rdma link add siw0"
 ip addr add "$ip_cidr" dev eth0 || setup_failed "ip addr add $ip_cidr"
@@ -107,13 +107,15 @@ while [ ! -e /dev/infiniband/rdma_cm ] || [ ! -e /dev/infiniband/uverbs0 ]; do
 	sleep 0.1
 done
 
-# When both guests boot at once, the client waits for the server to answer
-# ping, then gives it a moment to start listening; bounded.
+# When the client boots while its server is still starting, it waits for
+# the server's address to answer ARP (any IPv4 host does, a smoltcp one
+# too, which does not answer ping), then gives it a moment to start
+# listening; bounded.
 if [ -n "$wait_for" ]; then
 	tries=0
-	until ping -c 1 -W 1 "$wait_for" >/dev/null 2>&1; do
+	until arping -q -c 1 -w 1 -I eth0 "$wait_for" >/dev/null 2>&1; do
 		tries=$((tries + 1))
-		[ "$tries" -le 90 ] || setup_failed "$wait_for never answered ping"
+		[ "$tries" -le 90 ] || setup_failed "$wait_for never answered ARP"
 		sleep 0.2
 	done
 	sleep "$wait_settle"

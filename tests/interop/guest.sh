@@ -19,7 +19,7 @@ GUEST_MEM_MB=512
 #   CMD      command line for the guest, words separated by spaces
 #   LIMIT    seconds the command may run inside the guest
 #   LOG      serial console log file
-# GUEST_WAIT_FOR=IP (optional) makes the guest wait for IP to answer ping
+# GUEST_WAIT_FOR=IP (optional) makes the guest wait for IP to answer ARP
 # before its command starts. Sets GUEST_PID (the pid of the `timeout`
 # wrapping qemu).
 guest_start() {

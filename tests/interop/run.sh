@@ -174,7 +174,7 @@ run_iwarp_server() {
 	tool_pid=$!
 	netns_track_pid "$tool_pid"
 	# The guest needs several seconds to boot, and then waits for our
-	# address to answer ping: time enough for the server to listen.
+	# address to answer ARP: time enough for the server to listen.
 	GUEST_WAIT_FOR=$our_addr guest_start c "$variant" "$SIW_CLIENT_IP" \
 		"rping -c -a $our_addr -C $count -S $size -V -p $RPING_PORT" "$IWARP_LIMIT" "$dir/client.log"
 	cli_pid=$GUEST_PID
