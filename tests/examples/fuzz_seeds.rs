@@ -10,7 +10,7 @@
 //! The output directory defaults to `fuzz/corpus` in the repository.
 //! Files a fuzzer already added to the corpus are left in place.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use iwarp_tests::fuzz_seeds::{capture_conversations, Corpus, Target};
@@ -18,8 +18,10 @@ use iwarp_tests::fuzz_seeds::{capture_conversations, Corpus, Target};
 const USAGE: &str = "usage: fuzz_seeds [--captures DIR] [--out DIR]";
 
 fn main() -> ExitCode {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-    let mut captures = root.join("../shared/captures");
+    // The repository root: this package sits one level below it.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().unwrap_or(manifest);
+    let mut captures = root.parent().unwrap_or(root).join("shared/captures");
     let mut out = root.join("fuzz/corpus");
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {

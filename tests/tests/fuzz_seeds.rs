@@ -788,3 +788,37 @@ fn corpus_writes_one_file_per_seed() {
     assert_eq!(n, c.get(Target::MpaStartup).len());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn mutations_reach_past_the_first_check() {
+    // Mutations that all die at the first length or CRC check would test
+    // little: most mutated connection streams must still complete a
+    // receive, most mutated scripts still place something.
+    let mut rng = Rng::new(0x6465_6570);
+    let seeds = corpus().get(Target::RdmapConnection);
+    let n = 2_000;
+    let mut received = 0;
+    for _ in 0..n {
+        let a = &seeds[rng.below(seeds.len())];
+        let b = &seeds[rng.below(seeds.len())];
+        let data = mutate(&mut rng, &a.data, &b.data, 4096);
+        let o = rdmap::fuzzing::connection_outcome(&data);
+        received += usize::from(
+            o.completions
+                .iter()
+                .any(|w| (100..=103).contains(&w.wr_id) && w.status == WcStatus::Success),
+        );
+    }
+    let seeds = corpus().get(Target::DdpPlacement);
+    let mut placed = 0;
+    for _ in 0..n {
+        let a = &seeds[rng.below(seeds.len())];
+        let b = &seeds[rng.below(seeds.len())];
+        let data = mutate(&mut rng, &a.data, &b.data, 4096);
+        let (t, u) = ddp::fuzzing::placement_accepted(&data);
+        placed += usize::from(t + u > 0);
+    }
+    println!("of {n} mutations: {received} completed a receive, {placed} placed data");
+    assert!(received > n / 4, "{received} of {n} completed a receive");
+    assert!(placed > n / 2, "{placed} of {n} placed data");
+}

@@ -252,6 +252,22 @@ fn placement_seeds(c: &MpaConversation, out: &mut Vec<Seed>) {
     }
 }
 
+/// An aimed connection input: `ulpdus` framed with or without CRC, and a
+/// chunk seed that lets the fuzzed side send its own Read before the
+/// second FPDU arrives.
+fn aimed_input(base: &ConnectionInput, ulpdus: &[Vec<u8>], crc: bool) -> ConnectionInput {
+    let framer = mpa::Framer::new(crc, false);
+    let len = |i: usize| ulpdus.get(i).map_or(1, |u| framer.fpdu_len(u.len()));
+    let (first, second) = (len(0), len(1));
+    ConnectionInput {
+        crc,
+        markers: false,
+        chunk_seed: ConnectionInput::seed_with_first_chunk_in(first..first + second).unwrap_or(7),
+        stream: frame_all(ulpdus, crc),
+        ..base.clone()
+    }
+}
+
 fn connection_seeds(c: &MpaConversation, out: &mut Vec<Seed>) {
     for dir in Direction::BOTH {
         let side = c.side(dir);
@@ -271,32 +287,31 @@ fn connection_seeds(c: &MpaConversation, out: &mut Vec<Seed>) {
             chunk_seed: 7,
             stream: Vec::new(),
         };
+        let name = format!("{}-{}", c.label, dir_name(dir));
         let raw = ConnectionInput {
             stream: fpdus_within(side, MAX_CONNECTION_STREAM).to_vec(),
             ..base.clone()
         };
-        let n = side.ulpdus.len().min(MAX_RETARGETED);
-        let stream = frame_all(&retarget(&side.ulpdus[..n]), c.settled.crc);
-        let first = side.fpdus[0].len();
-        let second = side.fpdus.get(1).map_or(1, |r| r.len());
-        let aimed = ConnectionInput {
-            markers: false,
-            chunk_seed: ConnectionInput::seed_with_first_chunk_in(first..first + second)
-                .unwrap_or(7),
-            stream,
-            ..base
-        };
-        let name = format!("{}-{}", c.label, dir_name(dir));
         out.push(Seed::new(
             Target::RdmapConnection,
             format!("{name}-raw"),
             raw.encode(),
         ));
+        let aimed = retarget(&side.ulpdus[..side.ulpdus.len().min(MAX_RETARGETED)]);
         out.push(Seed::new(
             Target::RdmapConnection,
             format!("{name}-aimed"),
-            aimed.encode(),
+            aimed_input(&base, &aimed, c.settled.crc).encode(),
         ));
+        // A mutated byte breaks a CRC-protected FPDU at the CRC check; the
+        // same traffic without CRC lets mutations reach the RDMAP checks.
+        if c.settled.crc {
+            out.push(Seed::new(
+                Target::RdmapConnection,
+                format!("{name}-aimed-nocrc"),
+                aimed_input(&base, &aimed, false).encode(),
+            ));
+        }
     }
 }
 
