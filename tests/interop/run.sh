@@ -13,11 +13,17 @@
 #   IWARP_INTEROP_SEQUENTIAL_BOOT=1 (boot the client guest only after the
 #   server guest is up, instead of both at once).
 # Needs root and a finished tests/interop/setup.sh.
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=netns.sh
 . "$INTEROP_DIR/netns.sh"
+# shellcheck source=guest.sh
 . "$INTEROP_DIR/guest.sh"
+# shellcheck source=cases.sh
 . "$INTEROP_DIR/cases.sh"
+# shellcheck source=check.sh
 . "$INTEROP_DIR/check.sh"
 
 RPING_PORT=7174
@@ -38,7 +44,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*) patterns+=("$1") ;;

@@ -7,10 +7,15 @@
 # Usage: tests/interop/selftest.sh     (needs tshark and editcap)
 # The reference captures sit in ../shared/captures beside the repository; a
 # clone without them skips those tests and says so.
+# shellcheck source-path=SCRIPTDIR
 set -uo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=guest.sh
 . "$INTEROP_DIR/guest.sh"
+# shellcheck source=cases.sh
 . "$INTEROP_DIR/cases.sh"
+# shellcheck source=check.sh
 . "$INTEROP_DIR/check.sh"
 
 CAPTURES=${IWARP_INTEROP_CAPTURES:-$REPO_ROOT/../shared/captures}

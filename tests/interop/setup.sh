@@ -8,7 +8,9 @@
 # second run does no apt, download, compile or cpio work.
 #
 # Usage: tests/interop/setup.sh     (root; IWARP_INTEROP_CACHE picks the cache)
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 need_root
 
