@@ -1,4 +1,4 @@
-# Common settings and helpers of the interop harness; sourced, not run.
+# Common settings and functions of the interop harness; sourced, not run.
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # settings used by the scripts that source this
 
