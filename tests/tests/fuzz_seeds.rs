@@ -824,3 +824,30 @@ fn mutations_reach_past_the_first_check() {
     assert!(received > n / 4, "{received} of {n} completed a receive");
     assert!(placed > n / 2, "{placed} of {n} placed data");
 }
+
+#[test]
+fn targets_match_the_cargo_fuzz_package() {
+    // Target::run must call what each fuzz/fuzz_targets/<name>.rs calls,
+    // and every target there must be known here (and in Cargo.toml).
+    let fuzz = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz"));
+    let mut files: Vec<String> = std::fs::read_dir(fuzz.join("fuzz_targets"))
+        .expect("fuzz/fuzz_targets")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    files.sort();
+    let mut names: Vec<String> = Target::ALL.iter().map(|t| format!("{t}.rs")).collect();
+    names.sort();
+    assert_eq!(files, names);
+    let manifest = std::fs::read_to_string(fuzz.join("Cargo.toml")).expect("fuzz/Cargo.toml");
+    for t in Target::ALL {
+        let src =
+            std::fs::read_to_string(fuzz.join(format!("fuzz_targets/{t}.rs"))).expect("reads");
+        assert!(
+            src.contains(&format!("{}(data)", t.function())),
+            "{t}.rs calls {}",
+            t.function()
+        );
+        assert!(manifest.contains(&format!("name = \"{t}\"\npath = \"fuzz_targets/{t}.rs\"")));
+        assert_eq!(Target::from_name(t.name()), Some(t));
+    }
+}

@@ -40,6 +40,18 @@ impl Target {
         Target::ALL.into_iter().find(|t| t.name() == name)
     }
 
+    /// The function the target's one-liner calls (and [`Target::run`] too).
+    pub const fn function(self) -> &'static str {
+        match self {
+            Target::MpaStartup => "mpa::fuzzing::startup",
+            Target::MpaDeframer => "mpa::fuzzing::deframer",
+            Target::DdpHeaders => "ddp::fuzzing::headers",
+            Target::DdpPlacement => "ddp::fuzzing::placement",
+            Target::RdmapHeaders => "rdmap::fuzzing::headers",
+            Target::RdmapConnection => "rdmap::fuzzing::connection",
+        }
+    }
+
     /// Runs the target's property checks on `data`; panics when one fails,
     /// as the fuzzer would report it.
     pub fn run(self, data: &[u8]) {
