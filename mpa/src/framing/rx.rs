@@ -10,7 +10,7 @@
 use core::ops::ControlFlow;
 
 use super::markers::{self, CRC_LEN, LENGTH_LEN, MAX_ULPDU};
-use crate::crc32c::Crc32c;
+use crate::crc32c::{crc32c, Crc32c};
 use crate::error::DeframeError;
 use crate::seq::{StreamOffset, MARKER_LEN};
 
@@ -27,6 +27,13 @@ enum State {
     Pad { have: usize },
     /// Inside the CRC field; `have` octets of it so far.
     Crc { have: usize },
+}
+
+/// What the fast path did with one whole FPDU.
+struct Fast {
+    consumed: usize,
+    /// The consumer asked to stop after this FPDU.
+    stop: bool,
 }
 
 /// Turns the peer's FPDU stream back into ULPDUs.
@@ -150,6 +157,17 @@ impl Deframer {
                 rest.len()
             };
             match self.state {
+                State::Idle if !self.markers => {
+                    if let Some(n) = self.whole_fpdu(rest, &mut on_ulpdu)? {
+                        i += n.consumed;
+                        if n.stop {
+                            return Ok(i);
+                        }
+                        continue;
+                    }
+                    self.begin_fpdu();
+                    self.state = State::Length { have: 0 };
+                }
                 State::Idle => {
                     self.begin_fpdu();
                     self.state = State::Length { have: 0 };
@@ -233,6 +251,55 @@ impl Deframer {
             }
         }
         Ok(i)
+    }
+
+    /// The fast path between FPDUs without markers: when a whole FPDU
+    /// starts `rest`, check its CRC in one pass and hand its ULPDU out in
+    /// place, skipping the state machine. `Ok(None)`: not a whole FPDU (the
+    /// state machine takes it from here). Errors are the ones the state
+    /// machine reports for the same bytes.
+    #[inline]
+    fn whole_fpdu<F>(&mut self, rest: &[u8], on_ulpdu: &mut F) -> Result<Option<Fast>, DeframeError>
+    where
+        F: FnMut(&[u8]) -> ControlFlow<()>,
+    {
+        let Some(&[hi, lo]) = rest.get(..LENGTH_LEN) else {
+            return Ok(None);
+        };
+        let len = u16::from_be_bytes([hi, lo]);
+        let ulpdu_len = usize::from(len);
+        if ulpdu_len > self.max_ulpdu {
+            // As the state machine says once it has taken the two octets.
+            self.pos += LENGTH_LEN;
+            return Err(self.fail(DeframeError::UlpduTooLong {
+                len,
+                max: self.max_ulpdu,
+            }));
+        }
+        let body = LENGTH_LEN + ulpdu_len + markers::pad_len(ulpdu_len);
+        let (Some(covered), Some(field)) = (rest.get(..body), rest.get(body..body + CRC_LEN))
+        else {
+            return Ok(None);
+        };
+        if self.crc {
+            let computed = crc32c(covered);
+            let mut received = [0u8; CRC_LEN];
+            received.copy_from_slice(field);
+            let received = u32::from_le_bytes(received);
+            if computed != received {
+                self.pos += body + CRC_LEN;
+                return Err(self.fail(DeframeError::Crc { computed, received }));
+            }
+        }
+        self.fpdu_start = self.pos;
+        self.header_at = Some(self.pos);
+        self.pos += body + CRC_LEN;
+        self.end_fpdu();
+        let ulpdu = &covered[LENGTH_LEN..LENGTH_LEN + ulpdu_len];
+        Ok(Some(Fast {
+            consumed: body + CRC_LEN,
+            stop: on_ulpdu(ulpdu).is_break(),
+        }))
     }
 
     /// Feeds the CRC (when on) and advances the stream position.
@@ -628,5 +695,80 @@ mod tests {
         let (_, got) = collect(&mut d, &stream).expect("ok");
         assert_eq!(got, ulpdus);
         assert_eq!(d.position(), framer.position());
+    }
+
+    /// Feeds `stream` in pieces of `piece` octets; the ULPDUs handed out,
+    /// the error if any, and the final position.
+    fn outcome(
+        crc: bool,
+        max: usize,
+        stream: &[u8],
+        piece: usize,
+    ) -> (Vec<Vec<u8>>, Option<DeframeError>, StreamOffset) {
+        let mut d = Deframer::new(crc, false, max);
+        let mut got = Vec::new();
+        let mut err = None;
+        for chunk in stream.chunks(piece.max(1)) {
+            if let Err(e) = d.feed(chunk, |u| {
+                got.push(u.to_vec());
+                ControlFlow::Continue(())
+            }) {
+                err = Some(e);
+                break;
+            }
+        }
+        (got, err, d.position())
+    }
+
+    #[test]
+    fn fast_path_reports_a_bad_crc_as_the_state_machine_does() {
+        let mut stream = hex(CRC_STREAM);
+        let second = 2 + 0x22 + 2 + 4; // the first FPDU: length, ULPDU, pad, CRC
+        stream[second + 5] ^= 0x10;
+        let whole = outcome(true, 65535, &stream, stream.len());
+        let bytes = outcome(true, 65535, &stream, 1);
+        assert!(matches!(whole.1, Some(DeframeError::Crc { .. })));
+        assert_eq!(whole.0.len(), 1, "the FPDU before the damage came out");
+        assert_eq!(whole, bytes);
+    }
+
+    #[test]
+    fn fast_path_refuses_an_over_long_length_at_once() {
+        let mut d = Deframer::new(true, false, 100);
+        let mut fpdu = vec![0u8; 200];
+        fpdu[..2].copy_from_slice(&101u16.to_be_bytes());
+        assert_eq!(
+            d.feed(&fpdu, |_| ControlFlow::Continue(())),
+            Err(DeframeError::UlpduTooLong { len: 101, max: 100 })
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Whole FPDUs take the fast path, split ones the state machine:
+        /// any delivery of the same (possibly damaged) bytes gives the same
+        /// ULPDUs, error and position.
+        #[test]
+        fn every_delivery_gives_the_same_outcome(
+            ulpdus in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600), 1..6),
+            crc in proptest::prelude::any::<bool>(),
+            flip in proptest::option::of(proptest::prelude::any::<proptest::sample::Index>()),
+            max in 0usize..700,
+            piece in 1usize..2000,
+        ) {
+            let mut framer = Framer::new(crc, false);
+            let mut stream = Vec::new();
+            for u in &ulpdus {
+                framer.frame_to_vec(u, &[], &mut stream).expect("frames");
+            }
+            if let Some(at) = flip {
+                let bit = at.index(stream.len() * 8);
+                stream[bit / 8] ^= 1 << (bit % 8);
+            }
+            let whole = outcome(crc, max, &stream, stream.len());
+            proptest::prop_assert_eq!(&whole, &outcome(crc, max, &stream, 1));
+            proptest::prop_assert_eq!(&whole, &outcome(crc, max, &stream, piece));
+        }
     }
 }
