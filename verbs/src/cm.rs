@@ -25,6 +25,12 @@ pub struct MpaOptions {
     pub p2p: RtrSet,
     /// How long start-up may take before it fails.
     pub timeout: Duration,
+    /// Initiator: how long after the MPA Reply the first FPDU (a peer-to-peer
+    /// RTR included) is held back. Linux siw as responder sends its Reply
+    /// before it attaches the socket to the queue pair, and an FPDU landing
+    /// in between sits unread until more bytes arrive: a few milliseconds
+    /// here avoid that race. Zero sends at once.
+    pub first_fpdu_delay: Duration,
 }
 
 impl Default for MpaOptions {
@@ -35,6 +41,7 @@ impl Default for MpaOptions {
             markers: false,
             p2p: RtrSet::EMPTY,
             timeout: Duration::from_secs(10),
+            first_fpdu_delay: Duration::ZERO,
         }
     }
 }

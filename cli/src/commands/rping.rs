@@ -98,8 +98,9 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     timeout: f64,
     /// Client: milliseconds to wait after the connection is up before the
-    /// first SEND (a siw server overlooks a first FPDU that arrives within
-    /// moments of its MPA Reply until more bytes come).
+    /// first FPDU (the first SEND, or the peer-to-peer RTR): a siw server
+    /// overlooks a first FPDU that arrives within moments of its MPA Reply
+    /// until more bytes come.
     #[arg(long, value_name = "MS", default_value_t = 20)]
     settle_ms: u64,
     /// Persistent server: exit after this many connections ended (status 0
@@ -174,9 +175,11 @@ fn run_role(args: &Args, log: &Log) -> Result<(), RpingError> {
             connect_timeout: timeout.unwrap_or(Duration::from_secs(3600)),
             settle: Duration::from_millis(args.settle_ms),
         };
-        let params = args
+        let mut params = args
             .transport
             .connect_params(RPING_IRD_ORD, RPING_IRD_ORD, Vec::new());
+        // A peer-to-peer RTR is the first FPDU: it waits out the same race.
+        params.mpa.first_fpdu_delay = cfg.settle;
         let report = run_client(&device, remote, params, &cfg, log)?;
         log.debug(|| format!("{} pings", report.pings));
         Ok(())

@@ -290,6 +290,7 @@ impl TransportArgs {
             p2p: self.rtr_set(),
             timeout: Duration::try_from_secs_f64(self.mpa_timeout.max(0.001))
                 .unwrap_or(Duration::from_secs(10)),
+            ..MpaOptions::default()
         }
     }
 

@@ -173,7 +173,7 @@ impl Engine {
         let mut sent = false;
         for num in &self.qp_order {
             if let Some(slot) = self.qps.get_mut(num) {
-                sent |= slot.transmit(transport, &self.registry);
+                sent |= slot.transmit(transport, &self.registry, now);
             }
         }
         if sent {
@@ -269,6 +269,7 @@ impl Engine {
         let stream = transport.connect(remote).map_err(VerbsError::Transport)?;
         // The SYN leaves now, not at the next turn.
         transport.poll(now);
+        slot.set_first_fpdu_delay(params.mpa.first_fpdu_delay);
         slot.phase = Phase::Starting {
             stream,
             startup: Box::new(startup),

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ddp::memory::PdId;
 use rdmap::connection::{Connection, ConnectionConfig, Event, State};
@@ -50,6 +50,10 @@ pub(super) struct QpSlot {
     pub(super) events: VecDeque<CmEvent>,
     /// The stream ended in a reset, not a FIN: the close is reported so.
     reset: bool,
+    /// Initiator: hold the first FPDU this long after start-up.
+    first_fpdu_delay: Duration,
+    /// Nothing is sent before this instant (see `first_fpdu_delay`).
+    hold_until: Option<Instant>,
 }
 
 impl QpSlot {
@@ -64,6 +68,8 @@ impl QpSlot {
             early_recvs: VecDeque::new(),
             events: VecDeque::new(),
             reset: false,
+            first_fpdu_delay: Duration::ZERO,
+            hold_until: None,
         }
     }
 
@@ -83,7 +89,23 @@ impl QpSlot {
     pub(super) fn deadline(&self) -> Option<Instant> {
         match &self.phase {
             Phase::Starting { startup, .. } => startup.poll_timeout(),
-            _ => None,
+            _ => self.hold_until,
+        }
+    }
+
+    pub(super) fn set_first_fpdu_delay(&mut self, delay: Duration) {
+        self.first_fpdu_delay = delay;
+    }
+
+    /// Whether sending is held back at `now`; clears an expired hold.
+    fn held(&mut self, now: Instant) -> bool {
+        match self.hold_until {
+            Some(t) if now < t => true,
+            Some(_) => {
+                self.hold_until = None;
+                false
+            }
+            None => false,
         }
     }
 
@@ -146,7 +168,15 @@ impl QpSlot {
     }
 
     /// Queues FPDUs into the transport. True if any byte was queued.
-    pub(super) fn transmit(&mut self, transport: &mut dyn Transport, registry: &Registry) -> bool {
+    pub(super) fn transmit(
+        &mut self,
+        transport: &mut dyn Transport,
+        registry: &Registry,
+        now: Instant,
+    ) -> bool {
+        if self.held(now) {
+            return false;
+        }
         match &mut self.phase {
             Phase::Connected { stream, conn, .. } => send_fpdus(transport, *stream, conn, registry),
             Phase::Closed {
@@ -171,6 +201,7 @@ impl QpSlot {
             busy |= b;
             changed |= c;
         }
+        let held = self.held(now);
         if let Phase::Connected {
             stream,
             conn,
@@ -184,7 +215,9 @@ impl QpSlot {
                 .unwrap_or(0);
             busy |= got > 0;
             drop(view);
-            busy |= send_fpdus(transport, stream, conn, registry);
+            if !held {
+                busy |= send_fpdus(transport, stream, conn, registry);
+            }
             let st = transport.state(stream);
             if !*peer_closed
                 && matches!(
@@ -241,6 +274,7 @@ impl QpSlot {
             return (false, false);
         };
         let stream = *stream;
+        let initiator = startup.is_initiator();
         let st = transport.state(stream);
         if st == StreamState::Connecting {
             return (false, false);
@@ -297,6 +331,9 @@ impl QpSlot {
                         self.recv_cq
                             .push(flushed(wr.wr_id, WcOpcode::Recv, self.num));
                     }
+                }
+                if !self.first_fpdu_delay.is_zero() && initiator {
+                    self.hold_until = Some(now + self.first_fpdu_delay);
                 }
                 self.phase = Phase::Connected {
                     stream,

@@ -77,6 +77,10 @@ impl Startup {
         })
     }
 
+    pub(crate) fn is_initiator(&self) -> bool {
+        self.inner.role() == mpa::Role::Initiator
+    }
+
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         self.inner.poll_timeout()
     }
