@@ -18,19 +18,19 @@ use iwarp_tests::captures::{our_opcode_counts, tshark_available, tshark_opcode_c
 use rdmap::Opcode;
 use verbs::{wr, Access, STag};
 
-/// Payload bytes per FPDU at MTU 1500 with CRC: FPDUs fit the 1460-byte
-/// MSS rounded down to 8 (1456), so ULPDUs are at most 1450 bytes, less
-/// the 18-byte untagged or 14-byte tagged DDP header.
-const UNTAGGED_PAYLOAD: usize = 1432;
-const TAGGED_PAYLOAD: usize = 1436;
+/// Payload bytes per FPDU at MTU 1500 with CRC: FPDUs fill the 1460-byte
+/// MSS, so ULPDUs are at most 1454 bytes, less the 18-byte untagged or
+/// 14-byte tagged DDP header.
+const UNTAGGED_PAYLOAD: usize = 1436;
+const TAGGED_PAYLOAD: usize = 1440;
 
 fn segments(len: usize, per: usize) -> u64 {
     len.div_ceil(per).max(1) as u64
 }
 
-const SENDS: &[usize] = &[0, 1, 100, 1432, 1433, 5000, 70_000];
-const WRITES: &[usize] = &[1, 1436, 1437, 10_000, 200_000];
-const READS: &[usize] = &[0, 1, 1436, 1437, 10_000, 200_000];
+const SENDS: &[usize] = &[0, 1, 100, 1436, 1437, 5000, 70_000];
+const WRITES: &[usize] = &[1, 1440, 1441, 10_000, 200_000];
+const READS: &[usize] = &[0, 1, 1440, 1441, 10_000, 200_000];
 
 /// FPDUs the workload puts on the wire, per (sent by client, opcode).
 fn expected() -> BTreeMap<(bool, u8), u64> {

@@ -12,8 +12,13 @@ pub struct ConnectionConfig {
     /// The protection domain of the queue pair.
     pub pd: PdId,
     /// Largest FPDU to send (header, markers and CRC included): the TCP MSS.
-    /// Rounded down to a multiple of 8 as siw does; at least
-    /// [`MIN_FPDU`].
+    /// Rounded down to a multiple of 4 (an FPDU's length always is); at
+    /// least [`MIN_FPDU`]. siw rounds down to 8, which matches this on the
+    /// common MSS of 1448 (with TCP timestamps); where the MSS is 1460
+    /// (smoltcp, no timestamps) rounding to 8 would leave FPDUs 4 bytes short
+    /// of a segment, and a run of them would drift across segment
+    /// boundaries, which peers and dissectors that expect FPDUs aligned with
+    /// segments (RFC 5044 section 4) handle badly.
     pub max_fpdu: usize,
     /// Send queue depth (outstanding send work requests).
     pub sq_depth: usize,

@@ -60,7 +60,7 @@ impl Inner {
     pub fn new(cfg: &ConnectionConfig) -> Self {
         let n = &cfg.negotiated;
         let tx = FrameTx::new(n);
-        let max_fpdu = cfg.max_fpdu.max(MIN_FPDU) & !7;
+        let max_fpdu = cfg.max_fpdu.max(MIN_FPDU) & !3;
         let mulpdu = tx.max_ulpdu(max_fpdu).min(usize::from(u16::MAX));
         let initiator = n.role == Role::Initiator;
         Inner {

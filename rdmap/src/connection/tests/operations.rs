@@ -61,10 +61,11 @@ fn send_sizes_around_the_segment_boundary() {
 #[test]
 fn send_several_mebibytes() {
     let p = send_of(4 << 20, Setup::default());
-    // Every FPDU fits the MSS (rounded down to a multiple of 8).
+    // Every FPDU fits the MSS (1460 here, a multiple of 4).
     let lens = super::util::fpdu_lengths(&p.a.wire).unwrap();
     assert!(lens.len() > 2800);
-    assert!(lens.iter().all(|&l| l <= 1456));
+    assert!(lens.iter().all(|&l| l <= 1460));
+    assert!(lens.iter().any(|&l| l == 1460), "full-size FPDUs fill the MSS exactly");
 }
 
 #[test]
@@ -308,7 +309,7 @@ fn read_multi_segment() {
     assert!(p.a.bytes(sink) == &data[..]);
     assert_eq!(p.a.completions()[0].byte_len, 300_000);
     let lens = super::util::fpdu_lengths(&p.b.wire).unwrap();
-    assert!(lens.len() > 200 && lens.iter().all(|&l| l <= 1456));
+    assert!(lens.len() > 200 && lens.iter().all(|&l| l <= 1460));
 }
 
 #[test]

@@ -73,8 +73,9 @@ pub fn assert_wc(wc: &WorkCompletion, id: u64, status: WcStatus, opcode: WcOpcod
 }
 
 /// Message sizes around every boundary that matters: empty, tiny, the
-/// 4-byte MPA padding, one FPDU's payload at MTU 1500 (1432 untagged and
-/// 1436 tagged bytes with CRC) and multiples, 64 KiB, and several MiB.
+/// 4-byte MPA padding, one FPDU's payload at MTU 1500 (1436 untagged and
+/// 1440 tagged bytes with CRC on smoltcp's 1460-byte MSS; 1432 and 1436 on
+/// a 1456-byte one) and multiples, 64 KiB, and several MiB.
 pub const SIZES: &[usize] = &[
     0,
     1,
@@ -91,12 +92,17 @@ pub const SIZES: &[usize] = &[
     1435,
     1436,
     1437,
+    1439,
+    1440,
+    1441,
     2863,
     2864,
     2865,
     2871,
     2872,
     2873,
+    2880,
+    2881,
     4096,
     65535,
     65536,
