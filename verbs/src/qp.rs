@@ -88,9 +88,11 @@ impl QueuePair {
         self.device.post(|e| e.post_send(self.num, wr))
     }
 
-    /// Posts a receive work request; allowed before connecting.
+    /// Posts a receive work request; allowed before connecting. Nothing is
+    /// sent for it (RDMAP has no receive credits), so unlike a send-queue
+    /// post it does not flush the transport.
     pub fn post_recv(&self, wr: RecvWr) -> Result<(), VerbsError> {
-        self.device.post(|e| e.post_recv(self.num, wr))
+        self.device.with_engine(|e| e.post_recv(self.num, wr))
     }
 
     /// Starts connecting to `remote`; see [`QueuePair::wait_established`].
