@@ -154,21 +154,9 @@ impl KStream {
         if self.phase != Phase::Open {
             return moved;
         }
-        if !self.tx.is_empty() {
-            match self.sock.write(self.tx.filled()) {
-                Ok(n) => {
-                    if let (Some(sink), Some(s)) = (pcap.as_deref_mut(), self.synth.as_mut()) {
-                        s.sent(sink, now, &self.tx.filled()[..n]);
-                    }
-                    self.tx.consume(n);
-                    moved |= n > 0;
-                }
-                Err(e) if is_transient(&e) => {}
-                Err(_) => {
-                    self.reset(pcap, now);
-                    return true;
-                }
-            }
+        match self.push(pcap.as_deref_mut(), now) {
+            Some(pushed) => moved |= pushed,
+            None => return true,
         }
         if self.user_closed && self.tx.is_empty() && !self.shut_wr {
             // A socket the peer already reset fails here; reads will say so.
@@ -216,6 +204,28 @@ impl KStream {
             }
         }
         moved
+    }
+
+    /// Hands staged bytes to the kernel with one `write`. `Some(true)` if
+    /// any were taken; `None` if the write failed and the stream is reset.
+    fn push(&mut self, pcap: Option<&mut PcapSink>, now: Instant) -> Option<bool> {
+        if self.phase != Phase::Open || self.tx.is_empty() {
+            return Some(false);
+        }
+        match self.sock.write(self.tx.filled()) {
+            Ok(n) => {
+                if let (Some(sink), Some(s)) = (pcap, self.synth.as_mut()) {
+                    s.sent(sink, now, &self.tx.filled()[..n]);
+                }
+                self.tx.consume(n);
+                Some(n > 0)
+            }
+            Err(e) if is_transient(&e) => Some(false),
+            Err(_) => {
+                self.reset(pcap, now);
+                None
+            }
+        }
     }
 
     /// What poll(2) should watch for, if anything.
@@ -498,6 +508,41 @@ impl Transport for KernelTransport {
             moved |= st.turn(pcap.as_mut(), now);
         }
         self.reclaim();
+        moved
+    }
+
+    /// Writes what posts staged, without the reads a full `poll` tries.
+    /// Bytes staged behind data the peer has not acknowledged yet stay
+    /// staged (one cheap ioctl tells): the next `poll` writes everything
+    /// posted meanwhile with one `write`, where writing at each post would
+    /// cost a system call per message.
+    fn flush(&mut self, now: Instant) -> bool {
+        if !self.dirty {
+            return false;
+        }
+        self.now = Some(now);
+        self.dirty = false;
+        let mut moved = false;
+        let pcap = &mut self.pcap;
+        for (_, st) in self.streams.iter_mut() {
+            let in_flight = st.phase == Phase::Open
+                && !st.tx.is_empty()
+                && sys::unacknowledged(&st.sock).is_ok_and(|n| n > 0);
+            if in_flight {
+                self.dirty = true;
+                continue;
+            }
+            match st.push(pcap.as_mut(), now) {
+                Some(pushed) => moved |= pushed,
+                None => {
+                    moved = true;
+                    // Not written: the next poll notices the reset.
+                    self.dirty = true;
+                }
+            }
+            // A close waits for the staged bytes: let the next poll finish it.
+            self.dirty |= st.user_closed && !st.shut_wr;
+        }
         moved
     }
 

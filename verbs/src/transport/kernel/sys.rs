@@ -124,6 +124,18 @@ pub(crate) fn set_linger_zero(s: &TcpStream) -> io::Result<()> {
     setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, &l)
 }
 
+/// Bytes the kernel holds for the connection that the peer has not
+/// acknowledged yet, sent or not (SIOCOUTQ: for TCP, write_seq - snd_una).
+pub(crate) fn unacknowledged(s: &TcpStream) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: a live socket and a pointer to a c_int, as SIOCOUTQ takes.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut n as *mut libc::c_int) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    usize::try_from(n).map_err(|_| io::Error::other("negative SIOCOUTQ"))
+}
+
 /// Sets SO_SNDBUF and SO_RCVBUF (the kernel doubles and clamps them).
 pub(crate) fn set_buffer_sizes(fd: RawFd, bytes: usize) -> io::Result<()> {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);

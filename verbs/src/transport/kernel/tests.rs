@@ -467,3 +467,89 @@ fn waker_ends_a_wait_and_listen_port_names_the_bound_port() {
     t.wait(Some(Duration::from_millis(15)));
     assert!(start.elapsed() >= Duration::from_millis(15));
 }
+
+#[test]
+fn flush_writes_staged_bytes_and_nothing_else() {
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    assert!(!t.flush(Instant::now()), "nothing staged");
+    let queued = t.send_with(c, &mut |b| {
+        b[..5].copy_from_slice(b"hello");
+        5
+    });
+    assert_eq!(queued.unwrap(), 5);
+    assert_eq!(t.poll_delay(Instant::now()), Some(Duration::ZERO));
+    assert!(
+        t.flush(Instant::now()),
+        "the staged bytes went to the kernel"
+    );
+    assert_eq!(t.poll_delay(Instant::now()), None, "nothing left to do");
+    assert!(!t.flush(Instant::now()));
+    // A flush does not read: the bytes show up at the other end's poll.
+    let mut got = Vec::new();
+    assert!(drive(&mut t, LIMIT, |t| {
+        t.recv_with(s, &mut |d| {
+            got.extend_from_slice(d);
+            d.len()
+        })
+        .unwrap();
+        got.len() == 5
+    }));
+    assert_eq!(got, b"hello");
+}
+
+#[test]
+fn a_close_staged_behind_a_flush_still_completes() {
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    t.send_with(c, &mut |b| {
+        b[..3].copy_from_slice(b"bye");
+        3
+    })
+    .unwrap();
+    t.close(c);
+    t.flush(Instant::now());
+    assert_eq!(
+        t.poll_delay(Instant::now()),
+        Some(Duration::ZERO),
+        "the FIN is still due"
+    );
+    let mut got = Vec::new();
+    assert!(drive(&mut t, LIMIT, |t| {
+        let _ = t.recv_with(s, &mut |d| {
+            got.extend_from_slice(d);
+            d.len()
+        });
+        got == b"bye" && t.state(s) == StreamState::PeerClosed
+    }));
+}
+
+#[test]
+fn corked_flushes_never_strand_bytes() {
+    // Small writes in a row: a flush may leave them staged behind
+    // unacknowledged data, but then the transport says work is due, and
+    // the next polls deliver every byte in order.
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    let pattern = Pattern::new(3);
+    let (mut sent, rec) = (0u64, 64u64);
+    for _ in 0..200 {
+        let q = t.send_with(c, &mut |b| {
+            pattern.fill(sent, &mut b[..rec as usize]);
+            rec as usize
+        });
+        assert_eq!(q.unwrap(), rec as usize);
+        sent += rec;
+        t.flush(Instant::now());
+        let staged = t.send_capacity(c) < (1 << 20);
+        if staged {
+            assert_eq!(t.poll_delay(Instant::now()), Some(Duration::ZERO));
+        }
+    }
+    let mut rx = Receiver::new(3, sent);
+    assert!(drive(&mut t, LIMIT, |t| {
+        rx.drain(t, s).unwrap();
+        rx.done()
+    }));
+    assert_eq!(rx.bad_bytes, 0);
+}
