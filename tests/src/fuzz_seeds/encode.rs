@@ -257,12 +257,9 @@ impl RegionSpec {
         foreign: false,
     };
 
-    pub fn len(&self) -> usize {
+    /// The region's size in bytes.
+    pub fn size(&self) -> usize {
         32 + usize::from(self.extra % 32)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 }
 

@@ -219,7 +219,7 @@ pub fn placement_script(side: &Side) -> PlacementScript {
                 let next = regions.len() as u8;
                 let (region, origin) = *regions.entry(t.stag.0).or_insert((next % 3, t.to));
                 let off = (t.to.wrapping_sub(origin) % 32) as u8;
-                let room = RegionSpec::PLAIN.len() - usize::from(off);
+                let room = RegionSpec::PLAIN.size() - usize::from(off);
                 let remote = m.opcode() == Opcode::RdmaWrite;
                 script.tagged(region, off, &d[..d.len().min(room)], remote);
             }

@@ -220,6 +220,15 @@ fn startup_pairs() -> Vec<(&'static str, InitiatorChoice, ResponderChoice)> {
 fn startup_seeds(out: &mut Vec<Seed>) {
     let now = Instant::now();
     for (name, i, r) in startup_pairs() {
+        let template = StartupInput {
+            initiator: i,
+            responder: r,
+            chunk: 255,
+            reply_ird: 16,
+            reply_ord: 16,
+            reply_private_data: 5,
+            stream: Vec::new(),
+        };
         let (Ok(mut init), Ok(mut resp)) = (
             Startup::initiator(i.config(), now),
             Startup::responder(r.config(), now),
@@ -228,17 +237,10 @@ fn startup_seeds(out: &mut Vec<Seed>) {
         };
         let mut request = Vec::new();
         init.poll_transmit(&mut request);
-        let reply_params = (16, 16, 5);
+        // A refused Request still gets a Reply (a rejecting one): keep it.
         let _ = resp.handle_bytes(&request, now);
         if resp.is_awaiting_decision() {
-            let _ = resp.accept(
-                mpa::ReplyParams {
-                    ird: reply_params.0,
-                    ord: reply_params.1,
-                    private_data: vec![0xa5; reply_params.2],
-                },
-                now,
-            );
+            let _ = resp.accept(template.reply_params(), now);
         }
         let mut reply = Vec::new();
         resp.poll_transmit(&mut reply);
@@ -254,13 +256,9 @@ fn startup_seeds(out: &mut Vec<Seed>) {
                 .expect("a small ULPDU frames");
             for (how, chunk) in [("", 255u8), ("-bytewise", 0)] {
                 let input = StartupInput {
-                    initiator: i,
-                    responder: r,
                     chunk,
-                    reply_ird: reply_params.0,
-                    reply_ord: reply_params.1,
-                    reply_private_data: reply_params.2 as u8,
                     stream: stream.clone(),
+                    ..template.clone()
                 };
                 out.push(Seed::new(
                     Target::MpaStartup,
