@@ -356,6 +356,7 @@ impl Driver<'_> {
     /// Returns how many messages finished.
     fn reap(&mut self, repost: bool) -> Result<u64, String> {
         let before = self.finished();
+        let taken = self.server_done + self.client_done;
         let moved = match self.case.progress {
             ProgressModel::Caller => progress_both(&self.ep.client, &self.ep.server),
             ProgressModel::Thread => false,
@@ -368,11 +369,19 @@ impl Driver<'_> {
         while let Some(wc) = self.ep.client_cq.poll_one().map_err(|e| e.to_string())? {
             self.on_client(&wc)?;
         }
-        if self.finished() == before && !moved {
+        // Sleep only when this call took nothing: a Send's own completion
+        // does not count as a finished message, but having taken it, the
+        // caller may already have all it waits for.
+        let took = self.server_done + self.client_done > taken;
+        if !took && !moved {
             match self.case.progress {
                 // The progress threads move the bytes: sleep on the queue
-                // that says a message finished.
-                ProgressModel::Thread if self.case.op == Op::Send => {
+                // whose completion is still missing (a Send's own completion
+                // may come after its arrival at the server; waiting on the
+                // server then would sleep the whole slice for nothing).
+                ProgressModel::Thread
+                    if self.case.op == Op::Send && self.server_done < self.posted =>
+                {
                     if let Some(wc) = self
                         .ep
                         .server_cq
