@@ -285,9 +285,29 @@ impl Registry {
         RegistryView {
             registry: self,
             last: RefCell::new(None),
+            home: None,
+        }
+    }
+
+    /// A view whose cache starts from, and is left in, `cache`: a queue
+    /// pair that keeps one across calls looks a region up once, not once
+    /// per call (a post of a small message is one call).
+    pub(crate) fn view_cached<'a>(&'a self, cache: &'a mut RegionCache) -> RegistryView<'a> {
+        RegistryView {
+            registry: self,
+            last: RefCell::new(cache.0.take()),
+            home: Some(cache),
         }
     }
 }
+
+/// The region a queue pair used last, kept between [`RegistryView`]s.
+///
+/// Holding it keeps nothing alive for long: a view checks the region is
+/// still registered at every use, and one that was deregistered is dropped
+/// from the cache when the view ends.
+#[derive(Debug, Default)]
+pub(crate) struct RegionCache(Option<Arc<Region>>);
 
 /// [`Memory`] over a [`Registry`], for the duration of one protocol call.
 ///
@@ -298,6 +318,16 @@ impl Registry {
 pub struct RegistryView<'a> {
     registry: &'a Registry,
     last: RefCell<Option<Arc<Region>>>,
+    /// Where the cache goes back to when the view ends.
+    home: Option<&'a mut RegionCache>,
+}
+
+impl Drop for RegistryView<'_> {
+    fn drop(&mut self) {
+        if let Some(home) = self.home.take() {
+            home.0 = self.last.get_mut().take().filter(|r| r.is_valid());
+        }
+    }
 }
 
 impl RegistryView<'_> {
@@ -466,6 +496,32 @@ mod tests {
             v.read(STag::new(77, 0), 0, &mut out).is_err(),
             "never registered"
         );
+    }
+
+    #[test]
+    fn a_kept_cache_carries_over_and_forgets_deregistered_regions() {
+        let reg = Registry::new();
+        let a = reg.register_vec(PD, vec![1, 2, 3], Access::ALL).unwrap();
+        let mut cache = RegionCache::default();
+        let mut out = [0; 3];
+        reg.view_cached(&mut cache)
+            .read(a.rkey(), 0, &mut out)
+            .unwrap();
+        assert_eq!(out, [1, 2, 3]);
+        assert!(cache.0.as_ref().is_some_and(|r| r.stag == a.rkey()), "kept");
+        // The next view starts from it and still checks it.
+        a.write(0, &[7]).unwrap();
+        reg.view_cached(&mut cache)
+            .read(a.rkey(), 0, &mut out)
+            .unwrap();
+        assert_eq!(out, [7, 2, 3]);
+        let stale = a.rkey();
+        a.deregister();
+        {
+            let v = reg.view_cached(&mut cache);
+            assert!(v.read(stale, 0, &mut out).is_err(), "deregistered");
+        }
+        assert!(cache.0.is_none(), "not kept once deregistered");
     }
 
     #[test]
