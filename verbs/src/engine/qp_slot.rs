@@ -14,7 +14,7 @@ use super::startup::{Startup, StartupOutcome};
 use crate::cm::{CmEvent, ConnectionInfo, DisconnectReason};
 use crate::cq::{CqShared, WorkCompletion};
 use crate::error::VerbsError;
-use crate::mr::Registry;
+use crate::mr::{RegionCache, Registry};
 use crate::qp::{QpInit, QpState};
 use crate::transport::{StreamId, StreamState, Transport};
 
@@ -54,6 +54,10 @@ pub(super) struct QpSlot {
     first_fpdu_delay: Duration,
     /// Nothing is sent before this instant (see `first_fpdu_delay`).
     hold_until: Option<Instant>,
+    /// Regions placed into and sent from last, kept between calls so a
+    /// small message does not cost a registry lookup each way.
+    rx_regions: RegionCache,
+    tx_regions: RegionCache,
 }
 
 impl QpSlot {
@@ -70,6 +74,8 @@ impl QpSlot {
             reset: false,
             first_fpdu_delay: Duration::ZERO,
             hold_until: None,
+            rx_regions: RegionCache::default(),
+            tx_regions: RegionCache::default(),
         }
     }
 
@@ -177,12 +183,15 @@ impl QpSlot {
         if self.held(now) {
             return false;
         }
+        let cache = &mut self.tx_regions;
         match &mut self.phase {
-            Phase::Connected { stream, conn, .. } => send_fpdus(transport, *stream, conn, registry),
+            Phase::Connected { stream, conn, .. } => {
+                send_fpdus(transport, *stream, conn, registry, cache)
+            }
             Phase::Closed {
                 stream: Some(stream),
                 conn: Some(conn),
-            } if conn.wants_write() => send_fpdus(transport, *stream, conn, registry),
+            } if conn.wants_write() => send_fpdus(transport, *stream, conn, registry, cache),
             _ => false,
         }
     }
@@ -209,14 +218,14 @@ impl QpSlot {
         } = &mut self.phase
         {
             let stream = *stream;
-            let mut view = registry.view();
+            let mut view = registry.view_cached(&mut self.rx_regions);
             let got = transport
                 .recv_with(stream, &mut |buf| conn.handle_bytes(&mut view, buf))
                 .unwrap_or(0);
             busy |= got > 0;
             drop(view);
             if !held {
-                busy |= send_fpdus(transport, stream, conn, registry);
+                busy |= send_fpdus(transport, stream, conn, registry, &mut self.tx_regions);
             }
             let st = transport.state(stream);
             if !*peer_closed
@@ -254,7 +263,7 @@ impl QpSlot {
         {
             if let Some(conn) = conn {
                 if conn.wants_write() {
-                    busy |= send_fpdus(transport, *stream, conn, registry);
+                    busy |= send_fpdus(transport, *stream, conn, registry, &mut self.tx_regions);
                 }
             }
             let _ = transport.recv_with(*stream, &mut |buf| buf.len());
@@ -481,11 +490,12 @@ fn send_fpdus(
     stream: StreamId,
     conn: &mut Connection,
     registry: &Registry,
+    cache: &mut RegionCache,
 ) -> bool {
     if !conn.wants_write() {
         return false;
     }
-    let view = registry.view();
+    let view = registry.view_cached(cache);
     transport
         .send_with(stream, &mut |buf| conn.poll_transmit(&view, buf))
         .unwrap_or(0)
