@@ -535,6 +535,8 @@ pub struct Socket<'a> {
 
     /// Nagle's Algorithm enabled.
     nagle: bool,
+    /// See `set_sws_avoidance`.
+    sws_avoidance: bool,
 
     /// The congestion control algorithm.
     congestion_controller: congestion::AnyController,
@@ -618,6 +620,7 @@ impl<'a> Socket<'a> {
             ack_delay_timer: AckDelayTimer::Idle,
             challenge_ack_timer: Instant::from_secs(0),
             nagle: true,
+            sws_avoidance: false,
             tsval_generator: None,
             last_remote_tsval: 0,
             congestion_controller: congestion::AnyController::new(),
@@ -820,6 +823,14 @@ impl<'a> Socket<'a> {
     /// has ACK delay enabled.
     pub fn set_nagle_enabled(&mut self, enabled: bool) {
         self.nagle = enabled
+    }
+
+    /// Enable or disable sender-side silly window avoidance (RFC 1122,
+    /// section 4.2.3.4): while data is in flight, do not send a segment the
+    /// receive or congestion window cuts short of a full one while more data
+    /// waits. Off by default (this is a local addition to smoltcp).
+    pub fn set_sws_avoidance(&mut self, enabled: bool) {
+        self.sws_avoidance = enabled
     }
 
     /// Return the keep-alive interval.
@@ -1399,12 +1410,15 @@ impl<'a> Socket<'a> {
     }
 
     /// Sender-side silly window avoidance (RFC 1122, section 4.2.3.4), as
-    /// Linux does it: while data is in flight, a segment that the receive
+    /// Linux does it, when enabled with `set_sws_avoidance`: while data is in flight, a segment that the receive
     /// or congestion window would cut short of a full one, with more data
     /// waiting than it could carry, waits for the window to open instead.
     /// Segments stay full-sized, so a stream of MSS-sized records (iWARP
     /// FPDUs) stays aligned with segment boundaries.
     fn sws_hold(&self, sendable: usize, effective_mss: usize) -> bool {
+        if !self.sws_avoidance {
+            return false;
+        }
         let in_flight = self.flight_size();
         let unsent = self.tx_buffer.len().saturating_sub(in_flight);
         in_flight > 0 && sendable < effective_mss && sendable < unsent

@@ -56,6 +56,14 @@ pub struct TcpTuning {
     /// segment. A probe interval well inside the timeout keeps a healthy
     /// idle connection alive and still detects a dead peer in time.
     pub keep_alive: Option<Duration>,
+    /// Sender-side silly window avoidance (RFC 1122, section 4.2.3.4;
+    /// added to the vendored smoltcp): while data is in flight, a segment
+    /// the receive or congestion window would cut short waits for the
+    /// window instead. With FPDUs filling the MSS, segments then start on
+    /// FPDU boundaries, as siw's do (RFC 5044 section 4), which peers and
+    /// dissectors expecting one FPDU per segment need. On by default on TAP
+    /// (real peers); off on the memory link, where nothing reads segments.
+    pub segment_aligned: bool,
 }
 
 impl Default for TcpTuning {
@@ -69,6 +77,7 @@ impl Default for TcpTuning {
             ack_delay: None,
             user_timeout: Some(Duration::from_secs(30)),
             keep_alive: Some(Duration::from_secs(10)),
+            segment_aligned: false,
         }
     }
 }
@@ -82,6 +91,7 @@ impl TcpTuning {
         let tx = tcp::SocketBuffer::new(vec![0u8; self.tx_buffer.max(1)]);
         let mut s = tcp::Socket::new(rx, tx);
         s.set_nagle_enabled(self.nagle);
+        s.set_sws_avoidance(self.segment_aligned);
         s.set_ack_delay(self.ack_delay.map(to_smoltcp_duration));
         s.set_timeout(self.user_timeout.map(to_smoltcp_duration));
         s.set_keep_alive(self.keep_alive.map(to_smoltcp_duration));

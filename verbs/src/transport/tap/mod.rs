@@ -67,7 +67,10 @@ impl Default for TapConfig {
             gateway: None,
             mtu: None,
             bring_up: true,
-            tuning: TcpTuning::default(),
+            tuning: TcpTuning {
+                segment_aligned: true,
+                ..TcpTuning::default()
+            },
             fit_window_to_queue: true,
             tx_burst: 256,
             seed: 0x7a9_5eed,
