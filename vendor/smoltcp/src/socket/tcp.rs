@@ -833,6 +833,11 @@ impl<'a> Socket<'a> {
         self.sws_avoidance = enabled
     }
 
+    /// Whether sender-side silly window avoidance is on.
+    pub fn sws_avoidance(&self) -> bool {
+        self.sws_avoidance
+    }
+
     /// Return the keep-alive interval.
     ///
     /// See also the [set_keep_alive](#method.set_keep_alive) method.

@@ -133,9 +133,11 @@ mod tests {
             ack_delay: Some(Duration::from_millis(3)),
             user_timeout: None,
             keep_alive: Some(Duration::from_secs(7)),
+            segment_aligned: true,
         };
         let s = t.socket();
         assert!(s.nagle_enabled());
+        assert!(s.sws_avoidance());
         assert_eq!(s.ack_delay(), Some(smoltcp::time::Duration::from_millis(3)));
         assert_eq!(s.congestion_control(), tcp::CongestionControl::Reno);
         assert_eq!(s.recv_capacity(), 4096);
