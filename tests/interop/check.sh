@@ -13,7 +13,8 @@
 #   - with CRC on and any FPDU sent, tshark verified at least one "Good CRC32";
 #   - for a case expected to pass, the wire shows COUNT rping iterations of
 #     SIZE bytes and no TERMINATE;
-#   - `iwarp decode PCAP` exits 0 when the iwarp tool has that subcommand.
+#   - `iwarp decode PCAP` exits 0 when the iwarp tool has that subcommand;
+#     its per-message counts are the ones checked against rping's.
 # A case expected to fail still gets every check that its partial traffic
 # allows (no malformed frames, no bad CRC, the right MPA policy).
 
@@ -42,9 +43,42 @@ p2p_bit() {
 
 # rping's messages on the wire, as "READS SIZES SENDS TERMINATES": READ
 # requests with a non-zero size, the distinct sizes they asked for, SENDs
-# that ended a message, TERMINATEs. A frame can carry several FPDUs; tshark
-# joins each field's values with commas, in FPDU order.
+# that ended a message, TERMINATEs. Counted by `iwarp decode`, which
+# reassembles each TCP direction and so finds every FPDU; tshark's MPA
+# dissector looks for FPDUs at segment starts only and misses those that
+# share or straddle segments (legal in MPA: the stream is bytes).
 rdmap_message_counts() {
+	if iwarp_has_subcommand decode; then
+		"$(iwarp_bin)" decode --json "$1" 2>/dev/null | python3 -c '
+import json, sys
+reads = sends = terms = 0
+sizes = set()
+for line in sys.stdin:
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("type") != "fpdu":
+        continue
+    op = e.get("opcode", "")
+    if op == "read_req" and e.get("read_request", {}).get("size", 0) > 0:
+        reads += 1
+        sizes.add(e["read_request"]["size"])
+    elif op.startswith("send") and e.get("last"):
+        sends += 1
+    elif op == "terminate":
+        terms += 1
+print(reads, ",".join(str(s) for s in sorted(sizes)) or "-", sends, terms)
+'
+		return
+	fi
+	rdmap_message_counts_tshark "$1"
+}
+
+# The same counts from tshark, for a tool without `decode`. A frame can
+# carry several FPDUs; tshark joins each field's values with commas, in FPDU
+# order.
+rdmap_message_counts_tshark() {
 	tshark -r "$1" "${TSHARK_OPTS[@]}" -Y iwarp_ddp -T fields \
 		-e iwarp_rdma.opcode -e iwarp_ddp.last_flag -e iwarp_rdma.rdmardsz 2>/dev/null |
 		awk -F'\t' '

@@ -617,9 +617,14 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
     }
 
     fn flush(&mut self, now: Instant) -> bool {
-        // Bytes queued behind unacknowledged data wait for the poll the
-        // acknowledgement brings, and leave then in full segments.
-        self.push_due && self.poll(now)
+        // With autocorking, bytes queued behind unacknowledged data wait for
+        // the poll the acknowledgement brings, and leave then in full
+        // segments. Without it (peers that delay their ACKs), they go now.
+        if self.tuning().autocork {
+            self.push_due && self.poll(now)
+        } else {
+            self.poll(now)
+        }
     }
 
     fn poll(&mut self, now: Instant) -> bool {

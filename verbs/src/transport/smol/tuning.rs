@@ -64,6 +64,13 @@ pub struct TcpTuning {
     /// dissectors expecting one FPDU per segment need. On by default on TAP
     /// (real peers); off on the memory link, where nothing reads segments.
     pub segment_aligned: bool,
+    /// Autocorking: bytes posted behind unacknowledged data leave with the
+    /// next poll instead of at once, so small messages share full segments.
+    /// A win against a peer that acknowledges at once (the memory link's
+    /// smoltcp); against one that delays its ACKs (Linux, 40 ms) it would
+    /// hold messages that long, and it packs several FPDUs into a segment.
+    /// On by default; off on TAP.
+    pub autocork: bool,
 }
 
 impl Default for TcpTuning {
@@ -78,6 +85,7 @@ impl Default for TcpTuning {
             user_timeout: Some(Duration::from_secs(30)),
             keep_alive: Some(Duration::from_secs(10)),
             segment_aligned: false,
+            autocork: true,
         }
     }
 }
@@ -134,6 +142,7 @@ mod tests {
             user_timeout: None,
             keep_alive: Some(Duration::from_secs(7)),
             segment_aligned: true,
+            autocork: false,
         };
         let s = t.socket();
         assert!(s.nagle_enabled());

@@ -69,6 +69,7 @@ impl Default for TapConfig {
             bring_up: true,
             tuning: TcpTuning {
                 segment_aligned: true,
+                autocork: false,
                 ..TcpTuning::default()
             },
             fit_window_to_queue: true,
