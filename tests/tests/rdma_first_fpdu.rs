@@ -40,8 +40,9 @@ fn pair(hold: Duration, p2p: bool) -> Pair {
 
 #[test]
 fn first_send_waits_out_the_hold() {
+    // The hold starts when the client takes the Reply, inside `pair`.
+    let started = Instant::now();
     let p = pair(HOLD, false);
-    let established = Instant::now();
     let c = p
         .client_pd
         .register_vec(pattern(64, 3), Access::LOCAL_WRITE)
@@ -59,7 +60,7 @@ fn first_send_waits_out_the_hold() {
         "the Send left before the hold ended"
     );
     time_to_server_completion(&p);
-    assert!(established.elapsed() >= HOLD);
+    assert!(started.elapsed() >= HOLD);
     assert_eq!(s.to_vec(), pattern(64, 3));
 }
 
@@ -85,8 +86,8 @@ fn peer_to_peer_rtr_is_held_too() {
     // In peer-to-peer mode the responder may send once the RTR arrives: a
     // server Send reaching the client proves the RTR went, and it must not
     // have gone before the hold ended.
+    let started = Instant::now();
     let p = pair(HOLD, true);
-    let established = Instant::now();
     let s = p
         .server_pd
         .register_vec(pattern(32, 5), Access::LOCAL_WRITE)
@@ -101,7 +102,7 @@ fn peer_to_peer_rtr_is_held_too() {
     let wc = p.client_completions(1);
     assert!(wc[0].is_success(), "{wc:?}");
     assert!(
-        established.elapsed() >= HOLD,
+        started.elapsed() >= HOLD,
         "the RTR left before the hold ended"
     );
     assert_eq!(c.to_vec(), pattern(32, 5));
