@@ -175,7 +175,7 @@ fn idle_or_poll(net: &mut MemoryNet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::memory::FaultConfig;
+    use crate::memory::FaultConfig;
 
     #[test]
     fn measures_a_clean_link_at_1500_and_9000() {

@@ -1,5 +1,10 @@
 //! Byte-stream transports beneath the verbs facade.
 //!
+//! This crate holds everything that touches the host: sockets, the TAP
+//! device, poll(2), network namespaces, and so every `unsafe` block of the
+//! stack; the protocol crates and `verbs` above it forbid `unsafe`. It knows
+//! nothing of iWARP.
+//!
 //! One seam, [`Transport`], over three network stacks:
 //!
 //! * [`memory`]: two smoltcp interfaces joined by in-process frame queues,
@@ -20,8 +25,8 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use verbs::transport::memory::{MemoryLinkConfig, MemoryNet};
-//! use verbs::transport::{StreamState, Transport};
+//! use transport::memory::{MemoryLinkConfig, MemoryNet};
+//! use transport::{StreamState, Transport};
 //!
 //! let cfg = MemoryLinkConfig::default();
 //! let mut net = MemoryNet::new(cfg.clone()).unwrap();

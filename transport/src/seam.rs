@@ -244,10 +244,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::kernel::{KernelConfig, KernelTransport};
-    use crate::transport::memory::MemoryLink;
-    use crate::transport::memory::MemoryLinkConfig;
-    use crate::transport::testutil::{drive, Receiver, Sender};
+    use crate::kernel::{KernelConfig, KernelTransport};
+    use crate::memory::MemoryLink;
+    use crate::memory::MemoryLinkConfig;
+    use crate::testutil::{drive, Receiver, Sender};
 
     #[test]
     fn state_predicates() {

@@ -242,7 +242,7 @@ impl TcpSynth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::pcap::tests::{parse, SharedBuf};
+    use crate::pcap::tests::{parse, SharedBuf};
     use std::time::Duration;
 
     struct Seg {

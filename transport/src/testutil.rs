@@ -2,7 +2,7 @@
 //! and pumps that move it through any [`Transport`].
 
 use super::{StreamId, Transport, TransportError};
-use crate::transport::rng::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// Period of the pattern: prime, so it never lines up with buffer sizes.
 const PERIOD: usize = 65521;

@@ -73,7 +73,7 @@ impl WakeFd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::kernel::sys::poll;
+    use crate::kernel::sys::poll;
     use std::time::{Duration, Instant};
 
     #[test]

@@ -1,7 +1,10 @@
 //! The verbs facade: devices, protection domains, memory regions, completion
 //! queues, queue pairs and a connection manager over pluggable transports.
+#![forbid(unsafe_code)]
 
-pub mod transport;
+/// The transports a [`Device`] runs over, re-exported so that a program
+/// building a device needs only this crate (`verbs::transport::memory`, ...).
+pub use transport;
 
 pub mod cm;
 pub mod cq;

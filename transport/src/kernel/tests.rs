@@ -1,8 +1,8 @@
 //! Kernel TCP on loopback: the same contract as the memory link.
 
 use super::*;
-use crate::transport::pcap::tests::{parse, SharedBuf};
-use crate::transport::testutil::{drive, Pattern, Receiver, Sender};
+use crate::pcap::tests::{parse, SharedBuf};
+use crate::testutil::{drive, Pattern, Receiver, Sender};
 
 const MIB: u64 = 1 << 20;
 const LIMIT: Duration = Duration::from_secs(30);
@@ -396,7 +396,7 @@ fn capture_carries_the_exact_bytes_each_way() {
         }
     }
     assert_eq!(matched, 1, "the client→server direction, seen by both ends");
-    crate::transport::pcap_check::tshark_accepts(&bytes, "kernel");
+    crate::pcap_check::tshark_accepts(&bytes, "kernel");
 }
 
 #[test]
@@ -444,7 +444,7 @@ fn client_capture_alone_is_one_clean_connection() {
     let mut back = vec![0u8; 70_000];
     Pattern::new(6).fill(0, &mut back);
     assert_eq!(payload_from(&bytes, addr.port()), back);
-    crate::transport::pcap_check::tshark_accepts(&bytes, "kernel-client");
+    crate::pcap_check::tshark_accepts(&bytes, "kernel-client");
 }
 
 #[test]

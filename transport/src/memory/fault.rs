@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
 
-use crate::transport::rng::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// What the link does to frames, the same in both directions.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -173,7 +173,7 @@ impl Wire {
     }
 
     /// Ends the current or next `wait` on lane `i` (sticky: see
-    /// [`Waker`](crate::transport::Waker)).
+    /// [`Waker`](crate::Waker)).
     pub(crate) fn wake(&self, i: usize) {
         self.woken[i].store(true, Ordering::Release);
         // Taking the lane lock orders the flag before a waiter's check, so

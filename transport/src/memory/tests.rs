@@ -2,10 +2,10 @@
 //! listener re-arming, closes, determinism, the ring-wrap paths, threads.
 
 use super::*;
-use crate::transport::pcap::tests::{parse, SharedBuf};
-use crate::transport::pcap::PcapSink;
-use crate::transport::testutil::{Pattern, Receiver, Sender};
-use crate::transport::{StreamId, StreamState, TcpTuning, Transport, TransportError};
+use crate::pcap::tests::{parse, SharedBuf};
+use crate::pcap::PcapSink;
+use crate::testutil::{Pattern, Receiver, Sender};
+use crate::{StreamId, StreamState, TcpTuning, Transport, TransportError};
 
 const PORT: u16 = 7174;
 const MIB: u64 = 1 << 20;
@@ -795,7 +795,7 @@ fn capture_holds_valid_tcp_frames() {
         payload += tcp.payload().len();
     }
     assert_eq!(payload, 250_000);
-    crate::transport::pcap_check::tshark_accepts(&buf.0.lock().unwrap(), "memory");
+    crate::pcap_check::tshark_accepts(&buf.0.lock().unwrap(), "memory");
 }
 
 #[test]
@@ -813,7 +813,7 @@ mod framing {
     //! sizes: the producer only writes whole records, the consumer only
     //! takes whole records, as MPA framing does.
     use super::*;
-    use crate::transport::rng::SplitMix64;
+    use crate::rng::SplitMix64;
     use proptest::prelude::*;
 
     /// Record `i`'s payload length, from the seed.

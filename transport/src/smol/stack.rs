@@ -10,8 +10,8 @@ use smoltcp::socket::tcp;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Cidr};
 
 use super::tuning::TcpTuning;
-use crate::transport::slab::Slab;
-use crate::transport::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
+use crate::slab::Slab;
+use crate::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
 
 /// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
 const IPV4_TCP_HEADERS: usize = 40;

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
 
 use super::sys;
-use crate::transport::kernel::sys::poll;
-use crate::transport::pcap::PcapSink;
-use crate::transport::smol::LinkDevice;
-use crate::transport::wake::WakeFd;
-use crate::transport::Waker;
+use crate::kernel::sys::poll;
+use crate::pcap::PcapSink;
+use crate::smol::LinkDevice;
+use crate::wake::WakeFd;
+use crate::Waker;
 
 /// Ethernet header plus an 802.1Q tag.
 const FRAME_OVERHEAD: usize = 18;

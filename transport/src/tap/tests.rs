@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::transport::pcap::tests::SharedBuf;
-use crate::transport::pcap::PcapSink;
-use crate::transport::testutil::{drive, Pattern, Receiver, Sender};
-use crate::transport::{StreamState, Transport};
+use crate::pcap::tests::SharedBuf;
+use crate::pcap::PcapSink;
+use crate::testutil::{drive, Pattern, Receiver, Sender};
+use crate::{StreamState, Transport};
 
 const KERNEL_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 1);
 const LIMIT: Duration = Duration::from_secs(60);
@@ -157,7 +157,7 @@ fn kernel_peer(mut s: TcpStream, incoming: u64, outgoing: u64) -> (u64, u64) {
 }
 
 /// smoltcp side of the same exchange on stream `c`, then a clean close.
-fn smol_side(t: &mut TapTransport, c: crate::transport::StreamId, out: u64, inc: u64) -> f64 {
+fn smol_side(t: &mut TapTransport, c: crate::StreamId, out: u64, inc: u64) -> f64 {
     let mut tx = Sender::new(21, out);
     let mut rx = Receiver::new(22, inc);
     let start = Instant::now();
@@ -273,11 +273,11 @@ fn tap_capture_is_well_formed() {
     peer.join().unwrap();
     drop(t.device_mut().take_pcap());
     let bytes = buf.unwrap().0.lock().unwrap().clone();
-    let (_, link, recs) = crate::transport::pcap::tests::parse(&bytes).unwrap();
+    let (_, link, recs) = crate::pcap::tests::parse(&bytes).unwrap();
     assert_eq!(link, 1);
     // ARP both ways, the handshake, data, FINs: well over a hundred frames.
     assert!(recs.len() > 100, "{}", recs.len());
-    crate::transport::pcap_check::tshark_accepts(&bytes, "tap");
+    crate::pcap_check::tshark_accepts(&bytes, "tap");
 }
 
 #[test]
@@ -288,7 +288,7 @@ fn opening_fails_cleanly_without_a_namespace() {
     };
     assert!(matches!(
         TapTransport::open(&cfg),
-        Err(crate::transport::TransportError::Io { .. })
+        Err(crate::TransportError::Io { .. })
     ));
     let bad = TapConfig {
         prefix_len: 33,
