@@ -1,12 +1,8 @@
-//! The `iwarp` tool's library: capture reading, TCP reassembly and the iWARP
-//! dissector behind `iwarp decode`, usable from tests and other tools.
+//! The `iwarp` tool's library: the iWARP dissector behind `iwarp decode`,
+//! usable from tests and other tools. Reading captures, frame parsing and
+//! TCP reassembly come from the `capture` crate.
 #![forbid(unsafe_code)]
 
 pub mod decode;
-pub mod net;
-pub mod pcap;
-pub mod reassembly;
-
-mod bytes;
 #[cfg(test)]
 mod testutil;

@@ -11,9 +11,9 @@ use rdmap::wire::{Control, ReadRequestRepr};
 use rdmap::Opcode;
 
 use crate::decode::{decode, Event, Summary};
-use crate::net::build;
-use crate::pcap::{LinkType, PcapWriter, Timestamp};
-use crate::reassembly::Direction;
+use capture::net::build;
+use capture::pcap::{LinkType, PcapWriter, Timestamp};
+use capture::reassembly::Direction;
 
 pub(crate) const SYN: u8 = 0x02;
 pub(crate) const ACK: u8 = 0x10;

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use iwarp::pcap::{LinkType, PcapWriter, Timestamp};
+use capture::pcap::{LinkType, PcapWriter, Timestamp};
 
 fn iwarp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_iwarp"))

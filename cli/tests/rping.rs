@@ -7,7 +7,7 @@ mod two_process;
 use std::path::Path;
 use std::time::Duration;
 
-use two_process::{free_port, iwarp, NetNs, Proc, TempPath};
+use two_process::{free_port, iwarp, Netns, Proc, TempPath};
 
 /// Every run here ends well within this, or the test fails.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -295,7 +295,7 @@ fn debug_output_traces_the_client() {
 /// meet on the TAP. Needs root (skips otherwise).
 #[test]
 fn over_smoltcp_on_a_tap_interface() {
-    let ns = match NetNs::create("rping") {
+    let ns = match Netns::create("rping") {
         Ok(ns) => ns,
         Err(e) => {
             println!("skipping: cannot make a network namespace: {e}");

@@ -72,8 +72,8 @@ pub fn our_opcode_counts(events: &[Event], summary: &Summary) -> OpcodeCounts {
         if let Event::Fpdu(f) = e {
             let conn = &summary.connections[f.at.connection - 1];
             let sender = match f.at.direction {
-                iwarp::reassembly::Direction::ClientToServer => conn.client,
-                iwarp::reassembly::Direction::ServerToClient => conn.server,
+                capture::reassembly::Direction::ClientToServer => conn.client,
+                capture::reassembly::Direction::ServerToClient => conn.server,
             };
             let op = f.opcode.map_or(0xff, |o| o.bits());
             *counts.entry((sender, op)).or_default() += 1;

@@ -8,8 +8,8 @@
 //! buffer, the server WRITEs it and SENDs "go". siw cuts each FPDU to the
 //! 1448-byte MSS: 1428 payload bytes per tagged FPDU, 1424 per untagged.
 
+use capture::reassembly::Direction::{self, ClientToServer as C2S, ServerToClient as S2C};
 use iwarp::decode::{ConnectionKind, CrcStatus, Event, NoteKind, Severity, Summary};
-use iwarp::reassembly::Direction::{self, ClientToServer as C2S, ServerToClient as S2C};
 use iwarp_tests::captures::{
     all_captures, capture, decode_file, have_captures, our_opcode_counts, tshark_available,
     tshark_opcode_counts,

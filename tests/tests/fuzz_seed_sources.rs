@@ -7,10 +7,10 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use capture::pcap::{LinkType, PcapWriter, Timestamp};
+use capture::reassembly::Direction::{ClientToServer as C2S, ServerToClient as S2C};
 use ddp::wire::{SegmentRepr, TaggedRepr, UntaggedRepr};
 use ddp::STag;
-use iwarp::pcap::{LinkType, PcapWriter, Timestamp};
-use iwarp::reassembly::Direction::{ClientToServer as C2S, ServerToClient as S2C};
 use iwarp_tests::fuzz_seeds::capture::{read_conversations, TcpConversation};
 use iwarp_tests::fuzz_seeds::conversation::MpaConversation;
 use iwarp_tests::fuzz_seeds::retarget::{frame_all, retarget};

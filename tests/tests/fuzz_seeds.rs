@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use capture::reassembly::Direction::{self, ClientToServer as C2S, ServerToClient as S2C};
 use ddp::wire::SegmentRepr;
 use ddp::STag;
-use iwarp::reassembly::Direction::{self, ClientToServer as C2S, ServerToClient as S2C};
 use iwarp_tests::captures::captures_dir;
 use iwarp_tests::fuzz_seeds::conversation::MpaConversation;
 use iwarp_tests::fuzz_seeds::encode::{

@@ -5,17 +5,17 @@
 
 mod common;
 
-use common::netns::Netns;
+use common::net::{in_netns, Netns};
 use common::suite::MakeNet;
 use common::*;
 
 /// Runs `body` inside a fresh namespace with the TAP side as client
 /// (`tap_is_client`) or server.
 fn in_namespace(test: &str, tap_is_client: bool, body: fn(MakeNet)) {
-    let Some(ns) = Netns::create(test) else {
+    let Some(ns) = Netns::for_test(test) else {
         return;
     };
-    ns.run(|| body(&|| Net::tap(&ns, tap_is_client)));
+    in_netns(&ns, || body(&|| Net::tap(&ns, tap_is_client)));
 }
 
 macro_rules! cases {
@@ -82,10 +82,10 @@ fn kernel_peer_exits_mid_transfer() {
 fn progress_threads_over_tap() {
     use std::time::{Duration, Instant};
     use verbs::{wr, Access, WcStatus};
-    let Some(ns) = Netns::create("progress_threads_over_tap") else {
+    let Some(ns) = Netns::for_test("progress_threads_over_tap") else {
         return;
     };
-    ns.run(|| {
+    in_netns(&ns, || {
         let p = connect(Net::tap(&ns, true), Opts::default());
         let _a = p.client.spawn_progress_thread();
         let _b = p.server.spawn_progress_thread();

@@ -20,7 +20,7 @@
 //! straight out of the receive ring, with no per-message copy or allocation.
 //!
 //! Every transport can record what it sends and receives as a pcap file
-//! ([`pcap`]); [`baseline`] measures raw TCP goodput over the memory link,
+//! through a [`capture::pcap::PcapSink`]; [`baseline`] measures raw TCP goodput over the memory link,
 //! the figure RDMA goodput is compared against.
 //!
 //! ```
@@ -63,7 +63,6 @@ pub mod baseline;
 mod error;
 pub mod kernel;
 pub mod memory;
-pub mod pcap;
 #[cfg(test)]
 mod pcap_check;
 mod rng;

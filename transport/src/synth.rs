@@ -16,7 +16,7 @@ use smoltcp::wire::{
     Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpControl, TcpPacket, TcpRepr, TcpSeqNumber,
 };
 
-use super::pcap::PcapSink;
+use capture::pcap::PcapSink;
 
 /// MACs of the synthesized frames: locally administered, fixed.
 const LOCAL_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x01]);
@@ -242,7 +242,7 @@ impl TcpSynth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pcap::tests::{parse, SharedBuf};
+    use crate::testutil::{parse, SharedBuf};
     use std::time::Duration;
 
     struct Seg {

@@ -180,3 +180,39 @@ mod tests {
         assert_ne!(other, whole[..1000]);
     }
 }
+
+/// One captured frame: time since the epoch, original length, bytes.
+pub(crate) type Record = (std::time::Duration, u32, Vec<u8>);
+
+/// Reads a classic pcap back with the stack's one reader: snapshot length,
+/// link type and every record.
+pub(crate) fn parse(bytes: &[u8]) -> Result<(u32, u32, Vec<Record>), capture::pcap::PcapError> {
+    use capture::pcap::{CaptureReader, Format, PcapError};
+    let mut r = CaptureReader::new(bytes)?;
+    let Format::Pcap(header) = r.format() else {
+        return Err(PcapError::Malformed {
+            offset: 0,
+            what: "pcapng where the transports write classic pcap",
+        });
+    };
+    let mut records = Vec::new();
+    while let Some(p) = r.next_packet()? {
+        let t = std::time::Duration::new(p.timestamp.secs(), p.timestamp.subsec_nanos());
+        records.push((t, p.original_len, p.data.to_vec()));
+    }
+    Ok((header.snaplen, u32::from(header.link.0), records))
+}
+
+/// A `Write` whose bytes the test can still read after handing it over.
+#[derive(Clone, Default)]
+pub(crate) struct SharedBuf(pub(crate) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,16 +1,10 @@
-//! Test-only frame builders: Ethernet/IPv4/IPv6/TCP with chosen fields.
+//! Frame builders: Ethernet/IPv4/IPv6/TCP with chosen fields, for tests
+//! and tools that write captures of their own.
 
 use std::net::{IpAddr, SocketAddr};
 
 /// Builds the TCP header plus payload (checksum left 0: we never verify it).
-pub(crate) fn tcp(
-    src_port: u16,
-    dst_port: u16,
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    payload: &[u8],
-) -> Vec<u8> {
+pub fn tcp(src_port: u16, dst_port: u16, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
     let mut t = Vec::new();
     t.extend_from_slice(&src_port.to_be_bytes());
     t.extend_from_slice(&dst_port.to_be_bytes());
@@ -24,7 +18,7 @@ pub(crate) fn tcp(
 }
 
 /// An IP packet (v4 or v6 per the addresses) around `transport`.
-pub(crate) fn ip(src: IpAddr, dst: IpAddr, protocol: u8, transport: &[u8]) -> Vec<u8> {
+pub fn ip(src: IpAddr, dst: IpAddr, protocol: u8, transport: &[u8]) -> Vec<u8> {
     let mut p = Vec::new();
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
@@ -48,7 +42,7 @@ pub(crate) fn ip(src: IpAddr, dst: IpAddr, protocol: u8, transport: &[u8]) -> Ve
 }
 
 /// An Ethernet frame around `ip` (ethertype from the IP version).
-pub(crate) fn ethernet(ip: &[u8]) -> Vec<u8> {
+pub fn ethernet(ip: &[u8]) -> Vec<u8> {
     let mut f = vec![0x52, 0x54, 0, 0x99, 0, 2, 0x52, 0x54, 0, 0x99, 0, 3];
     let v6 = ip.first().is_some_and(|b| b >> 4 == 6);
     f.extend_from_slice(if v6 { &[0x86, 0xdd] } else { &[0x08, 0x00] });
@@ -57,7 +51,7 @@ pub(crate) fn ethernet(ip: &[u8]) -> Vec<u8> {
 }
 
 /// A whole Ethernet/IP/TCP frame.
-pub(crate) fn frame(
+pub fn frame(
     src: SocketAddr,
     dst: SocketAddr,
     seq: u32,

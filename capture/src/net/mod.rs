@@ -111,7 +111,6 @@ impl Endpoints {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod build;
+pub mod build;
 #[cfg(test)]
 mod tests;

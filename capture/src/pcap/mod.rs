@@ -1,5 +1,7 @@
-//! Reading capture files: classic libpcap (both byte orders, micro- and
-//! nanosecond magics) and pcapng (what dumpcap and tshark write by default).
+//! Capture files: reading classic libpcap (both byte orders, micro- and
+//! nanosecond magics) and pcapng (what dumpcap and tshark write by default);
+//! writing classic pcap ([`PcapWriter`], and [`PcapSink`] for a transport's
+//! traffic) and pcapng ([`PcapNgWriter`]).
 //!
 //! The reader streams: one packet's bytes are held at a time, in a buffer
 //! that grows only as bytes actually arrive, and every record or block length
@@ -9,7 +11,9 @@ mod classic;
 mod endian;
 mod error;
 mod link_type;
+mod ng_writer;
 mod pcapng;
+mod sink;
 mod source;
 mod timestamp;
 mod writer;
@@ -20,8 +24,10 @@ pub use classic::FileHeader;
 pub use endian::Endian;
 pub use error::PcapError;
 pub use link_type::LinkType;
+pub use ng_writer::PcapNgWriter;
+pub use sink::PcapSink;
 pub use timestamp::{Resolution, Timestamp};
-pub use writer::PcapWriter;
+pub use writer::{PcapWriter, MAX_SNAPLEN};
 
 use endian::array_at;
 use source::Source;

@@ -1,6 +1,7 @@
 //! Reader tests over files built in memory, both formats and byte orders.
 
 use super::*;
+use crate::pcap::PcapNgWriter as NgWriter;
 use proptest::prelude::*;
 
 /// Builds classic pcap files for tests.
@@ -55,90 +56,6 @@ impl ClassicWriter {
 
     pub(crate) fn nanos(&self) -> bool {
         self.nanos
-    }
-}
-
-/// Builds pcapng files for tests.
-pub(crate) struct NgWriter {
-    endian: Endian,
-    pub(crate) bytes: Vec<u8>,
-}
-
-impl NgWriter {
-    pub(crate) fn new(endian: Endian) -> Self {
-        let mut w = NgWriter {
-            endian,
-            bytes: Vec::new(),
-        };
-        w.section();
-        w
-    }
-
-    fn enc32(&self, v: u32) -> [u8; 4] {
-        match self.endian {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        }
-    }
-
-    fn enc16(&self, v: u16) -> [u8; 2] {
-        match self.endian {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        }
-    }
-
-    pub(crate) fn block(&mut self, block_type: u32, body: &[u8]) -> &mut Self {
-        let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
-            body.push(0);
-        }
-        let len = (body.len() + 12) as u32;
-        let t = self.enc32(block_type);
-        let l = self.enc32(len);
-        self.bytes.extend_from_slice(&t);
-        self.bytes.extend_from_slice(&l);
-        self.bytes.extend_from_slice(&body);
-        self.bytes.extend_from_slice(&l);
-        self
-    }
-
-    /// A new section (in this writer's byte order).
-    pub(crate) fn section(&mut self) -> &mut Self {
-        let mut body = self.enc32(0x1a2b_3c4d).to_vec();
-        body.extend_from_slice(&self.enc16(1));
-        body.extend_from_slice(&self.enc16(0));
-        body.extend_from_slice(&[0xff; 8]);
-        self.block(0x0a0d_0d0a, &body)
-    }
-
-    /// An interface with `if_tsresol` = `tsresol` (None: the default µs).
-    pub(crate) fn interface(&mut self, link: u16, tsresol: Option<u8>) -> &mut Self {
-        let mut body = self.enc16(link).to_vec();
-        body.extend_from_slice(&[0, 0]);
-        body.extend_from_slice(&self.enc32(0));
-        if let Some(r) = tsresol {
-            body.extend_from_slice(&self.enc16(9));
-            body.extend_from_slice(&self.enc16(1));
-            body.extend_from_slice(&[r, 0, 0, 0]);
-            body.extend_from_slice(&[0, 0, 0, 0]);
-        }
-        self.block(1, &body)
-    }
-
-    pub(crate) fn enhanced(&mut self, iface: u32, units: u64, data: &[u8]) -> &mut Self {
-        let mut body = self.enc32(iface).to_vec();
-        body.extend_from_slice(&self.enc32((units >> 32) as u32));
-        body.extend_from_slice(&self.enc32(units as u32));
-        body.extend_from_slice(&self.enc32(data.len() as u32));
-        body.extend_from_slice(&self.enc32(data.len() as u32));
-        body.extend_from_slice(data);
-        self.block(6, &body)
-    }
-
-    pub(crate) fn set_endian(&mut self, endian: Endian) -> &mut Self {
-        self.endian = endian;
-        self
     }
 }
 
@@ -270,8 +187,8 @@ fn classic_record_too_large_is_refused_before_reading() {
 fn pcapng_both_byte_orders_and_resolutions() {
     for endian in [Endian::Little, Endian::Big] {
         let mut w = NgWriter::new(endian);
-        w.interface(1, Some(9))
-            .interface(101, None)
+        w.interface(LinkType(1), Some(9))
+            .interface(LinkType(101), None)
             .enhanced(0, 1_700_000_000_123_456_789, b"ns packet")
             .block(0x0bad, b"unknown block, skipped")
             .enhanced(1, 1_700_000_000_654_321, b"us packet");
@@ -291,10 +208,10 @@ fn pcapng_both_byte_orders_and_resolutions() {
 #[test]
 fn pcapng_new_section_resets_interfaces_and_byte_order() {
     let mut w = NgWriter::new(Endian::Little);
-    w.interface(1, None).enhanced(0, 5, b"a");
+    w.interface(LinkType(1), None).enhanced(0, 5, b"a");
     w.set_endian(Endian::Big)
         .section()
-        .interface(113, None)
+        .interface(LinkType(113), None)
         .enhanced(0, 6, b"b");
     let (pkts, err) = collect(&w.bytes);
     assert!(err.is_none(), "{err:?}");
@@ -311,7 +228,7 @@ fn pcapng_new_section_resets_interfaces_and_byte_order() {
 #[test]
 fn pcapng_block_damage_is_reported() {
     let mut w = NgWriter::new(Endian::Little);
-    w.interface(1, None).enhanced(0, 5, b"abcd");
+    w.interface(LinkType(1), None).enhanced(0, 5, b"abcd");
     let good = w.bytes.clone();
     let epb_at = good.len() - 36;
 
@@ -410,7 +327,7 @@ proptest! {
     ) {
         let endian = if big { Endian::Big } else { Endian::Little };
         let mut w = NgWriter::new(endian);
-        w.interface(1, Some(9));
+        w.interface(LinkType(1), Some(9));
         let mut ends = vec![w.bytes.len()];
         for (i, p) in packets.iter().enumerate() {
             w.enhanced(0, i as u64, p);

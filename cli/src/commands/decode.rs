@@ -5,8 +5,8 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use capture::pcap::{CaptureReader, Timestamp};
 use iwarp::decode::{json, text, Decoder, Event, Summary};
-use iwarp::pcap::{CaptureReader, Timestamp};
 
 /// Exit status when every FPDU of every iWARP stream decoded.
 const EXIT_OK: u8 = 0;

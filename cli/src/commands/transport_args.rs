@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use capture::pcap::PcapSink;
 use verbs::transport::kernel::{KernelConfig, KernelTransport};
-use verbs::transport::pcap::PcapSink;
 use verbs::transport::tap::{TapConfig, TapTransport};
 use verbs::transport::Transport;
 use verbs::{

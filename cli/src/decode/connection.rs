@@ -8,8 +8,8 @@ use super::event::{Event, Negotiated, Note, NoteKind, Severity, Where};
 use super::framing::FpduStream;
 use super::summary::ConnectionKind;
 use super::ulpdu;
-use crate::pcap::Timestamp;
-use crate::reassembly::{Direction, StreamEvent};
+use capture::pcap::Timestamp;
+use capture::reassembly::{Direction, StreamEvent};
 
 /// The packet being processed, for stamping what it completes.
 #[derive(Debug, Clone, Copy)]

@@ -8,9 +8,9 @@ use std::path::Path;
 use super::connection::{ConnectionDecoder, Ctx};
 use super::event::{Connection, Event, Note, NoteKind, Severity};
 use super::summary::{ConnectionSummary, Summary};
-use crate::net;
-use crate::pcap::{CaptureReader, Packet, PcapError, Timestamp};
-use crate::reassembly::{Direction, FlowEntry, FlowTable, Lookup, Orientation, SeqNumber};
+use capture::net;
+use capture::pcap::{CaptureReader, Packet, PcapError, Timestamp};
+use capture::reassembly::{Direction, FlowEntry, FlowTable, Lookup, Orientation, SeqNumber};
 
 /// Packet-at-a-time dissector. Feed [`Decoder::packet`] in capture order,
 /// then [`Decoder::finish`].

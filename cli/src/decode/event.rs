@@ -7,8 +7,8 @@ use mpa::wire::{FrameKind, IrdOrd};
 use rdmap::wire::{ReadRequestRepr, TermControl, TermLayout};
 use rdmap::Opcode;
 
-use crate::pcap::Timestamp;
-use crate::reassembly::Direction;
+use capture::pcap::Timestamp;
+use capture::reassembly::Direction;
 
 /// Where and when something was seen: the capture frame that completed it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use ddp::wire::SegmentRepr;
 use super::event::{CrcStatus, Event, Fpdu, NoteKind, Severity, Terminate, Where};
 use super::names;
 use super::summary::{ConnectionKind, ConnectionSummary, DirectionSummary, Summary};
-use crate::pcap::Timestamp;
-use crate::reassembly::Direction;
+use capture::pcap::Timestamp;
+use capture::reassembly::Direction;
 
 /// Builds one JSON object.
 #[derive(Debug)]

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use rdmap::Opcode;
 
 use super::event::{CrcStatus, Fpdu};
-use crate::pcap::{Format, PcapError};
-use crate::reassembly::{Direction, StreamStats};
+use capture::pcap::{Format, PcapError};
+use capture::reassembly::{Direction, StreamStats};
 
 /// What a connection turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

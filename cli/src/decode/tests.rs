@@ -4,8 +4,8 @@ use mpa::wire::FrameKind;
 use rdmap::Opcode;
 
 use super::*;
-use crate::reassembly::Direction::{ClientToServer as C2S, ServerToClient as S2C};
 use crate::testutil::*;
+use capture::reassembly::Direction::{ClientToServer as C2S, ServerToClient as S2C};
 
 /// Client stream, server stream, and the ULPDUs each carries.
 type Streams = (Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>);
@@ -30,7 +30,7 @@ fn rping_streams(crc: bool) -> Streams {
     (c, s, c_ulpdus, s_ulpdus)
 }
 
-fn opcodes(events: &[Event], dir: crate::reassembly::Direction) -> Vec<Opcode> {
+fn opcodes(events: &[Event], dir: capture::reassembly::Direction) -> Vec<Opcode> {
     fpdus_of(events)
         .iter()
         .filter(|f| f.at.direction == dir)
@@ -491,7 +491,7 @@ fn a_truncated_capture_keeps_what_came_before() {
     let (events, summary) = run(&pcap[..pcap.len() - 10]);
     assert!(matches!(
         summary.capture_error,
-        Some(crate::pcap::PcapError::Truncated { .. })
+        Some(capture::pcap::PcapError::Truncated { .. })
     ));
     assert!(!summary.is_clean());
     assert_eq!(opcodes(&events, C2S).len(), 3);
@@ -504,7 +504,7 @@ fn garbage_is_unreadable() {
     assert!(events.is_empty());
     assert!(matches!(
         summary.capture_error,
-        Some(crate::pcap::PcapError::UnknownMagic(_))
+        Some(capture::pcap::PcapError::UnknownMagic(_))
     ));
 }
 
@@ -767,19 +767,19 @@ fn multi_segment_sends_and_send_variants() {
 
 #[test]
 fn pcapng_input_and_non_tcp_frames() {
-    use crate::pcap::tests::NgWriter;
-    use crate::pcap::Endian;
+    use capture::pcap::Endian;
+    use capture::pcap::PcapNgWriter as NgWriter;
     let (c, s, _, _) = rping_streams(true);
     let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
     conv.handshake().data(C2S, &c).data(S2C, &s);
     let mut w = NgWriter::new(Endian::Big);
-    w.interface(1, Some(9));
+    w.interface(capture::pcap::LinkType::ETHERNET, Some(9));
     // An ARP frame, a UDP datagram and an IPv4 fragment among the TCP ones.
     let mut arp = vec![0xff; 12];
     arp.extend_from_slice(&[0x08, 0x06]);
     arp.extend_from_slice(&[0; 28]);
     w.enhanced(0, 1, &arp);
-    let udp = crate::net::build::ethernet(&crate::net::build::ip(
+    let udp = capture::net::build::ethernet(&capture::net::build::ip(
         "10.0.0.3".parse().unwrap(),
         "10.0.0.2".parse().unwrap(),
         17,
@@ -792,9 +792,9 @@ fn pcapng_input_and_non_tcp_frames() {
     for (i, (_, f)) in conv.frames.iter().enumerate() {
         w.enhanced(0, 10 + i as u64, f);
     }
-    let (events, summary) = run(&w.bytes);
+    let (events, summary) = run(w.bytes());
     assert!(summary.is_clean(), "{:?}", summary.problems());
-    assert_eq!(summary.format, Some(crate::pcap::Format::PcapNg));
+    assert_eq!(summary.format, Some(capture::pcap::Format::PcapNg));
     assert_eq!(summary.packets, 3 + conv.frames.len() as u64);
     assert_eq!(summary.skipped.get("not IP"), Some(&1));
     assert_eq!(summary.skipped.get("not TCP"), Some(&1));
@@ -809,7 +809,8 @@ fn linux_cooked_captures() {
     let (c, s, _, _) = rping_streams(false);
     let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
     conv.handshake().data(C2S, &c).data(S2C, &s);
-    let mut w = crate::pcap::PcapWriter::new(Vec::new(), crate::pcap::LinkType::LINUX_SLL).unwrap();
+    let mut w =
+        capture::pcap::PcapWriter::new(Vec::new(), capture::pcap::LinkType::LINUX_SLL).unwrap();
     for (t, f) in &conv.frames {
         let mut sll = vec![0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x08, 0x00];
         sll.extend_from_slice(&f[14..]);

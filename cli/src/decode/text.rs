@@ -7,8 +7,8 @@ use ddp::wire::SegmentRepr;
 use super::event::{CrcStatus, Event, Fpdu, MpaFrame, NoteKind, Severity, Terminate, Where};
 use super::names;
 use super::summary::{ConnectionKind, ConnectionSummary, DirectionSummary, Summary};
-use crate::pcap::Timestamp;
-use crate::reassembly::Direction;
+use capture::pcap::Timestamp;
+use capture::reassembly::Direction;
 
 fn prefix(w: &Where, base: Timestamp) -> String {
     let d = w.time.since(base);

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+pub use capture::netns::Netns;
+
 /// Runs `iwarp` to completion.
 pub fn iwarp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_iwarp"))
@@ -96,7 +98,7 @@ impl Proc {
     }
 
     /// `iwarp args` inside network namespace `ns` (`ip netns exec`).
-    pub fn spawn_in(ns: &NetNs, args: &[&str]) -> Proc {
+    pub fn spawn_in(ns: &Netns, args: &[&str]) -> Proc {
         let mut all = vec!["netns", "exec", ns.name(), env!("CARGO_BIN_EXE_iwarp")];
         all.extend_from_slice(args);
         Proc::spawn_program("ip", &all)
@@ -227,51 +229,5 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// A network namespace of our own, removed when dropped. Creating one
-/// needs root and iproute2; `create` says why not when it cannot.
-pub struct NetNs(String);
-
-impl NetNs {
-    pub fn create(tag: &str) -> Result<NetNs, String> {
-        let name = format!("iwarp-t-{tag}-{}", std::process::id());
-        let ns = NetNs(name);
-        ns.ip_global(&["netns", "add", &ns.0])?;
-        ns.ip(&["link", "set", "lo", "up"])?;
-        Ok(ns)
-    }
-
-    pub fn name(&self) -> &str {
-        &self.0
-    }
-
-    /// `ip args` inside the namespace.
-    pub fn ip(&self, args: &[&str]) -> Result<(), String> {
-        let mut all = vec!["-n", self.0.as_str()];
-        all.extend_from_slice(args);
-        self.ip_global(&all)
-    }
-
-    fn ip_global(&self, args: &[&str]) -> Result<(), String> {
-        let out = Command::new("ip")
-            .args(args)
-            .output()
-            .map_err(|e| format!("ip: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "ip {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-    }
-}
-
-impl Drop for NetNs {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
     }
 }

@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use iwarp::pcap::{CaptureReader, PcapError};
-use iwarp::reassembly::{Direction, FlowTable, Lookup, SeqNumber, StreamEvent};
+use capture::pcap::{CaptureReader, PcapError};
+use capture::reassembly::{Direction, FlowTable, Lookup, SeqNumber, StreamEvent};
 
 /// Bytes kept per direction. The reference captures stay far below this;
 /// the cap keeps a stray large capture from filling memory.
@@ -63,7 +63,7 @@ pub fn read_conversations(path: &Path) -> Result<Vec<TcpConversation>, PcapError
     let mut reader = CaptureReader::new(BufReader::new(file))?;
     let mut flows: FlowTable<Collected> = FlowTable::new();
     while let Some(p) = reader.next_packet()? {
-        let Ok(seg) = iwarp::net::tcp_segment(p.link, p.data) else {
+        let Ok(seg) = capture::net::tcp_segment(p.link, p.data) else {
             continue;
         };
         let (index, dir) = match flows.lookup(&seg, Collected::default) {

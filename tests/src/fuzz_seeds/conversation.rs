@@ -5,7 +5,7 @@
 
 use core::ops::{ControlFlow, Range};
 
-use iwarp::reassembly::Direction;
+use capture::reassembly::Direction;
 use mpa::wire::{FrameKind, FrameRepr, IrdOrd};
 use mpa::{Deframer, Framer, Rtr};
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use iwarp::reassembly::Direction;
+use capture::reassembly::Direction;
 use mpa::{CrcPolicy, RtrSet};
 use rdmap::wire::{Body, MessageRepr};
 use rdmap::Opcode;

@@ -4,9 +4,9 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use capture::pcap::PcapSink;
+use capture::reassembly::Direction;
 use iwarp::decode::{decode, Event, Fpdu, Summary};
-use iwarp::reassembly::Direction;
-use verbs::transport::pcap::PcapSink;
 
 /// A shared byte buffer a [`PcapSink`] writes straight into (no
 /// buffering, so the bytes are complete whenever the test looks).

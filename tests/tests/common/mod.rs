@@ -1,13 +1,13 @@
 //! Two devices joined by a transport, connected, driven from the test's
 //! thread (on the real clock or on virtual time) or by progress threads,
 //! with bounded loops only; plus captures, a hand-driven raw peer for
-//! misbehaviour the verbs API cannot produce, and network namespaces.
+//! misbehaviour the verbs API cannot produce, and TAP devices in network
+//! namespaces (`::capture::netns`).
 
 #![allow(dead_code)]
 
 pub mod capture;
 pub mod net;
-pub mod netns;
 pub mod pair;
 pub mod raw;
 pub mod suite;
@@ -15,7 +15,7 @@ pub mod suite;
 use std::time::Duration;
 
 #[allow(unused_imports)]
-pub use capture::Capture;
+pub use self::capture::Capture;
 #[allow(unused_imports)]
 pub use net::{Net, Side};
 #[allow(unused_imports)]

@@ -11,8 +11,8 @@ use verbs::transport::tap::{TapConfig, TapTransport};
 use verbs::Device;
 
 use super::capture::Capture;
-use super::netns::Netns;
 use super::PORT;
+pub use ::capture::netns::Netns;
 
 /// Which device of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,8 @@ impl Net {
             ..Default::default()
         };
         let mut tap = TapTransport::open(&cfg).expect("TAP in the namespace");
-        ns.ip(&["addr", "add", &format!("{kernel_ip}/24"), "dev", &ifname]);
+        ns.ip(&["addr", "add", &format!("{kernel_ip}/24"), "dev", &ifname])
+            .expect("address on the TAP device");
         let capture = Capture::default();
         let kernel = KernelTransport::new(KernelConfig {
             bind_ip: IpAddr::V4(kernel_ip),
@@ -145,4 +146,10 @@ impl Net {
     pub fn addr(&self, port: u16) -> SocketAddr {
         SocketAddr::new(self.server_ip, port)
     }
+}
+
+/// Runs `f` on a thread inside `ns`, where TAP devices and sockets it makes
+/// stay.
+pub fn in_netns<R: Send>(ns: &Netns, f: impl FnOnce() -> R + Send) -> R {
+    verbs::transport::tap::netns::in_netns(ns.name(), f).expect("entering the namespace")
 }

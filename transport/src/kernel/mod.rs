@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use buffer::LinearBuf;
 
-use super::pcap::PcapSink;
 use super::slab::Slab;
 use super::synth::TcpSynth;
 use super::wake::WakeFd;
 use super::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
+use capture::pcap::PcapSink;
 
 /// MSS reported when the kernel will not say.
 const DEFAULT_MSS: usize = 1460;

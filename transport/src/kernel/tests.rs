@@ -1,8 +1,8 @@
 //! Kernel TCP on loopback: the same contract as the memory link.
 
 use super::*;
-use crate::pcap::tests::{parse, SharedBuf};
 use crate::testutil::{drive, Pattern, Receiver, Sender};
+use crate::testutil::{parse, SharedBuf};
 
 const MIB: u64 = 1 << 20;
 const LIMIT: Duration = Duration::from_secs(30);

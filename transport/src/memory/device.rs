@@ -8,9 +8,9 @@ use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
 
 use super::fault::{Fate, FaultConfig, Impairment};
 use super::link::{Frame, InFlight, Wire};
-use crate::pcap::PcapSink;
 use crate::smol::LinkDevice;
 use crate::Waker;
+use capture::pcap::PcapSink;
 
 /// Bytes of an Ethernet II header.
 const ETHERNET_HEADER: usize = 14;

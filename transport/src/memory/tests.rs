@@ -2,10 +2,10 @@
 //! listener re-arming, closes, determinism, the ring-wrap paths, threads.
 
 use super::*;
-use crate::pcap::tests::{parse, SharedBuf};
-use crate::pcap::PcapSink;
+use crate::testutil::{parse, SharedBuf};
 use crate::testutil::{Pattern, Receiver, Sender};
 use crate::{StreamId, StreamState, TcpTuning, Transport, TransportError};
+use capture::pcap::PcapSink;
 
 const PORT: u16 = 7174;
 const MIB: u64 = 1 << 20;

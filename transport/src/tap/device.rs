@@ -13,10 +13,10 @@ use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
 
 use super::sys;
 use crate::kernel::sys::poll;
-use crate::pcap::PcapSink;
 use crate::smol::LinkDevice;
 use crate::wake::WakeFd;
 use crate::Waker;
+use capture::pcap::PcapSink;
 
 /// Ethernet header plus an 802.1Q tag.
 const FRAME_OVERHEAD: usize = 18;

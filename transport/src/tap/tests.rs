@@ -4,96 +4,29 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::pcap::tests::SharedBuf;
-use crate::pcap::PcapSink;
+use crate::testutil::SharedBuf;
 use crate::testutil::{drive, Pattern, Receiver, Sender};
 use crate::{StreamState, Transport};
+use capture::netns::Netns;
+use capture::pcap::PcapSink;
 
 const KERNEL_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 1);
 const LIMIT: Duration = Duration::from_secs(60);
 const MIB: u64 = 1 << 20;
 
-/// A network namespace that exists for one test.
-struct Netns {
-    name: String,
-}
-
-static NEXT: AtomicU32 = AtomicU32::new(0);
-
-impl Netns {
-    /// Creates a namespace with `lo` up, or explains why the test skips.
-    fn create(test: &str) -> Option<Netns> {
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
-        let why = if !root {
-            Some("not root")
-        } else if !Path::new("/dev/net/tun").exists() {
-            Some("no /dev/net/tun")
-        } else if Command::new("ip").arg("-V").output().is_err() {
-            Some("no iproute2")
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            println!("skipping {test}: {why}");
-            return None;
-        }
-        let name = format!(
-            "iwarp-tap-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let ok = Command::new("ip")
-            .args(["netns", "add", &name])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            println!("skipping {test}: cannot create a network namespace");
-            return None;
-        }
-        let ns = Netns { name };
-        ns.ip(&["link", "set", "lo", "up"]);
-        Some(ns)
-    }
-
-    /// Runs `ip ARGS` inside the namespace; panics on failure.
-    fn ip(&self, args: &[&str]) {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.name, "ip"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ip {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
 /// Opens the TAP transport in `ns` and gives the kernel side its address.
 fn tap_in(ns: &Netns, pcap: bool) -> (TapTransport, Option<SharedBuf>) {
     let cfg = TapConfig {
         ifname: "iwtap0".into(),
-        netns: Some(ns.name.clone()),
+        netns: Some(ns.name().to_owned()),
         ..Default::default()
     };
     let mut t = TapTransport::open(&cfg).unwrap();
-    ns.ip(&["addr", "add", "10.77.1.1/24", "dev", "iwtap0"]);
+    ns.ip(&["addr", "add", "10.77.1.1/24", "dev", "iwtap0"])
+        .unwrap();
     let buf = pcap.then(|| {
         let b = SharedBuf::default();
         t.device_mut()
@@ -104,7 +37,7 @@ fn tap_in(ns: &Netns, pcap: bool) -> (TapTransport, Option<SharedBuf>) {
 }
 
 fn kernel_listener(ns: &Netns) -> TcpListener {
-    let l = netns::in_netns(&ns.name, || {
+    let l = netns::in_netns(ns.name(), || {
         TcpListener::bind(SocketAddr::from((KERNEL_IP, 0))).unwrap()
     })
     .unwrap();
@@ -183,7 +116,7 @@ fn smol_side(t: &mut TapTransport, c: crate::StreamId, out: u64, inc: u64) -> f6
 
 #[test]
 fn smoltcp_connects_to_kernel_tcp_over_tap() {
-    let Some(ns) = Netns::create("smoltcp_connects_to_kernel_tcp_over_tap") else {
+    let Some(ns) = Netns::for_test("smoltcp_connects_to_kernel_tcp_over_tap") else {
         return;
     };
     let (mut t, _) = tap_in(&ns, false);
@@ -203,14 +136,14 @@ fn smoltcp_connects_to_kernel_tcp_over_tap() {
 
 #[test]
 fn kernel_tcp_connects_to_smoltcp_over_tap() {
-    let Some(ns) = Netns::create("kernel_tcp_connects_to_smoltcp_over_tap") else {
+    let Some(ns) = Netns::for_test("kernel_tcp_connects_to_smoltcp_over_tap") else {
         return;
     };
     let (mut t, _) = tap_in(&ns, false);
     let l = t.listen(7174).unwrap();
     let addr = SocketAddr::from((t.ipv4_addr().unwrap(), 7174));
     let peer = {
-        let name = ns.name.clone();
+        let name = ns.name().to_owned();
         std::thread::spawn(move || {
             // The socket is created in the namespace; the connect blocks
             // until the main thread's polling answers the SYN.
@@ -235,18 +168,20 @@ fn kernel_tcp_connects_to_smoltcp_over_tap() {
 
 #[test]
 fn mtu_is_read_from_an_existing_interface() {
-    let Some(ns) = Netns::create("mtu_is_read_from_an_existing_interface") else {
+    let Some(ns) = Netns::for_test("mtu_is_read_from_an_existing_interface") else {
         return;
     };
-    ns.ip(&["tuntap", "add", "dev", "iwjumbo", "mode", "tap"]);
-    ns.ip(&["link", "set", "iwjumbo", "mtu", "9000"]);
+    ns.ip(&["tuntap", "add", "dev", "iwjumbo", "mode", "tap"])
+        .unwrap();
+    ns.ip(&["link", "set", "iwjumbo", "mtu", "9000"]).unwrap();
     let cfg = TapConfig {
         ifname: "iwjumbo".into(),
-        netns: Some(ns.name.clone()),
+        netns: Some(ns.name().to_owned()),
         ..Default::default()
     };
     let mut t = TapTransport::open(&cfg).unwrap();
-    ns.ip(&["addr", "add", "10.77.1.1/24", "dev", "iwjumbo"]);
+    ns.ip(&["addr", "add", "10.77.1.1/24", "dev", "iwjumbo"])
+        .unwrap();
     assert_eq!(t.device().mtu(), 9000);
     let l = kernel_listener(&ns);
     let remote = l.local_addr().unwrap();
@@ -261,7 +196,7 @@ fn mtu_is_read_from_an_existing_interface() {
 
 #[test]
 fn tap_capture_is_well_formed() {
-    let Some(ns) = Netns::create("tap_capture_is_well_formed") else {
+    let Some(ns) = Netns::for_test("tap_capture_is_well_formed") else {
         return;
     };
     let (mut t, buf) = tap_in(&ns, true);
@@ -273,7 +208,7 @@ fn tap_capture_is_well_formed() {
     peer.join().unwrap();
     drop(t.device_mut().take_pcap());
     let bytes = buf.unwrap().0.lock().unwrap().clone();
-    let (_, link, recs) = crate::pcap::tests::parse(&bytes).unwrap();
+    let (_, link, recs) = crate::testutil::parse(&bytes).unwrap();
     assert_eq!(link, 1);
     // ARP both ways, the handshake, data, FINs: well over a hundred frames.
     assert!(recs.len() > 100, "{}", recs.len());

@@ -2,13 +2,12 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
+use capture::netns::Netns;
+use capture::pcap::PcapSink;
 use clap::ValueEnum;
 use verbs::transport::kernel::{KernelConfig, KernelTransport};
 use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
-use verbs::transport::pcap::PcapSink;
 use verbs::transport::tap::{TapConfig, TapTransport};
 use verbs::transport::Transport;
 
@@ -43,7 +42,7 @@ pub(crate) struct Link {
     pub server: BoxedTransport,
     /// Where the server listens, as the client reaches it.
     pub server_addr: SocketAddr,
-    pub guard: Option<NetnsGuard>,
+    pub guard: Option<Netns>,
 }
 
 impl LinkOptions {
@@ -105,13 +104,15 @@ pub(crate) fn build_with(
             })
         }
         TransportKind::Tap => {
-            let guard = NetnsGuard::create()?;
-            guard.run(&["link", "add", "br0", "type", "bridge"])?;
-            guard.run(&["link", "set", "br0", "up"])?;
+            let guard = Netns::create("bench").map_err(|e| {
+                format!("TAP transport: {e} (it needs root, /dev/net/tun and iproute2)")
+            })?;
+            guard.ip(&["link", "add", "br0", "type", "bridge"])?;
+            guard.ip(&["link", "set", "br0", "up"])?;
             let open = |name: &str, last: u8| -> Result<TapTransport, String> {
                 let cfg = TapConfig {
                     ifname: name.into(),
-                    netns: Some(guard.name.clone()),
+                    netns: Some(guard.name().to_owned()),
                     addr: Ipv4Addr::new(10, 77, 2, last),
                     prefix_len: 24,
                     mac: [0x02, 0x49, 0x57, 0xbe, 0, last],
@@ -122,10 +123,10 @@ pub(crate) fn build_with(
             };
             // The kernel side of each TAP joins the bridge; MTU first.
             for name in ["iwb0", "iwb1"] {
-                guard.run(&["tuntap", "add", "dev", name, "mode", "tap"])?;
-                guard.run(&["link", "set", name, "mtu", &opts.mtu.to_string()])?;
-                guard.run(&["link", "set", name, "master", "br0"])?;
-                guard.run(&["link", "set", name, "up"])?;
+                guard.ip(&["tuntap", "add", "dev", name, "mode", "tap"])?;
+                guard.ip(&["link", "set", name, "mtu", &opts.mtu.to_string()])?;
+                guard.ip(&["link", "set", name, "master", "br0"])?;
+                guard.ip(&["link", "set", name, "up"])?;
             }
             let mut a = open("iwb0", 1)?;
             let b = open("iwb1", 2)?;
@@ -137,59 +138,5 @@ pub(crate) fn build_with(
                 guard: Some(guard),
             })
         }
-    }
-}
-
-/// A network namespace this process created; deleted on drop.
-pub(crate) struct NetnsGuard {
-    name: String,
-}
-
-impl NetnsGuard {
-    fn create() -> Result<Self, String> {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "iwarp-bench-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        let status = Command::new("ip")
-            .args(["netns", "add", &name])
-            .status()
-            .map_err(|e| {
-                format!("cannot run ip(8): {e} (the TAP transport needs iproute2 and root)")
-            })?;
-        if !status.success() {
-            return Err(format!(
-                "`ip netns add {name}` failed (the TAP transport needs root)"
-            ));
-        }
-        Ok(NetnsGuard { name })
-    }
-
-    fn run(&self, args: &[&str]) -> Result<(), String> {
-        let out = Command::new("ip")
-            .args(["-n", &self.name])
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run ip(8): {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "ip -n {} {}: {}",
-                self.name,
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-    }
-}
-
-impl Drop for NetnsGuard {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
     }
 }

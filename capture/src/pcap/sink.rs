@@ -1,4 +1,4 @@
-//! Recording frames as a classic pcap file (LINKTYPE_ETHERNET).
+//! Recording a transport's frames as a classic pcap file (LINKTYPE_ETHERNET).
 //!
 //! Every transport records through a [`PcapSink`]: the smoltcp transports
 //! record the Ethernet frames their device sends and receives, the kernel
@@ -12,62 +12,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// pcap magic for microsecond timestamps.
-const MAGIC_MICROS: u32 = 0xa1b2_c3d4;
-/// LINKTYPE_ETHERNET.
-pub const LINKTYPE_ETHERNET: u32 = 1;
-/// Largest snapshot length readers accept (libpcap's MAXIMUM_SNAPLEN).
-pub const MAX_SNAPLEN: u32 = 262_144;
-/// Length of the file header.
-pub const FILE_HEADER_LEN: usize = 24;
-/// Length of each record header.
-pub const RECORD_HEADER_LEN: usize = 16;
-
-/// Writes pcap records to any byte sink.
-#[derive(Debug)]
-pub struct PcapWriter<W: Write> {
-    out: W,
-    snaplen: u32,
-}
-
-impl<W: Write> PcapWriter<W> {
-    /// Writes the file header. `snaplen` is clamped to 1..=[`MAX_SNAPLEN`].
-    pub fn new(mut out: W, snaplen: u32) -> io::Result<Self> {
-        let snaplen = snaplen.clamp(1, MAX_SNAPLEN);
-        let mut h = [0u8; FILE_HEADER_LEN];
-        h[0..4].copy_from_slice(&MAGIC_MICROS.to_le_bytes());
-        h[4..6].copy_from_slice(&2u16.to_le_bytes());
-        h[6..8].copy_from_slice(&4u16.to_le_bytes());
-        // thiszone and sigfigs stay 0.
-        h[16..20].copy_from_slice(&snaplen.to_le_bytes());
-        h[20..24].copy_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
-        out.write_all(&h)?;
-        Ok(PcapWriter { out, snaplen })
-    }
-
-    /// Appends one frame stamped `since_unix_epoch`, cut to the snapshot
-    /// length (the record keeps the original length).
-    pub fn write_frame(&mut self, since_unix_epoch: Duration, frame: &[u8]) -> io::Result<()> {
-        let orig_len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        let incl_len = orig_len.min(self.snaplen);
-        let secs = u32::try_from(since_unix_epoch.as_secs()).unwrap_or(u32::MAX);
-        let mut h = [0u8; RECORD_HEADER_LEN];
-        h[0..4].copy_from_slice(&secs.to_le_bytes());
-        h[4..8].copy_from_slice(&since_unix_epoch.subsec_micros().to_le_bytes());
-        h[8..12].copy_from_slice(&incl_len.to_le_bytes());
-        h[12..16].copy_from_slice(&orig_len.to_le_bytes());
-        self.out.write_all(&h)?;
-        self.out.write_all(&frame[..incl_len as usize])
-    }
-
-    pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-
-    pub fn into_inner(self) -> W {
-        self.out
-    }
-}
+use super::{LinkType, PcapWriter, Timestamp};
 
 /// A capture a transport writes into: writer, clock mapping, first error.
 ///
@@ -110,7 +55,7 @@ impl PcapSink {
     /// reproducible byte for byte).
     pub fn with_wall_base(out: Box<dyn Write + Send>, wall_base: Duration) -> io::Result<Self> {
         Ok(PcapSink {
-            writer: PcapWriter::new(out, MAX_SNAPLEN)?,
+            writer: PcapWriter::new(out, LinkType::ETHERNET)?,
             wall_base,
             instant_base: None,
             error: None,
@@ -125,7 +70,8 @@ impl PcapSink {
         }
         let base = *self.instant_base.get_or_insert(now);
         let ts = self.wall_base + now.saturating_duration_since(base);
-        match self.writer.write_frame(ts, frame) {
+        let ts = Timestamp::new(ts.as_secs(), ts.subsec_nanos());
+        match self.writer.packet(ts, frame) {
             Ok(()) => self.frames += 1,
             Err(e) => self.error = Some(e),
         }
@@ -157,52 +103,14 @@ impl Drop for PcapSink {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::pcap::{CaptureReader, Format};
     use std::sync::{Arc, Mutex};
-
-    /// One parsed record: timestamp, original length, captured bytes.
-    pub(crate) type Record = (Duration, u32, Vec<u8>);
-
-    /// Reads back a little-endian microsecond pcap (test oracle, written
-    /// from the format description rather than from the writer).
-    pub(crate) fn parse(bytes: &[u8]) -> Result<(u32, u32, Vec<Record>), String> {
-        let u32_at = |b: &[u8], o: usize| -> Result<u32, String> {
-            b.get(o..o + 4)
-                .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-                .ok_or_else(|| format!("short at {o}"))
-        };
-        if u32_at(bytes, 0)? != MAGIC_MICROS {
-            return Err("bad magic".into());
-        }
-        if bytes.get(4..8) != Some(&[2, 0, 4, 0][..]) {
-            return Err("bad version".into());
-        }
-        let snaplen = u32_at(bytes, 16)?;
-        let linktype = u32_at(bytes, 20)?;
-        let mut at = FILE_HEADER_LEN;
-        let mut records = Vec::new();
-        while at < bytes.len() {
-            let secs = u32_at(bytes, at)?;
-            let micros = u32_at(bytes, at + 4)?;
-            let incl = u32_at(bytes, at + 8)? as usize;
-            let orig = u32_at(bytes, at + 12)?;
-            let data = bytes
-                .get(at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + incl)
-                .ok_or("truncated record")?;
-            records.push((
-                Duration::new(u64::from(secs), micros * 1000),
-                orig,
-                data.to_vec(),
-            ));
-            at += RECORD_HEADER_LEN + incl;
-        }
-        Ok((snaplen, linktype, records))
-    }
 
     /// A `Write` whose bytes the test can still read after handing it over.
     #[derive(Clone, Default)]
-    pub(crate) struct SharedBuf(pub(crate) Arc<Mutex<Vec<u8>>>);
+    struct SharedBuf(Arc<Mutex<Vec<u8>>>);
 
     impl Write for SharedBuf {
         fn write(&mut self, b: &[u8]) -> io::Result<usize> {
@@ -214,46 +122,16 @@ pub(crate) mod tests {
         }
     }
 
-    #[test]
-    fn file_header_is_byte_exact() {
-        let w = PcapWriter::new(Vec::new(), 65535).unwrap();
-        let out = w.into_inner();
-        assert_eq!(
-            out,
-            [
-                0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0,
-                0, 0
-            ]
-        );
-    }
-
-    #[test]
-    fn record_is_byte_exact() {
-        let mut w = PcapWriter::new(Vec::new(), 65535).unwrap();
-        w.write_frame(Duration::new(0x0102_0304, 5_000), &[0xaa, 0xbb, 0xcc])
-            .unwrap();
-        let out = w.into_inner();
-        assert_eq!(
-            &out[FILE_HEADER_LEN..],
-            [0x04, 0x03, 0x02, 0x01, 5, 0, 0, 0, 3, 0, 0, 0, 3, 0, 0, 0, 0xaa, 0xbb, 0xcc]
-        );
-    }
-
-    #[test]
-    fn frames_longer_than_snaplen_are_cut_but_keep_length() {
-        let mut w = PcapWriter::new(Vec::new(), 4).unwrap();
-        w.write_frame(Duration::ZERO, &[1, 2, 3, 4, 5, 6]).unwrap();
-        let (snap, link, recs) = parse(&w.into_inner()).unwrap();
-        assert_eq!((snap, link), (4, LINKTYPE_ETHERNET));
-        assert_eq!(recs, vec![(Duration::ZERO, 6, vec![1, 2, 3, 4])]);
-    }
-
-    #[test]
-    fn snaplen_is_clamped() {
-        let w = PcapWriter::new(Vec::new(), 0).unwrap();
-        assert_eq!(parse(&w.into_inner()).unwrap().0, 1);
-        let w = PcapWriter::new(Vec::new(), u32::MAX).unwrap();
-        assert_eq!(parse(&w.into_inner()).unwrap().0, MAX_SNAPLEN);
+    /// Every record: time since the epoch, original length, bytes.
+    fn records(bytes: &[u8]) -> Vec<(Duration, u32, Vec<u8>)> {
+        let mut r = CaptureReader::new(bytes).unwrap();
+        assert!(matches!(r.format(), Format::Pcap(h) if h.link == LinkType::ETHERNET));
+        let mut out = Vec::new();
+        while let Some(p) = r.next_packet().unwrap() {
+            let t = Duration::new(p.timestamp.secs(), p.timestamp.subsec_nanos());
+            out.push((t, p.original_len, p.data.to_vec()));
+        }
+        out
     }
 
     #[test]
@@ -266,7 +144,7 @@ pub(crate) mod tests {
         sink.record(t0 + Duration::from_micros(1_500_250), &[2, 2]);
         assert_eq!(sink.frames(), 2);
         sink.flush().unwrap();
-        let (_, _, recs) = parse(&buf.0.lock().unwrap()).unwrap();
+        let recs = records(&buf.0.lock().unwrap());
         assert_eq!(recs[0].0, base);
         assert_eq!(recs[1].0, base + Duration::from_micros(1_500_250));
         assert_eq!(recs[1].2, vec![2, 2]);
@@ -300,8 +178,7 @@ pub(crate) mod tests {
                 Ok(())
             }
         }
-        let mut sink =
-            PcapSink::with_wall_base(Box::new(Budget(FILE_HEADER_LEN)), Duration::ZERO).unwrap();
+        let mut sink = PcapSink::with_wall_base(Box::new(Budget(24)), Duration::ZERO).unwrap();
         let now = Instant::now();
         sink.record(now, &[0; 10]);
         sink.record(now, &[0; 10]);
@@ -319,7 +196,7 @@ pub(crate) mod tests {
         }
         let bytes = std::fs::read(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
-        let (_, _, recs) = parse(&bytes).unwrap();
+        let recs = records(&bytes);
         assert_eq!(recs.len(), 1);
         assert_eq!(recs[0].2, vec![9; 60]);
     }
