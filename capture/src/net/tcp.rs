@@ -45,6 +45,30 @@ pub struct TcpSegment<'a> {
     /// Payload length per the IP header; more than `payload.len()` when the
     /// snapshot length cut the frame.
     pub payload_len: usize,
+    /// The option bytes between the fixed header and the payload.
+    pub options: &'a [u8],
+}
+
+impl TcpSegment<'_> {
+    /// The Maximum Segment Size option (kind 2), where the segment carries
+    /// one; an option list cut short ends the search.
+    pub fn mss(&self) -> Option<u16> {
+        let o = self.options;
+        let mut at = 0;
+        loop {
+            match *o.get(at)? {
+                0 => return None,
+                1 => at += 1,
+                kind => {
+                    let len = usize::from(*o.get(at + 1)?);
+                    if kind == 2 && len == 4 {
+                        return be16(o, at + 2, "TCP option").ok();
+                    }
+                    at += len.max(2);
+                }
+            }
+        }
+    }
 }
 
 pub fn parse<'a>(ip: &IpPayload<'a>) -> Result<TcpSegment<'a>, Skip> {
@@ -83,5 +107,6 @@ pub fn parse<'a>(ip: &IpPayload<'a>) -> Result<TcpSegment<'a>, Skip> {
         flags,
         payload: b.get(header_len..).unwrap_or_default(),
         payload_len: ip.declared_len - header_len,
+        options: b.get(TCP_MIN_HEADER..header_len).unwrap_or_default(),
     })
 }

@@ -30,6 +30,24 @@ fn capture_syn_frame() {
 }
 
 #[test]
+fn mss_option_is_found_and_damage_is_not_read_past() {
+    let seg = tcp_segment(LinkType::ETHERNET, &SYN_FRAME).unwrap();
+    assert_eq!(seg.mss(), Some(1460));
+    let mut other = seg;
+    for (options, mss) in [
+        (&[][..], None),
+        (&[1, 1, 2, 4, 0x23, 0x28][..], Some(9000)),
+        (&[0, 2, 4, 5, 0xb4][..], None),
+        (&[2, 4, 5][..], None),
+        (&[8, 0, 2, 4, 1, 0][..], Some(256)),
+        (&[3, 3, 7, 2, 3, 1][..], None),
+    ] {
+        other.options = options;
+        assert_eq!(other.mss(), mss, "{options:?}");
+    }
+}
+
+#[test]
 fn capture_syn_frame_cut_at_every_length() {
     for len in 0..SYN_FRAME.len() {
         // 40 options bytes of TCP header: anything shorter than 74 is cut.

@@ -296,5 +296,16 @@ impl<R: Read> CaptureReader<R> {
     }
 }
 
+/// Every packet of a capture held in memory, with its link type: for tests
+/// and small files (a large file is better streamed with [`CaptureReader`]).
+pub fn frames(file: &[u8]) -> Result<Vec<(LinkType, Vec<u8>)>, PcapError> {
+    let mut reader = CaptureReader::new(file)?;
+    let mut out = Vec::new();
+    while let Some(p) = reader.next_packet()? {
+        out.push((p.link, p.data.to_vec()));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 pub(crate) mod tests;

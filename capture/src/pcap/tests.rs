@@ -351,3 +351,20 @@ proptest! {
         let _ = collect(&input);
     }
 }
+
+#[test]
+fn frames_of_a_file_in_memory() {
+    let mut w = NgWriter::new(Endian::Little);
+    w.interface(LinkType::ETHERNET, None)
+        .enhanced(0, 1, b"first")
+        .enhanced(0, 2, b"second");
+    assert_eq!(
+        frames(w.bytes()).unwrap(),
+        vec![
+            (LinkType::ETHERNET, b"first".to_vec()),
+            (LinkType::ETHERNET, b"second".to_vec())
+        ]
+    );
+    let cut = &w.bytes()[..w.bytes().len() - 1];
+    assert!(matches!(frames(cut), Err(PcapError::Truncated { .. })));
+}

@@ -236,6 +236,7 @@ mod tests {
 
     fn seg(src: &str, dst: &str, seq: u32, flags: u8) -> TcpSegment<'static> {
         TcpSegment {
+            options: &[],
             endpoints: Endpoints {
                 src: src.parse().unwrap(),
                 dst: dst.parse().unwrap(),

@@ -5,6 +5,9 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use capture::pcap::LinkType;
 use std::path::PathBuf;
 
 /// Where the captures live beside the repository, if they do.
@@ -24,43 +27,20 @@ pub fn captures_dir() -> Option<PathBuf> {
     }
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-}
-
 fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes(b[at..at + 2].try_into().unwrap())
 }
 
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
-}
-
-/// The Ethernet frames of a little-endian pcapng file, in order.
+/// The Ethernet frames of a capture file, in order.
 pub fn pcapng_frames(file: &[u8]) -> Vec<Vec<u8>> {
-    let mut frames = Vec::new();
-    let mut at = 0;
-    while at + 12 <= file.len() {
-        let kind = le32(file, at);
-        let len = le32(file, at + 4) as usize;
-        assert!(len >= 12 && at + len <= file.len(), "bad pcapng block");
-        if kind == 0x0a0d_0d0a {
-            assert_eq!(le32(file, at + 8), 0x1a2b_3c4d, "big-endian pcapng");
-        }
-        if kind == 1 {
-            assert_eq!(
-                u16::from_le_bytes([file[at + 8], file[at + 9]]),
-                1,
-                "not Ethernet"
-            );
-        }
-        if kind == 6 {
-            let caplen = le32(file, at + 20) as usize;
-            frames.push(file[at + 28..at + 28 + caplen].to_vec());
-        }
-        at += len;
-    }
-    frames
+    capture::pcap::frames(file)
+        .expect("a readable capture")
+        .into_iter()
+        .map(|(link, frame)| {
+            assert_eq!(link, LinkType::ETHERNET, "not Ethernet");
+            frame
+        })
+        .collect()
 }
 
 /// One TCP segment with payload.
@@ -77,25 +57,20 @@ pub struct TcpSegment {
 pub fn tcp_segments(frames: &[Vec<u8>]) -> Vec<TcpSegment> {
     let mut out = Vec::new();
     for (i, f) in frames.iter().enumerate() {
-        if f.len() < 14 + 20 || be16(f, 12) != 0x0800 {
+        let Ok(seg) = capture::net::tcp_segment(LinkType::ETHERNET, f) else {
             continue;
-        }
-        let ip = &f[14..];
-        let ihl = usize::from(ip[0] & 0x0f) * 4;
-        let total = usize::from(be16(ip, 2));
-        if ip[9] != 6 {
+        };
+        let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (seg.endpoints.src, seg.endpoints.dst)
+        else {
             continue;
-        }
-        let ip = &ip[..total];
-        let tcp = &ip[ihl..];
-        let doff = usize::from(tcp[12] >> 4) * 4;
+        };
         out.push(TcpSegment {
             frame: i + 1,
-            src: (ip[12..16].try_into().unwrap(), be16(tcp, 0)),
-            dst: (ip[16..20].try_into().unwrap(), be16(tcp, 2)),
-            seq: be32(tcp, 4),
-            syn: tcp[13] & 0x02 != 0,
-            payload: tcp[doff..].to_vec(),
+            src: (src.ip().octets(), src.port()),
+            dst: (dst.ip().octets(), dst.port()),
+            seq: seg.seq,
+            syn: seg.flags.syn(),
+            payload: seg.payload.to_vec(),
         });
     }
     out

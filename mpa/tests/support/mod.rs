@@ -1,9 +1,12 @@
-//! Reads the reference captures: a small pcapng walker and a TCP stream
-//! reassembler, enough for the Ethernet/IPv4/TCP traffic in them.
+//! Reads the reference captures (with the `capture` crate's reader and frame
+//! parser) and puts each TCP connection's two byte streams back together.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use capture::pcap::LinkType;
 use std::path::PathBuf;
 
 /// The reference captures sit beside the repository; a clone without them
@@ -48,65 +51,14 @@ pub fn capture_files() -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn u16_at(b: &[u8], at: usize, le: bool) -> u16 {
-    let v = [b[at], b[at + 1]];
-    if le {
-        u16::from_le_bytes(v)
-    } else {
-        u16::from_be_bytes(v)
-    }
-}
-
-fn u32_at(b: &[u8], at: usize, le: bool) -> u32 {
-    let v = [b[at], b[at + 1], b[at + 2], b[at + 3]];
-    if le {
-        u32::from_le_bytes(v)
-    } else {
-        u32::from_be_bytes(v)
-    }
-}
-
 /// Link-layer frames of a pcapng (or classic pcap) file, Ethernet only.
-pub fn frames(file: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let magic = u32_at(file, 0, true);
-    if magic == 0xa1b2_c3d4 || magic == 0xd4c3_b2a1 {
-        let le = magic == 0xa1b2_c3d4;
-        let mut at = 24;
-        while at + 16 <= file.len() {
-            let incl = u32_at(file, at + 8, le) as usize;
-            out.push(&file[at + 16..at + 16 + incl]);
-            at += 16 + incl;
-        }
-        return out;
-    }
-    assert_eq!(magic, 0x0a0d_0d0a, "pcapng section header");
-    let le = u32_at(file, 8, true) == 0x1a2b_3c4d;
-    let mut link_types = Vec::new();
-    let mut at = 0;
-    while at + 12 <= file.len() {
-        let kind = u32_at(file, at, le);
-        let len = u32_at(file, at + 4, le) as usize;
-        assert!(len >= 12 && at + len <= file.len(), "block length");
-        let body = &file[at + 8..at + len - 4];
-        match kind {
-            // Interface description: link type.
-            1 => link_types.push(u16_at(body, 0, le)),
-            // Enhanced packet.
-            6 => {
-                let iface = u32_at(body, 0, le) as usize;
-                let caplen = u32_at(body, 12, le) as usize;
-                if link_types.get(iface) == Some(&1) {
-                    out.push(&body[20..20 + caplen]);
-                }
-            }
-            // Simple packet (interface 0).
-            3 if link_types.first() == Some(&1) => out.push(&body[4..]),
-            _ => {}
-        }
-        at += len;
-    }
-    out
+pub fn frames(file: &[u8]) -> Vec<Vec<u8>> {
+    capture::pcap::frames(file)
+        .expect("a readable capture")
+        .into_iter()
+        .filter(|(link, _)| *link == LinkType::ETHERNET)
+        .map(|(_, frame)| frame)
+        .collect()
 }
 
 /// One TCP segment.
@@ -123,51 +75,17 @@ pub struct Segment {
 
 /// TCP over IPv4 over Ethernet (with an optional 802.1Q tag).
 pub fn tcp_segment(frame: &[u8]) -> Option<Segment> {
-    let mut l3 = 14;
-    let mut ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
-    if ethertype == 0x8100 {
-        ethertype = u16::from_be_bytes([*frame.get(16)?, *frame.get(17)?]);
-        l3 = 18;
-    }
-    if ethertype != 0x0800 {
+    let seg = capture::net::tcp_segment(LinkType::ETHERNET, frame).ok()?;
+    let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (seg.endpoints.src, seg.endpoints.dst) else {
         return None;
-    }
-    let ip = frame.get(l3..)?;
-    let ihl = usize::from(ip.first()? & 0x0f) * 4;
-    if *ip.get(9)? != 6 {
-        return None;
-    }
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    let ip = ip.get(..total)?;
-    let tcp = ip.get(ihl..)?;
-    let doff = usize::from(tcp.get(12)? >> 4) * 4;
-    let flags = *tcp.get(13)?;
-    let mut mss = None;
-    let mut opt = 20;
-    while opt < doff {
-        match tcp.get(opt) {
-            Some(0) | None => break,
-            Some(1) => opt += 1,
-            Some(2) => {
-                mss = Some(u16::from_be_bytes([*tcp.get(opt + 2)?, *tcp.get(opt + 3)?]));
-                opt += 4;
-            }
-            Some(_) => opt += usize::from((*tcp.get(opt + 1)?).max(2)),
-        }
-    }
+    };
     Some(Segment {
-        src: (
-            ip[12..16].try_into().ok()?,
-            u16::from_be_bytes([tcp[0], tcp[1]]),
-        ),
-        dst: (
-            ip[16..20].try_into().ok()?,
-            u16::from_be_bytes([tcp[2], tcp[3]]),
-        ),
-        seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
-        syn: flags & 0x02 != 0,
-        mss,
-        payload: tcp.get(doff..)?.to_vec(),
+        src: (src.ip().octets(), src.port()),
+        dst: (dst.ip().octets(), dst.port()),
+        seq: seg.seq,
+        syn: seg.flags.syn(),
+        mss: seg.mss(),
+        payload: seg.payload.to_vec(),
     })
 }
 
@@ -189,7 +107,7 @@ pub fn connections(file: &[u8]) -> Vec<Connection> {
     type Key = (([u8; 4], u16), ([u8; 4], u16));
     let mut order: Vec<Key> = Vec::new();
     let mut by_dir: BTreeMap<Key, Vec<Segment>> = BTreeMap::new();
-    for seg in frames(file).into_iter().filter_map(tcp_segment) {
+    for seg in frames(file).iter().filter_map(|f| tcp_segment(f)) {
         let key = (seg.src, seg.dst);
         let rev = (seg.dst, seg.src);
         if !order.contains(&key) && !order.contains(&rev) {

@@ -1,10 +1,13 @@
-//! Reading the reference captures: a pcapng (or classic pcap) walker,
-//! IPv4/TCP dissection and in-order stream reassembly, just enough to get
+//! Reading the reference captures: frames and TCP segments through the
+//! `capture` crate, then in-order stream reassembly, just enough to get
 //! each direction's byte stream back. The captures live beside the
 //! repository (`../shared/captures`); tests skip when it is absent.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
+
+use capture::pcap::LinkType;
 
 pub fn dir() -> Option<PathBuf> {
     let d = PathBuf::from(concat!(
@@ -19,39 +22,14 @@ pub fn dir() -> Option<PathBuf> {
     }
 }
 
-fn u32le(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-/// Link-layer frames of a pcapng or classic pcap file (little-endian).
+/// Link-layer frames of a pcapng or classic pcap file, Ethernet only.
 fn frames(file: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    match u32le(file, 0) {
-        Some(0x0a0d_0d0a) => {
-            let mut at = 0;
-            while let (Some(kind), Some(len)) = (u32le(file, at), u32le(file, at + 4)) {
-                let len = len as usize;
-                if kind == 6 {
-                    let cap = u32le(file, at + 20).unwrap() as usize;
-                    out.push(file[at + 28..at + 28 + cap].to_vec());
-                }
-                if len == 0 {
-                    break;
-                }
-                at += len;
-            }
-        }
-        Some(0xa1b2_c3d4) => {
-            let mut at = 24;
-            while let Some(cap) = u32le(file, at + 8) {
-                let cap = cap as usize;
-                out.push(file[at + 16..at + 16 + cap].to_vec());
-                at += 16 + cap;
-            }
-        }
-        other => panic!("not a capture: {other:x?}"),
-    }
-    out
+    capture::pcap::frames(file)
+        .expect("a readable capture")
+        .into_iter()
+        .filter(|(link, _)| *link == LinkType::ETHERNET)
+        .map(|(_, frame)| frame)
+        .collect()
 }
 
 /// One direction of one TCP connection: (src addr, src port, dst port).
@@ -65,22 +43,14 @@ pub fn streams(name: &str) -> Option<Vec<(Flow, Vec<u8>)>> {
     let mut order = Vec::new();
     let mut flows: BTreeMap<Flow, (u32, Vec<u8>)> = BTreeMap::new();
     for f in frames(&file) {
-        if f.len() < 14 || f[12..14] != [0x08, 0x00] {
+        let Ok(seg) = capture::net::tcp_segment(LinkType::ETHERNET, &f) else {
             continue;
-        }
-        let ip = &f[14..];
-        if ip[9] != 6 {
+        };
+        let SocketAddr::V4(from) = seg.endpoints.src else {
             continue;
-        }
-        let ihl = usize::from(ip[0] & 0xf) * 4;
-        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-        let tcp = &ip[ihl..total];
-        let src: [u8; 4] = ip[12..16].try_into().unwrap();
-        let sport = u16::from_be_bytes([tcp[0], tcp[1]]);
-        let dport = u16::from_be_bytes([tcp[2], tcp[3]]);
-        let seq = u32::from_be_bytes(tcp[4..8].try_into().unwrap());
-        let syn = tcp[13] & 0x02 != 0;
-        let payload = &tcp[usize::from(tcp[12] >> 4) * 4..];
+        };
+        let (src, sport, dport) = (from.ip().octets(), from.port(), seg.endpoints.dst.port());
+        let (seq, syn, payload) = (seg.seq, seg.flags.syn(), seg.payload);
         let key = (src, sport, dport);
         if syn {
             flows.insert(key, (seq.wrapping_add(1), Vec::new()));
