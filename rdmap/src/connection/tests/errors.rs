@@ -70,31 +70,56 @@ fn tagged_write_error(p: &Pair, control: [u8; 4], len: usize) {
     assert_eq!(p.a.completions()[0].status, WcStatus::Success);
 }
 
-#[test]
-fn write_to_an_invalid_stag() {
-    let p = write_to(
-        |_| Sge {
-            stag: STag(0x0099_9900),
-            to: 0x1000,
-            len: 0,
-        },
-        100,
-    );
-    tagged_write_error(&p, [0x11, 0x00, 0xc0, 0x00], 100);
+/// One test per row: b sets up the target of a's tagged Write of `len`
+/// bytes, and answers with a TERMINATE whose control field is `control`
+/// (layer/type, code, then the header-attached bits).
+macro_rules! write_errors {
+    ($($(#[doc = $doc:expr])* $name:ident: len $len:expr, control $control:expr, target $setup:expr;)*) => {
+        $(
+            $(#[doc = $doc])*
+            #[test]
+            fn $name() {
+                let p = write_to($setup, $len);
+                tagged_write_error(&p, $control, $len);
+            }
+        )*
+    };
 }
 
-#[test]
-fn write_to_a_deregistered_stag() {
-    let p = write_to(
-        |b| {
+write_errors! {
+    write_to_an_invalid_stag: len 100, control [0x11, 0x00, 0xc0, 0x00],
+        target |_: &mut Side| Sge { stag: STag(0x0099_9900), to: 0x1000, len: 0 };
+    write_to_a_deregistered_stag: len 100, control [0x11, 0x00, 0xc0, 0x00],
+        target |b: &mut Side| {
             let s = b.register(Access::REMOTE_WRITE, vec![0; 100]);
             let sge = b.sge(s);
             b.mem.deregister(s);
             sge
-        },
-        100,
-    );
-    tagged_write_error(&p, [0x11, 0x00, 0xc0, 0x00], 100);
+        };
+    write_before_the_base: len 10, control [0x11, 0x01, 0xc0, 0x00],
+        target |b: &mut Side| {
+            let s = b.register(Access::REMOTE_WRITE, vec![0; 100]);
+            let mut sge = b.sge(s);
+            sge.to -= 1;
+            sge
+        };
+    /// DDP has no access-rights code; RDMAP's (remote protection, access
+    /// rights) goes out with the DDP header.
+    write_without_remote_write_access: len 100, control [0x01, 0x02, 0xc0, 0x00],
+        target |b: &mut Side| {
+            let s = b.register(Access::LOCAL_WRITE | Access::REMOTE_READ, vec![0; 100]);
+            b.sge(s)
+        };
+    write_into_another_protection_domain: len 100, control [0x11, 0x02, 0xc0, 0x00],
+        target |b: &mut Side| {
+            let s = b.register_with(Access::REMOTE_WRITE, vec![0; 100], true, PdId(99));
+            b.sge(s)
+        };
+    write_whose_offset_wraps: len 100, control [0x11, 0x03, 0xc0, 0x00],
+        target |b: &mut Side| {
+            let s = b.register(Access::REMOTE_WRITE, vec![0; 100]);
+            Sge { stag: s, to: u64::MAX - 9, len: 0 }
+        };
 }
 
 #[test]
@@ -114,62 +139,6 @@ fn write_past_the_end() {
         &[0u8; 100][..],
         "nothing placed"
     );
-}
-
-#[test]
-fn write_before_the_base() {
-    let p = write_to(
-        |b| {
-            let s = b.register(Access::REMOTE_WRITE, vec![0; 100]);
-            let mut sge = b.sge(s);
-            sge.to -= 1;
-            sge
-        },
-        10,
-    );
-    tagged_write_error(&p, [0x11, 0x01, 0xc0, 0x00], 10);
-}
-
-#[test]
-fn write_without_remote_write_access() {
-    // DDP has no access-rights code; RDMAP's (remote protection, access
-    // rights) goes out with the DDP header.
-    let p = write_to(
-        |b| {
-            let s = b.register(Access::LOCAL_WRITE | Access::REMOTE_READ, vec![0; 100]);
-            b.sge(s)
-        },
-        100,
-    );
-    tagged_write_error(&p, [0x01, 0x02, 0xc0, 0x00], 100);
-}
-
-#[test]
-fn write_into_another_protection_domain() {
-    let p = write_to(
-        |b| {
-            let s = b.register_with(Access::REMOTE_WRITE, vec![0; 100], true, PdId(99));
-            b.sge(s)
-        },
-        100,
-    );
-    tagged_write_error(&p, [0x11, 0x02, 0xc0, 0x00], 100);
-}
-
-#[test]
-fn write_whose_offset_wraps() {
-    let p = write_to(
-        |b| {
-            let s = b.register(Access::REMOTE_WRITE, vec![0; 100]);
-            Sge {
-                stag: s,
-                to: u64::MAX - 9,
-                len: 0,
-            }
-        },
-        100,
-    );
-    tagged_write_error(&p, [0x11, 0x03, 0xc0, 0x00], 100);
 }
 
 /// a reads 64 bytes from whatever `setup_b` returns.
@@ -199,54 +168,43 @@ fn read_source_error(p: &Pair, code: u8) {
     assert_eq!(p.a.bytes(STag::new(1, 0)), &[0u8; 64][..]);
 }
 
-#[test]
-fn read_from_an_invalid_stag() {
-    let p = read_from(|_| Sge {
-        stag: STag(0x0055_5500),
-        to: 0,
-        len: 0,
-    });
-    read_source_error(&p, 0);
+/// One test per row: a reads 64 bytes from the source b sets up, and b
+/// answers with RDMAP's remote-protection TERMINATE carrying `code`.
+macro_rules! read_source_errors {
+    ($($name:ident: code $code:expr, source $setup:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let p = read_from($setup);
+                read_source_error(&p, $code);
+            }
+        )*
+    };
 }
 
-#[test]
-fn read_past_the_end() {
-    let p = read_from(|b| {
-        let s = b.register(Access::REMOTE_READ, vec![0; 63]);
-        b.sge(s)
-    });
-    read_source_error(&p, 1);
-}
-
-#[test]
-fn read_without_remote_read_access() {
-    let p = read_from(|b| {
-        let s = b.register(Access::REMOTE_WRITE | Access::LOCAL_WRITE, vec![0; 64]);
-        b.sge(s)
-    });
-    read_source_error(&p, 2);
-}
-
-#[test]
-fn read_from_another_protection_domain() {
-    let p = read_from(|b| {
-        let s = b.register_with(Access::REMOTE_READ, vec![0; 64], true, PdId(3));
-        b.sge(s)
-    });
-    read_source_error(&p, 3);
-}
-
-#[test]
-fn read_whose_source_offset_wraps() {
-    let p = read_from(|b| {
-        let s = b.register(Access::REMOTE_READ, vec![0; 64]);
-        Sge {
-            stag: s,
-            to: u64::MAX - 10,
-            len: 0,
-        }
-    });
-    read_source_error(&p, 4);
+read_source_errors! {
+    read_from_an_invalid_stag: code 0,
+        source |_: &mut Side| Sge { stag: STag(0x0055_5500), to: 0, len: 0 };
+    read_past_the_end: code 1,
+        source |b: &mut Side| {
+            let s = b.register(Access::REMOTE_READ, vec![0; 63]);
+            b.sge(s)
+        };
+    read_without_remote_read_access: code 2,
+        source |b: &mut Side| {
+            let s = b.register(Access::REMOTE_WRITE | Access::LOCAL_WRITE, vec![0; 64]);
+            b.sge(s)
+        };
+    read_from_another_protection_domain: code 3,
+        source |b: &mut Side| {
+            let s = b.register_with(Access::REMOTE_READ, vec![0; 64], true, PdId(3));
+            b.sge(s)
+        };
+    read_whose_source_offset_wraps: code 4,
+        source |b: &mut Side| {
+            let s = b.register(Access::REMOTE_READ, vec![0; 64]);
+            Sge { stag: s, to: u64::MAX - 10, len: 0 }
+        };
 }
 
 #[test]
@@ -363,20 +321,40 @@ fn unknown_opcodes_are_unexpected() {
     }
 }
 
-#[test]
-fn opcode_in_the_wrong_buffer_model_is_unexpected() {
+/// SEND_1 with byte `at` set to `value`.
+fn send_1_with(at: usize, value: u8) -> [u8; 18] {
     let mut u = SEND_1;
-    u[1] = 0x42; // Read Response, untagged
-    let p = inject_to_b(&u);
-    assert_terminate(&p.b, [0x02, 0x06, 0xc0, 0x00], &attach(18, &u));
+    u[at] = value;
+    u
 }
 
-#[test]
-fn invalid_rdmap_version_attaches_nothing() {
-    let mut u = SEND_1;
-    u[1] = 0x83;
-    let p = inject_to_b(&u);
-    assert_terminate(&p.b, [0x02, 0x05, 0x00, 0x00], &[]);
+/// One test per row: a peer's ULPDU reaches b, which answers with a
+/// TERMINATE of `control` and, with `attached`, the ULPDU's headers.
+macro_rules! injected_errors {
+    ($($(#[doc = $doc:expr])* $name:ident: $ulpdu:expr => control $control:expr, attached $attached:expr;)*) => {
+        $(
+            $(#[doc = $doc])*
+            #[test]
+            fn $name() {
+                let u = $ulpdu;
+                let p = inject_to_b(&u);
+                let attached = if $attached { attach(u.len(), &u) } else { Vec::new() };
+                assert_terminate(&p.b, $control, &attached);
+            }
+        )*
+    };
+}
+
+injected_errors! {
+    /// Read Response is tagged; here it comes untagged.
+    opcode_in_the_wrong_buffer_model_is_unexpected: send_1_with(1, 0x42)
+        => control [0x02, 0x06, 0xc0, 0x00], attached true;
+    invalid_rdmap_version_attaches_nothing: send_1_with(1, 0x83)
+        => control [0x02, 0x05, 0x00, 0x00], attached false;
+    send_on_the_wrong_queue: send_1_with(9, 5)
+        => control [0x12, 0x01, 0xc0, 0x00], attached true;
+    read_response_nobody_asked_for: [0xc1u8, 0x42, 0, 0, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]
+        => control [0x02, 0x06, 0xc0, 0x00], attached true;
 }
 
 #[test]
@@ -388,14 +366,6 @@ fn invalid_ddp_version_attaches_nothing() {
     let w = [0xc2u8, 0x40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
     let p = inject_to_b(&w);
     assert_terminate(&p.b, [0x11, 0x04, 0x00, 0x00], &[]);
-}
-
-#[test]
-fn send_on_the_wrong_queue() {
-    let mut u = SEND_1;
-    u[9] = 5;
-    let p = inject_to_b(&u);
-    assert_terminate(&p.b, [0x12, 0x01, 0xc0, 0x00], &attach(18, &u));
 }
 
 #[test]
@@ -422,13 +392,6 @@ fn first_segment_with_nonzero_offset() {
     p.inject_to_b(&fpdu(&u));
     p.drive();
     assert_terminate(&p.b, [0x12, 0x04, 0xc0, 0x00], &attach(26, &u[..18]));
-}
-
-#[test]
-fn read_response_nobody_asked_for() {
-    let u = [0xc1u8, 0x42, 0, 0, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0];
-    let p = inject_to_b(&u);
-    assert_terminate(&p.b, [0x02, 0x06, 0xc0, 0x00], &attach(14, &u));
 }
 
 #[test]
