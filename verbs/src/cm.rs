@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::device::DeviceShared;
+use crate::engine::PendingRequest;
 use crate::error::VerbsError;
 use crate::qp::QueuePair;
 
@@ -166,6 +167,24 @@ pub struct ConnectRequest {
 }
 
 impl ConnectRequest {
+    /// The application's view of a request the engine queued.
+    fn new(pending: PendingRequest, device: Arc<DeviceShared>) -> Self {
+        let info = pending.info;
+        ConnectRequest {
+            id: pending.id,
+            device,
+            answered: false,
+            peer_addr: pending.peer_addr,
+            private_data: info.private_data,
+            revision: info.revision,
+            crc: info.crc,
+            markers: info.markers,
+            ird: info.ird,
+            ord: info.ord,
+            p2p: info.p2p,
+        }
+    }
+
     /// Accepts on `qp`, which must not be connected yet. The queue pair
     /// reports [`CmEvent::Established`] once the initiator's first FPDU may
     /// flow.
@@ -215,7 +234,7 @@ impl Listener {
         self.device.progress_if_caller_driven();
         self.device
             .with_transport_engine(|e| e.take_request(self.id))
-            .map(|r| r.into_request(self.device.clone()))
+            .map(|r| ConnectRequest::new(r, self.device.clone()))
     }
 
     /// Blocks for the next connect request; `None` on timeout.
@@ -226,7 +245,7 @@ impl Listener {
                 .device
                 .with_transport_engine(|e| e.take_request(self.id))
             {
-                return Some(r.into_request(self.device.clone()));
+                return Some(ConnectRequest::new(r, self.device.clone()));
             }
             if Instant::now() >= deadline {
                 return None;

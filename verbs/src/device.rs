@@ -34,7 +34,7 @@ use ddp::memory::PdId;
 
 use crate::cm::{ListenOptions, Listener};
 use crate::cq::{CompletionQueue, CqShared};
-use crate::engine::Engine;
+use crate::engine::{Engine, QpLimits};
 use crate::error::VerbsError;
 use crate::mr::Registry;
 use crate::pd::ProtectionDomain;
@@ -308,7 +308,16 @@ impl Device {
         if !Arc::ptr_eq(&pd.device, &self.shared) {
             return Err(VerbsError::WrongDevice);
         }
-        let num = self.shared.with_engine(|e| e.create_qp(pd.id, &init));
+        let limits = QpLimits {
+            sq_depth: init.sq_depth,
+            rq_depth: init.rq_depth,
+            max_send_sge: init.max_send_sge,
+            max_recv_sge: init.max_recv_sge,
+        };
+        let (send_cq, recv_cq) = (init.send_cq.shared.clone(), init.recv_cq.shared.clone());
+        let num = self
+            .shared
+            .with_engine(|e| e.create_qp(pd.id, send_cq, recv_cq, limits));
         Ok(QueuePair {
             num,
             pd: pd.clone(),
@@ -453,5 +462,29 @@ impl Drop for ProgressThread {
             let _ = h.join();
         }
         self.shared.threads.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::memory::{MemoryLink, MemoryLinkConfig};
+
+    #[test]
+    fn a_queue_pair_slot_holds_no_device_handle() {
+        let (a, _b) = MemoryLink::pair(&MemoryLinkConfig::default()).unwrap();
+        let device = Device::new(Box::new(a));
+        let pd = device.alloc_pd();
+        let (send_cq, recv_cq) = (device.create_cq(8), device.create_cq(8));
+        let before = Arc::strong_count(&device.shared);
+        let qp = device
+            .create_qp(&pd, QpInit::with_cqs(&send_cq, &recv_cq))
+            .unwrap();
+        // The queue pair handle (and the protection domain it keeps) are the
+        // only new holders: the engine's slot keeps the queues' shared
+        // state, not their device-holding handles.
+        assert_eq!(Arc::strong_count(&device.shared), before + 2);
+        drop(qp);
+        assert_eq!(Arc::strong_count(&device.shared), before);
     }
 }

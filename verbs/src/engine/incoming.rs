@@ -2,12 +2,9 @@
 //! until the application accepts one onto a queue pair or rejects it.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::startup::{RequestInfo, Startup, StartupOutcome};
-use crate::cm::ConnectRequest;
-use crate::device::DeviceShared;
 use crate::transport::{StreamId, Transport};
 
 pub(crate) enum IncomingState {
@@ -78,27 +75,10 @@ impl Incoming {
     }
 }
 
-/// A request taken off a listener's queue, before it gets its device handle.
+/// A request taken off a listener's queue; the connection manager makes
+/// the application's `ConnectRequest` of it.
 pub(crate) struct PendingRequest {
     pub(crate) id: u64,
     pub(crate) peer_addr: Option<SocketAddr>,
     pub(crate) info: RequestInfo,
-}
-
-impl PendingRequest {
-    pub(crate) fn into_request(self, device: Arc<DeviceShared>) -> ConnectRequest {
-        ConnectRequest {
-            id: self.id,
-            device,
-            answered: false,
-            peer_addr: self.peer_addr,
-            private_data: self.info.private_data,
-            revision: self.info.revision,
-            crc: self.info.crc,
-            markers: self.info.markers,
-            ird: self.info.ird,
-            ord: self.info.ord,
-            p2p: self.info.p2p,
-        }
-    }
 }

@@ -20,13 +20,15 @@ use ddp::memory::PdId;
 use rdmap::work_request::{RecvWr, SendWr};
 
 use crate::cm::{AcceptParams, CmEvent, ConnectParams, ListenOptions};
+use crate::cq::CqShared;
 use crate::error::VerbsError;
 use crate::mr::Registry;
-use crate::qp::{QpInit, QpState};
+use crate::qp::QpState;
 use crate::transport::{ListenerId, Transport};
 
 pub(crate) use incoming::PendingRequest;
 use incoming::{Incoming, IncomingState};
+pub(crate) use qp_slot::QpLimits;
 use qp_slot::{Phase, QpSlot};
 use startup::Startup;
 
@@ -225,10 +227,17 @@ impl Engine {
 
     // ---- queue pairs -------------------------------------------------
 
-    pub(crate) fn create_qp(&mut self, pd: PdId, init: &QpInit) -> u32 {
+    pub(crate) fn create_qp(
+        &mut self,
+        pd: PdId,
+        send_cq: Arc<CqShared>,
+        recv_cq: Arc<CqShared>,
+        limits: QpLimits,
+    ) -> u32 {
         let num = self.next_qp;
         self.next_qp += 1;
-        self.qps.insert(num, QpSlot::new(num, pd, init));
+        self.qps
+            .insert(num, QpSlot::new(num, pd, send_cq, recv_cq, limits));
         self.qp_order.push(num);
         num
     }

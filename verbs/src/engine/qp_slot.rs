@@ -15,7 +15,7 @@ use crate::cm::{CmEvent, ConnectionInfo, DisconnectReason};
 use crate::cq::{CqShared, WorkCompletion};
 use crate::error::VerbsError;
 use crate::mr::{RegionCache, Registry};
-use crate::qp::{QpInit, QpState};
+use crate::qp::QpState;
 use crate::transport::{StreamId, StreamState, Transport};
 
 pub(super) enum Phase {
@@ -39,12 +39,24 @@ pub(super) enum Phase {
     },
 }
 
+/// What the engine keeps of a queue pair's creation parameters: queue
+/// depths and gather limits. The completion queues are held as their shared
+/// state alone, never as handles, which hold the device: a slot holding a
+/// handle would keep the device alive from inside its own engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QpLimits {
+    pub(crate) sq_depth: usize,
+    pub(crate) rq_depth: usize,
+    pub(crate) max_send_sge: usize,
+    pub(crate) max_recv_sge: usize,
+}
+
 pub(super) struct QpSlot {
     num: u32,
     pd: PdId,
     send_cq: Arc<CqShared>,
     recv_cq: Arc<CqShared>,
-    init: QpInit,
+    init: QpLimits,
     pub(super) phase: Phase,
     early_recvs: VecDeque<RecvWr>,
     pub(super) events: VecDeque<CmEvent>,
@@ -61,13 +73,19 @@ pub(super) struct QpSlot {
 }
 
 impl QpSlot {
-    pub(super) fn new(num: u32, pd: PdId, init: &QpInit) -> Self {
+    pub(super) fn new(
+        num: u32,
+        pd: PdId,
+        send_cq: Arc<CqShared>,
+        recv_cq: Arc<CqShared>,
+        init: QpLimits,
+    ) -> Self {
         QpSlot {
             num,
             pd,
-            send_cq: init.send_cq.shared.clone(),
-            recv_cq: init.recv_cq.shared.clone(),
-            init: init.clone(),
+            send_cq,
+            recv_cq,
+            init,
             phase: Phase::Idle,
             early_recvs: VecDeque::new(),
             events: VecDeque::new(),
