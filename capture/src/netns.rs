@@ -56,7 +56,7 @@ impl Netns {
         match Netns::create("t") {
             Ok(ns) => Some(ns),
             Err(why) => {
-                println!("skipping {test}: {why}");
+                crate::skip::skip(&format!("{test}: {why}"));
                 None
             }
         }

@@ -298,7 +298,7 @@ fn over_smoltcp_on_a_tap_interface() {
     let ns = match Netns::create("rping") {
         Ok(ns) => ns,
         Err(e) => {
-            println!("skipping: cannot make a network namespace: {e}");
+            capture::skip::skip(&format!("cannot make a network namespace: {e}"));
             return;
         }
     };

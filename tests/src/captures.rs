@@ -22,7 +22,7 @@ pub fn captures_dir() -> Option<PathBuf> {
 pub fn have_captures() -> bool {
     let here = captures_dir().is_some();
     if !here {
-        println!("skipping: no ../shared/captures beside the repository");
+        capture::skip::skip("no ../shared/captures beside the repository");
     }
     here
 }
@@ -33,7 +33,7 @@ pub fn capture(name: &str) -> Option<PathBuf> {
     match captures_dir() {
         Some(dir) => Some(dir.join(name)),
         None => {
-            println!("skipping: no ../shared/captures beside the repository");
+            capture::skip::skip("no ../shared/captures beside the repository");
             None
         }
     }

@@ -481,7 +481,7 @@ fn tshark_agrees_with_us() {
         return;
     }
     if !tshark_available() {
-        println!("skipping: tshark is not installed");
+        capture::skip::skip("tshark is not installed");
         return;
     }
     for path in all_captures() {

@@ -38,7 +38,7 @@ fn conversations() -> Option<&'static [MpaConversation]> {
         captures_dir().map(|dir| capture_conversations(&dir).expect("the captures read"))
     });
     if convs.is_none() {
-        println!("skipping: no ../shared/captures beside the repository");
+        capture::skip::skip("no ../shared/captures beside the repository");
     }
     convs.as_deref()
 }

@@ -159,7 +159,7 @@ fn tshark_round(net: Net, file: &str) {
     let p = run_workload(net);
     check_our_decode(&p);
     if !tshark_available() {
-        println!("skipping the tshark half: tshark is not installed");
+        ::capture::skip::skip("the tshark half: tshark is not installed");
         return;
     }
     let path = p.capture.as_ref().unwrap().to_file(file);
@@ -202,7 +202,7 @@ fn kernel_capture_decodes_in_tshark() {
         .sum();
     assert_eq!(reads, READS.len() as u64);
     if !tshark_available() {
-        println!("skipping the tshark half: tshark is not installed");
+        ::capture::skip::skip("the tshark half: tshark is not installed");
         return;
     }
     let path = cap.to_file("iwarp-kernel");
@@ -247,7 +247,7 @@ fn terminate_capture_decodes_in_tshark() {
         other => panic!("{other:?}"),
     }
     if !tshark_available() {
-        println!("skipping the tshark half: tshark is not installed");
+        ::capture::skip::skip("the tshark half: tshark is not installed");
         return;
     }
     let path = cap.to_file("iwarp-terminate");

@@ -10,7 +10,7 @@ const TSHARK: &str = "/usr/bin/tshark";
 /// printed line where tshark is not installed.
 pub(crate) fn tshark_accepts(bytes: &[u8], label: &str) {
     if !Path::new(TSHARK).exists() {
-        println!("skipping tshark check of {label}: {TSHARK} not installed");
+        capture::skip::skip(&format!("tshark check of {label}: {TSHARK} not installed"));
         return;
     }
     let path = std::env::temp_dir().join(format!(

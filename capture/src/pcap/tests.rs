@@ -278,7 +278,7 @@ fn real_capture_if_present() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/captures");
     let path = std::path::Path::new(dir).join("rping-mpav1.pcap");
     let Ok(bytes) = std::fs::read(&path) else {
-        println!("skipping: {} not present", path.display());
+        crate::skip::skip(&format!("{} not present", path.display()));
         return;
     };
     let (pkts, err) = collect(&bytes);

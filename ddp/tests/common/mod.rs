@@ -19,10 +19,10 @@ pub fn captures_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipping: no reference captures at {} (they sit beside the repository)",
+        capture::skip::skip(&format!(
+            "no reference captures at {} (they sit beside the repository)",
             dir.display()
-        );
+        ));
         None
     }
 }

@@ -19,10 +19,10 @@ pub fn captures_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        println!(
-            "skipping: reference captures not found at {}",
+        capture::skip::skip(&format!(
+            "reference captures not found at {}",
             dir.display()
-        );
+        ));
         None
     }
 }

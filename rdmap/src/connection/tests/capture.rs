@@ -17,7 +17,7 @@ pub fn dir() -> Option<PathBuf> {
     if d.is_dir() {
         Some(d)
     } else {
-        println!("skipping: no reference captures at {}", d.display());
+        capture::skip::skip(&format!("no reference captures at {}", d.display()));
         None
     }
 }
