@@ -515,7 +515,8 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!(bytes.len(), 24, "a classic pcap header and no frames");
-        assert_eq!(&bytes[..4], &0xa1b2_c3d4u32.to_le_bytes());
+        // The nanosecond magic: captures keep the transports' full resolution.
+        assert_eq!(&bytes[..4], &0xa1b2_3c4du32.to_le_bytes());
         let bad = parse(&["--pcap", "/nonexistent-dir/x.pcap"]).unwrap();
         assert!(bad.open_device(None).unwrap_err().contains("pcap"));
     }
