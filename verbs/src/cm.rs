@@ -21,7 +21,10 @@ pub struct MpaOptions {
     /// Ask the peer to send markers to us.
     pub markers: bool,
     /// Peer-to-peer mode (RFC 6581): the ready-to-receive messages this side
-    /// offers (initiator) or accepts (responder); empty = off.
+    /// offers (initiator; empty = off) or grants (responder; empty grants
+    /// whichever the initiator offers, preferring WRITE, then READ, then
+    /// SEND, as siw does; a set narrows it, and an initiator offering none
+    /// of its kinds is rejected).
     pub p2p: RtrSet,
     /// How long start-up may take before it fails.
     pub timeout: Duration,

@@ -15,7 +15,8 @@ pub(crate) enum IncomingState {
     AwaitingRequest,
     /// The request is waiting in the listener's queue for the application.
     Offered(RequestInfo),
-    /// A reject reply is being sent; the stream closes after it.
+    /// Refused or failed: a reject reply (if any) is being sent, and the
+    /// stream closes after it.
     Rejecting,
     /// Moved onto a queue pair.
     Handed,
@@ -58,7 +59,6 @@ impl Incoming {
             return step;
         }
         self.startup.handle_timeout(now);
-        step.busy |= self.startup.transmit(transport, self.stream);
         if matches!(self.state, IncomingState::AwaitingRequest) {
             step.busy |= self.startup.receive(transport, self.stream, now);
             if let Some(info) = self.startup.request() {
@@ -66,11 +66,12 @@ impl Incoming {
                 step.offered = true;
             }
         }
-        match self.startup.outcome() {
-            Some(StartupOutcome::Failed(_)) => step.finished = true,
-            Some(_) => {}
-            None => {}
+        if let Some(StartupOutcome::Failed(_)) = self.startup.outcome() {
+            // A refusal may have queued a reject reply: it goes out before
+            // the stream closes.
+            self.state = IncomingState::Rejecting;
         }
+        step.busy |= self.startup.transmit(transport, self.stream);
         if matches!(self.state, IncomingState::Rejecting) && !self.startup.has_transmit() {
             step.finished = true;
         }

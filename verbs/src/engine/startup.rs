@@ -10,6 +10,18 @@ use crate::cm::{AcceptParams, ConnectParams, ListenOptions};
 use crate::error::VerbsError;
 use crate::transport::{StreamId, Transport};
 
+/// The RTR kinds a listener grants: the ones named, or, when none are,
+/// any the initiator offers (WRITE, else READ, else SEND), as every siw
+/// build does. A listener that refused peer-to-peer by default would turn
+/// away Chelsio-style and peer-to-peer siw clients.
+fn granted_rtrs(named: mpa::RtrSet) -> mpa::RtrSet {
+    if named.is_empty() {
+        mpa::RtrSet::ALL
+    } else {
+        named
+    }
+}
+
 /// A connect request as the listener offers it.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestInfo {
@@ -65,7 +77,7 @@ impl Startup {
             crc: opts.mpa.crc,
             markers_rx: opts.mpa.markers,
             markers_tx: true,
-            rtr: opts.mpa.p2p,
+            rtr: granted_rtrs(opts.mpa.p2p),
             request_timeout: opts.mpa.timeout,
         };
         let inner =
