@@ -162,3 +162,91 @@ fn no_matching_rtr_gets_a_terminate_then_a_fin() {
     assert_eq!(end, End::Fin);
     assert!(matches!(ev, CmEvent::ConnectFailed(_)), "{ev:?}");
 }
+
+/// Connects a verbs client to `port` and serves it from `listener`:
+/// whether it came up.
+fn legitimate_client_connects(dev: &Device, listener: &verbs::Listener) -> bool {
+    let client = device();
+    let pd = client.alloc_pd();
+    let cq = client.create_cq(16);
+    let qp = client.create_qp(&pd, QpInit::new(&cq)).unwrap();
+    let _client_progress = client.spawn_progress_thread();
+    qp.connect(
+        SocketAddr::new(LOCALHOST, listener.port()),
+        ConnectParams::default(),
+    )
+    .unwrap();
+    let spd = dev.alloc_pd();
+    let scq = dev.create_cq(16);
+    let sqp = dev.create_qp(&spd, QpInit::new(&scq)).unwrap();
+    let start = Instant::now();
+    let mut accepted = false;
+    loop {
+        if !accepted {
+            if let Some(req) = listener.try_request() {
+                req.accept(&sqp, verbs::AcceptParams::default()).unwrap();
+                accepted = true;
+            }
+        }
+        match qp.try_event() {
+            Some(CmEvent::Established(_)) => return true,
+            Some(ev) => {
+                eprintln!("client: {ev:?}");
+                return false;
+            }
+            None => {}
+        }
+        assert!(start.elapsed() < LIMIT, "no outcome");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Start-ups long enough that nothing here ends by timing out.
+fn patient() -> ListenOptions {
+    let mut opts = ListenOptions::default();
+    opts.mpa.timeout = Duration::from_secs(120);
+    opts
+}
+
+#[test]
+fn a_startup_whose_peer_closed_ends_at_once() {
+    let (dev, _listener, mut peer) = listener_and_peer(patient());
+    let _progress = dev.spawn_progress_thread();
+    peer.shutdown(std::net::Shutdown::Write).unwrap();
+    // Our side closes too, long before the start-up timeout.
+    let (bytes, end) = read_to_close(&mut peer);
+    assert!(bytes.is_empty());
+    assert_eq!(end, End::Fin);
+}
+
+/// 300 connections that open TCP and send nothing, then close: a client
+/// right behind them connects.
+#[test]
+fn an_idle_flood_that_closed_leaves_no_lockout() {
+    let dev = device();
+    let listener = dev.listen(0, patient()).unwrap();
+    let _progress = dev.spawn_progress_thread();
+    let flood: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect((LOCALHOST, listener.port())).unwrap())
+        .collect();
+    drop(flood);
+    assert!(legitimate_client_connects(&dev, &listener));
+}
+
+/// 300 connections that open TCP and stay silent: a client arriving while
+/// they still hold every slot connects anyway.
+#[test]
+fn an_idle_flood_still_open_leaves_no_lockout() {
+    let dev = device();
+    let listener = dev.listen(0, patient()).unwrap();
+    let _progress = dev.spawn_progress_thread();
+    let flood: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect((LOCALHOST, listener.port())).unwrap())
+        .collect();
+    // Let the listener take them all (the flood fills the backlog).
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(legitimate_client_connects(&dev, &listener));
+    // A second client too: the first one's slot was not what let it in.
+    assert!(legitimate_client_connects(&dev, &listener));
+    drop(flood);
+}

@@ -96,8 +96,13 @@ impl Default for AcceptParams {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ListenOptions {
     pub mpa: MpaOptions,
-    /// Connections that may be completing TCP and MPA start-up at once
-    /// (smoltcp has no backlog: one listening socket each). Default 8.
+    /// Connections that may be in MPA start-up at once, offered requests
+    /// included. Default 8. When it is full, the oldest start-up still
+    /// waiting for its Request is reset to make room (so idle connections
+    /// cannot lock a client out); only when all hold offered requests is a
+    /// newcomer refused. A start-up whose peer closed frees its slot at
+    /// once. (On smoltcp the transport's own `TcpTuning::backlog` bounds
+    /// the sockets in the TCP handshake.)
     pub backlog: Option<usize>,
 }
 

@@ -175,6 +175,11 @@ impl Startup {
         matches!(self.state, State::RequestReceived { .. })
     }
 
+    /// True once any byte of the peer's frame has arrived.
+    pub fn has_input(&self) -> bool {
+        self.reader.has_input()
+    }
+
     /// The error start-up failed with, if it did.
     pub fn error(&self) -> Option<StartupError> {
         match self.state {

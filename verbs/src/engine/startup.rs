@@ -157,6 +157,11 @@ impl Startup {
         sent > 0
     }
 
+    /// Whether any of the peer's frame has arrived.
+    pub(crate) fn has_input(&self) -> bool {
+        self.inner.has_input()
+    }
+
     /// Whether start-up failed with a TERMINATE to send (then close).
     pub(crate) fn terminates(&self) -> bool {
         self.terminates
