@@ -22,7 +22,10 @@ pub struct MpaOptions {
     /// Ask the peer to send markers to us.
     pub markers: bool,
     /// Peer-to-peer mode (RFC 6581): the ready-to-receive messages this side
-    /// offers (initiator) or accepts (responder); empty = off.
+    /// offers (initiator; empty = off) or grants (responder; empty grants
+    /// whichever the initiator offers, preferring WRITE, then READ, then
+    /// SEND, as siw does; a set narrows it, and an initiator offering none
+    /// of its kinds is rejected).
     pub p2p: RtrSet,
     /// How long start-up may take before it fails.
     pub timeout: Duration,
@@ -32,6 +35,12 @@ pub struct MpaOptions {
     /// in between sits unread until more bytes arrive: a few milliseconds
     /// here avoid that race. Zero sends at once.
     pub first_fpdu_delay: Duration,
+    /// Responder: how long after accepting the initiator has to send its
+    /// first FPDU (its RTR in peer-to-peer mode). Past it the queue pair
+    /// goes to error, its work requests flushed, and reports
+    /// [`DisconnectReason::FirstFpduTimeout`]; a peer that completes MPA
+    /// and then says nothing cannot hold a queue pair until TCP gives up.
+    pub first_fpdu_timeout: Duration,
 }
 
 impl Default for MpaOptions {
@@ -43,6 +52,7 @@ impl Default for MpaOptions {
             p2p: RtrSet::EMPTY,
             timeout: Duration::from_secs(10),
             first_fpdu_delay: Duration::ZERO,
+            first_fpdu_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -94,8 +104,13 @@ impl Default for AcceptParams {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ListenOptions {
     pub mpa: MpaOptions,
-    /// Connections that may be completing TCP and MPA start-up at once
-    /// (smoltcp has no backlog: one listening socket each). Default 8.
+    /// Connections that may be in MPA start-up at once, offered requests
+    /// included. Default 8. When it is full, the oldest start-up still
+    /// waiting for its Request is reset to make room (so idle connections
+    /// cannot lock a client out); only when all hold offered requests is a
+    /// newcomer refused. A start-up whose peer closed frees its slot at
+    /// once. (On smoltcp the transport's own `TcpTuning::backlog` bounds
+    /// the sockets in the TCP handshake.)
     pub backlog: Option<usize>,
 }
 
@@ -121,6 +136,9 @@ pub enum DisconnectReason {
     PeerClosed,
     /// The TCP stream was reset.
     Reset,
+    /// Responder: the initiator's first FPDU did not come within
+    /// [`MpaOptions::first_fpdu_timeout`] of accepting.
+    FirstFpduTimeout,
     /// A TERMINATE was sent or received: the layer/etype/code it carried.
     Terminated {
         by_peer: bool,
