@@ -2618,7 +2618,11 @@ impl<'a> Socket<'a> {
                 payload_len,
                 payload_offset
             );
-            return None;
+            // The segment is dropped, but still acknowledged: the duplicate
+            // ACK (with its SACK blocks) tells the sender where the holes
+            // are, as an out-of-order segment would (RFC 5681 section 4.2,
+            // RFC 9293 3.10.7.4). Silence would leave it waiting for an RTO.
+            return Some(self.ack_reply(ip_repr, repr));
         };
 
         // Place payload octets into the buffer.
@@ -7613,6 +7617,41 @@ mod test {
         send!(s, time 21, dup_ack);
         recv_segments(&mut s, 21, 3072, &data[3072..], 1024);
         recv_nothing!(s, time 21);
+    }
+
+    #[test]
+    fn test_assembler_overflow_is_acknowledged() {
+        let holes = crate::config::ASSEMBLER_MAX_SEGMENT_COUNT;
+        let mut s = socket_established_with_buffer_sizes(64, 4 * holes + 64);
+        // One-octet segments with a gap before each, until the assembler is full.
+        for i in 0..holes {
+            let reply = send(
+                &mut s,
+                Instant::from_millis(0),
+                &TcpRepr {
+                    seq_number: REMOTE_SEQ + 1 + 2 * i + 1,
+                    ack_number: Some(LOCAL_SEQ + 1),
+                    payload: &b"x"[..],
+                    ..SEND_TEMPL
+                },
+            );
+            assert_eq!(reply.and_then(|r| r.ack_number), Some(REMOTE_SEQ + 1));
+        }
+        // One more hole does not fit: the segment is dropped, yet acknowledged.
+        let seq = REMOTE_SEQ + 1 + 2 * holes + 1;
+        let reply = send(
+            &mut s,
+            Instant::from_millis(0),
+            &TcpRepr {
+                seq_number: seq,
+                ack_number: Some(LOCAL_SEQ + 1),
+                payload: &b"y"[..],
+                ..SEND_TEMPL
+            },
+        );
+        let reply = reply.expect("an overflowing segment is acknowledged");
+        assert_eq!(reply.ack_number, Some(REMOTE_SEQ + 1));
+        assert_eq!(s.assembler.iter_data().count(), holes);
     }
 
     #[test]
