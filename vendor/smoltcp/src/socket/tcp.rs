@@ -610,6 +610,9 @@ pub struct Socket<'a> {
     scoreboard: Scoreboard,
     /// Counters of loss recovery events.
     stats: TcpStats,
+    /// Left edges of the SACK blocks last reported, most recent first
+    /// (RFC 2018 section 4 repeats them in later ACKs).
+    sack_recent: [Option<TcpSeqNumber>; 3],
 
     /// Duration for Delayed ACK. If None no ACKs will be delayed.
     ack_delay: Option<Duration>,
@@ -714,6 +717,7 @@ impl<'a> Socket<'a> {
             dupack_delivered: 0,
             scoreboard: Scoreboard::default(),
             stats: TcpStats::default(),
+            sack_recent: [None; 3],
             ack_delay: Some(ACK_DELAY_DEFAULT),
             ack_delay_timer: AckDelayTimer::Idle,
             challenge_ack_timer: Instant::from_secs(0),
@@ -1104,6 +1108,7 @@ impl<'a> Socket<'a> {
         self.rto_recovery_point = None;
         self.scoreboard.clear();
         self.stats = TcpStats::default();
+        self.sack_recent = [None; 3];
 
         #[cfg(feature = "async")]
         {
@@ -1965,46 +1970,52 @@ impl<'a> Socket<'a> {
 
         // If the remote supports selective acknowledgement, add the option to the outgoing
         // segment.
-        if self.remote_has_sack {
-            net_debug!("sending sACK option with current assembler ranges");
-
-            // RFC 2018: The first SACK block (i.e., the one immediately following the kind and
-            // length fields in the option) MUST specify the contiguous block of data containing
-            // the segment which triggered this ACK, unless that segment advanced the
-            // Acknowledgment Number field in the header.
-            reply_repr.sack_ranges[0] = None;
-
-            let ack = reply_repr.ack_number.unwrap_or(TcpSeqNumber(0));
-
-            if let Some(last_seg_seq) = self.local_rx_last_seq {
-                reply_repr.sack_ranges[0] = self
-                    .assembler
-                    .iter_data()
-                    .map(|(left, right)| (ack + left, ack + right))
-                    .find(|&(left, right)| left <= last_seg_seq && right >= last_seg_seq)
-                    .map(|(left, right)| (left.0 as u32, right.0 as u32));
-            }
-
-            if reply_repr.sack_ranges[0].is_none() {
-                // The matching segment was removed from the assembler, meaning the acknowledgement
-                // number has advanced, or there was no previous sACK.
-                //
-                // While the RFC says we SHOULD keep a list of reported sACK ranges, and iterate
-                // through those, that is currently infeasible. Instead, we offer the range with
-                // the lowest sequence number (if one exists) to hint at what segments would
-                // most quickly advance the acknowledgement number.
-                reply_repr.sack_ranges[0] = self
-                    .assembler
-                    .iter_data()
-                    .map(|(left, right)| (ack + left, ack + right))
-                    .next()
-                    .map(|(left, right)| (left.0 as u32, right.0 as u32));
-            }
-        }
+        reply_repr.sack_ranges = self.sack_ranges();
 
         // Since the sACK option may have changed the length of the payload, update that.
         ip_reply_repr.set_payload_len(reply_repr.buffer_len());
         (ip_reply_repr, reply_repr)
+    }
+
+    /// SACK blocks for an outgoing ACK (RFC 2018 section 4): the block holding
+    /// the segment that triggered it first, then the most recently reported
+    /// blocks, then the others from the lowest; at most three (the option
+    /// space left beside timestamps). Remembers what it reported.
+    fn sack_ranges(&mut self) -> [Option<(u32, u32)>; 3] {
+        let mut ranges = [None; 3];
+        if !self.remote_has_sack || self.assembler.is_empty() {
+            self.sack_recent = [None; 3];
+            return ranges;
+        }
+        let ack = self.remote_seq_no + self.rx_buffer.len();
+        let block_of = |seq: TcpSeqNumber| {
+            self.assembler
+                .iter_data()
+                .map(|(left, right)| (ack + left, ack + right))
+                .find(|&(left, right)| left <= seq && seq <= right)
+        };
+        let candidates = core::iter::once(self.local_rx_last_seq)
+            .chain(self.sack_recent.iter().copied())
+            .flatten()
+            .filter_map(block_of)
+            .chain(
+                self.assembler
+                    .iter_data()
+                    .map(|(left, right)| (ack + left, ack + right)),
+            );
+        let mut count = 0;
+        for (left, right) in candidates {
+            let block = Some((left.0 as u32, right.0 as u32));
+            if count == ranges.len() {
+                break;
+            }
+            if !ranges[..count].contains(&block) {
+                ranges[count] = block;
+                count += 1;
+            }
+        }
+        self.sack_recent = ranges.map(|range| range.map(|(left, _)| TcpSeqNumber(left as i32)));
+        ranges
     }
 
     fn challenge_ack_reply(
@@ -2983,6 +2994,13 @@ impl<'a> Socket<'a> {
             ),
             payload: &[],
         };
+
+        if !matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::Closed
+        ) {
+            repr.sack_ranges = self.sack_ranges();
+        }
 
         let mut is_zero_window_probe = false;
 
@@ -5119,6 +5137,50 @@ mod test {
                 })
             );
         }
+    }
+
+    #[test]
+    fn test_established_rfc2018_case_3_multiple_blocks() {
+        // RFC 2018 Case 3: the 2nd, 4th, 6th and 8th segments are dropped. Each
+        // ACK lists the block of the triggering segment first, then the blocks
+        // reported most recently.
+        let (mut s, segment) = setup_rfc2018_cases();
+        let seq = |offset: usize| REMOTE_SEQ + 1 + 5000 + offset;
+        let edge = |offset: usize| seq(offset).0 as u32;
+        let mut deliver = |offset: usize, ack: usize, blocks: &[(usize, usize)]| {
+            let mut sack_ranges = [None; 3];
+            for (slot, &(left, right)) in sack_ranges.iter_mut().zip(blocks) {
+                *slot = Some((edge(left), edge(right)));
+            }
+            let reply = send(
+                &mut s,
+                Instant::from_millis(0),
+                &TcpRepr {
+                    seq_number: seq(offset),
+                    ack_number: Some(LOCAL_SEQ + 1),
+                    payload: &segment,
+                    ..SEND_TEMPL
+                },
+            );
+            match reply {
+                Some(reply) => {
+                    assert_eq!(reply.ack_number, Some(seq(ack)), "ack for {offset}");
+                    assert_eq!(reply.sack_ranges, sack_ranges, "blocks for {offset}");
+                }
+                None => {
+                    // A delayed in-order ACK; it goes out from dispatch.
+                    assert!(blocks.is_empty());
+                }
+            }
+        };
+        deliver(0, 500, &[]);
+        deliver(1000, 500, &[(1000, 1500)]);
+        deliver(2000, 500, &[(2000, 2500), (1000, 1500)]);
+        deliver(3000, 500, &[(3000, 3500), (2000, 2500), (1000, 1500)]);
+        // The 4th segment arrives late: its block merges the 3rd and 5th.
+        deliver(1500, 500, &[(1000, 2500), (3000, 3500)]);
+        // The 2nd fills the first hole.
+        deliver(500, 2500, &[(3000, 3500)]);
     }
 
     #[test]
@@ -7652,6 +7714,143 @@ mod test {
         let reply = reply.expect("an overflowing segment is acknowledged");
         assert_eq!(reply.ack_number, Some(REMOTE_SEQ + 1));
         assert_eq!(s.assembler.iter_data().count(), holes);
+    }
+
+    /// A SACK-carrying duplicate ACK of `ack` from the remote, blocks relative
+    /// to LOCAL_SEQ + 1.
+    fn sack_ack(ack: usize, blocks: &[(usize, usize)]) -> TcpRepr<'static> {
+        let mut sack_ranges = [None; 3];
+        for (slot, &(left, right)) in sack_ranges.iter_mut().zip(blocks) {
+            *slot = Some((
+                (LOCAL_SEQ + 1 + left).0 as u32,
+                (LOCAL_SEQ + 1 + right).0 as u32,
+            ));
+        }
+        TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + ack),
+            sack_ranges,
+            ..SEND_TEMPL
+        }
+    }
+
+    fn socket_sack_sent(data: &[u8], mss: usize) -> TestSocket {
+        let mut s = socket_established_with_buffer_sizes(256, 64);
+        s.remote_has_sack = true;
+        s.remote_mss = mss;
+        send!(s, time 0, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            ..SEND_TEMPL
+        });
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, mss);
+        s
+    }
+
+    #[test]
+    fn test_sack_recovery_retransmits_only_lost_holes() {
+        // "aaa" and "ccc" are lost; the rest arrives and is SACKed.
+        let mut s = socket_sack_sent(b"aaaBBBcccDDDeeeFFFgggHHH", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        recv_nothing!(s, time 1010);
+        send!(s, time 1011, sack_ack(0, &[(9, 12), (3, 6)]));
+        recv_nothing!(s, time 1011);
+        // 9 octets SACKed above 0..3 (more than 2 segments): IsLost. Above
+        // 6..9 only 6 are: not lost yet.
+        send!(s, time 1012, sack_ack(0, &[(9, 15), (3, 6)]));
+        assert_eq!(s.stats().fast_recoveries, 1);
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1013, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1013, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // Later SACKs resend nothing SACKed.
+        send!(s, time 1014, sack_ack(0, &[(9, 24), (3, 6)]));
+        recv_nothing!(s, time 1014);
+        send!(s, time 1020, sack_ack(24, &[]));
+        assert_eq!(s.recovery_point, None);
+        let stats = s.stats();
+        assert_eq!(stats.retransmitted_segments, 2);
+        assert_eq!(stats.sacked_bytes, 18);
+        assert_eq!(stats.timeouts, 0);
+    }
+
+    #[test]
+    fn test_sack_blocks_outside_the_window_are_ignored() {
+        let mut s = socket_sack_sent(b"aaaBBBccc", 3);
+        // Beyond SND.MAX, inverted, and below SND.UNA (a D-SACK).
+        send!(s, time 1010, sack_ack(3, &[(6, 100), (8, 7), (0, 3)]));
+        assert!(s.scoreboard.is_empty());
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        assert_eq!(s.local_rx_dup_acks, 0);
+    }
+
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_rto_resends_holes_only() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        s.congestion_controller.inner_mut().set_mss(3);
+        // One block SACKed: not enough to call anything lost.
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        recv_nothing!(s, time 1010);
+        // The timeout resends "aaa" (the window is one segment now) ...
+        recv!(s, time 2000, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 1);
+        // ... and after its ACK, skips "BBB", which the receiver holds.
+        send!(s, time 2010, sack_ack(6, &[]));
+        recv!(s, time 2010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 9,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"DDD"[..],
+            ..RECV_TEMPL
+        }]);
+    }
+
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_sack_scoreboard_kept_across_rto() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        s.congestion_controller.inner_mut().set_mss(3);
+        send!(s, time 1010, sack_ack(0, &[(6, 9)]));
+        recv!(s, time 2000, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        // The resend stops short of the SACKed "ccc".
+        send!(s, time 2010, sack_ack(3, &[(6, 9)]));
+        recv!(s, time 2010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"BBB"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 9,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"DDD"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().retransmitted_segments, 3);
     }
 
     #[test]
