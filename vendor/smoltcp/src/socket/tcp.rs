@@ -610,6 +610,14 @@ pub struct Socket<'a> {
     scoreboard: Scoreboard,
     /// Counters of loss recovery events.
     stats: TcpStats,
+    /// When the tail loss probe fires (RFC 8985 section 7), if armed.
+    tlp_at: Option<Instant>,
+    /// The probe timer fired: the next segment is a probe.
+    tlp_probe: bool,
+    /// SND.MAX after the outstanding probe; one probe per episode.
+    tlp_end_seq: Option<TcpSeqNumber>,
+    /// The sequence number the outstanding probe started at.
+    tlp_seq: TcpSeqNumber,
     /// Left edges of the SACK blocks last reported, most recent first
     /// (RFC 2018 section 4 repeats them in later ACKs).
     sack_recent: [Option<TcpSeqNumber>; 3],
@@ -718,6 +726,10 @@ impl<'a> Socket<'a> {
             scoreboard: Scoreboard::default(),
             stats: TcpStats::default(),
             sack_recent: [None; 3],
+            tlp_at: None,
+            tlp_probe: false,
+            tlp_end_seq: None,
+            tlp_seq: TcpSeqNumber::default(),
             ack_delay: Some(ACK_DELAY_DEFAULT),
             ack_delay_timer: AckDelayTimer::Idle,
             challenge_ack_timer: Instant::from_secs(0),
@@ -1109,6 +1121,9 @@ impl<'a> Socket<'a> {
         self.scoreboard.clear();
         self.stats = TcpStats::default();
         self.sack_recent = [None; 3];
+        self.tlp_at = None;
+        self.tlp_probe = false;
+        self.tlp_end_seq = None;
 
         #[cfg(feature = "async")]
         {
@@ -1732,10 +1747,23 @@ impl<'a> Socket<'a> {
         }
 
         // RFC 6675 IsLost over the scoreboard, and the classic third duplicate.
-        let sack_lost = self
+        let mut sack_lost = self
             .scoreboard
             .lost_edge(mss, DUP_THRESH)
             .filter(|&edge| edge > self.local_seq_no);
+        if let Some(end) = self.tlp_end_seq {
+            if ack_number >= end {
+                self.tlp_end_seq = None;
+            } else if self.scoreboard.highest().is_some_and(|h| h >= end)
+                && self.tlp_seq > self.local_seq_no
+            {
+                // RACK's rule for the probe (RFC 8985 section 6.2): it was
+                // sent a PTO (two round trips) after everything below it, and
+                // arrived; what is still missing below it is lost.
+                sack_lost = Some(sack_lost.map_or(self.tlp_seq, |e| e.max(self.tlp_seq)));
+                self.tlp_end_seq = None;
+            }
+        }
         if let Some(edge) = sack_lost
             && self.recovery_point.is_some()
         {
@@ -1748,6 +1776,37 @@ impl<'a> Socket<'a> {
             && self.local_seq_no < snd_max
         {
             self.enter_recovery(now, sack_lost);
+        } else if advanced {
+            self.arm_tlp(now);
+        }
+    }
+
+    /// Schedules a tail loss probe (RFC 8985 section 7.2) two smoothed RTTs
+    /// ahead, plus the delayed-ACK allowance when one segment is in flight,
+    /// unless the RTO would fire first. The peer's delayed ACK is assumed no
+    /// longer than this socket's own `ack_delay`.
+    fn arm_tlp(&mut self, now: Instant) {
+        self.tlp_at = None;
+        let Some(srtt) = self.rtte.smoothed() else {
+            return;
+        };
+        let flight = self.flight_size();
+        if !self.remote_has_sack
+            || flight == 0
+            || self.recovery_point.is_some()
+            || self.rto_recovery_point.is_some()
+            || self.tlp_end_seq.is_some()
+        {
+            return;
+        }
+        let mut pto = srtt * 2;
+        if flight <= self.remote_mss {
+            pto += self.ack_delay.unwrap_or(Duration::ZERO);
+        }
+        let at = now + pto;
+        match self.timer {
+            Timer::Retransmit { expires_at } if at >= expires_at => {}
+            _ => self.tlp_at = Some(at),
         }
     }
 
@@ -1762,6 +1821,8 @@ impl<'a> Socket<'a> {
         let first = snd_una + self.remote_mss.min(snd_max - snd_una);
         self.lost_end = sack_lost.map_or(first, |edge| edge.max(first));
         self.pending_fast_retransmit = true;
+        self.tlp_at = None;
+        self.tlp_probe = false;
         self.stats.fast_recoveries += 1;
         let in_flight = self.flight_size();
         self.congestion_controller
@@ -1875,10 +1936,15 @@ impl<'a> Socket<'a> {
     }
 
     fn cwnd_remaining(&self) -> usize {
-        self.congestion_controller
-            .inner()
-            .window()
-            .saturating_sub(self.pipe())
+        let window = self.congestion_controller.inner().window();
+        // A tail loss probe may send one new segment beyond the window
+        // (RFC 8985 section 7.3).
+        let window = if self.tlp_probe {
+            window.max(self.pipe() + self.remote_mss)
+        } else {
+            window
+        };
+        window.saturating_sub(self.pipe())
     }
 
     /// Return the amount of octets queued in the receive buffer. This value can be larger than
@@ -2712,7 +2778,7 @@ impl<'a> Socket<'a> {
     fn seq_to_transmit(&self, cx: &mut Context) -> bool {
         // Retransmissions in recovery; the first one is sent even if
         // congestion checks would disallow it.
-        if self.may_send_data() && self.retransmit_to_send().is_some() {
+        if self.may_send_data() && (self.tlp_probe || self.retransmit_to_send().is_some()) {
             return true;
         }
 
@@ -2911,6 +2977,9 @@ impl<'a> Socket<'a> {
             self.rto_recovery_point = Some(self.snd_max());
             self.end_recovery();
             self.local_rx_dup_acks = 0;
+            self.tlp_at = None;
+            self.tlp_probe = false;
+            self.tlp_end_seq = None;
 
             // Rewind "last sequence number sent", as if we never
             // had sent them. This will cause all data in the queue
@@ -2931,6 +3000,10 @@ impl<'a> Socket<'a> {
 
             // Inform RTTE, so that it can avoid bogus measurements.
             self.rtte.on_retransmit();
+        } else if self.tlp_at.is_some_and(|at| cx.now() >= at) {
+            net_debug!("tail loss probe timer expired");
+            self.tlp_at = None;
+            self.tlp_probe = self.may_send_data() && self.flight_size() > 0;
         }
 
         #[cfg(feature = "socket-tcp-pause-synack")]
@@ -3059,7 +3132,20 @@ impl<'a> Socket<'a> {
                 let local_mss = cx.ip_mtu() - ip_repr.header_len() - TCP_HEADER_LEN;
                 let effective_mss = local_mss.min(self.remote_mss).saturating_sub(options_len);
 
-                let offset = if let Some((seq, len)) = self.retransmit_to_send() {
+                let unsent_in_window = (self.local_seq_no
+                    + self.remote_win_len.min(self.tx_buffer.len()))
+                .max(self.remote_last_seq)
+                    - self.remote_last_seq;
+                let offset = if self.tlp_probe && unsent_in_window == 0 {
+                    // RFC 8985 section 7.3: no new data to probe with, so
+                    // resend the last segment.
+                    let data_end = self.tx_buffer.len();
+                    let size = effective_mss.min(data_end).min(self.flight_size());
+                    let offset = data_end - size;
+                    repr.seq_number = self.local_seq_no + offset;
+                    repr.payload = self.tx_buffer.get_allocated(offset, size);
+                    offset
+                } else if let Some((seq, len)) = self.retransmit_to_send() {
                     // A hole in recovery (RFC 6675 NextSeg rule 1), or the
                     // segment at SND.UNA without SACK (RFC 6582).
                     let offset = seq - self.local_seq_no;
@@ -3301,6 +3387,19 @@ impl<'a> Socket<'a> {
             self.timer.set_for_retransmit(cx.now(), rto);
         }
 
+        if self.tlp_probe && repr.segment_len() > 0 {
+            // RFC 8985 section 7.3: one probe, then the RTO is rearmed.
+            net_debug!("sent tail loss probe at {}", repr.seq_number);
+            self.tlp_probe = false;
+            self.stats.tail_loss_probes += 1;
+            self.tlp_seq = repr.seq_number;
+            self.tlp_end_seq = Some(self.snd_max());
+            let rto = self.rtte.retransmission_timeout();
+            self.timer.set_for_retransmit(cx.now(), rto);
+        } else if repr.segment_len() > 0 && seg_end > snd_max {
+            self.arm_tlp(cx.now());
+        }
+
         if self.state == State::Closed {
             // When aborting a connection, forget about it after sending a single RST packet.
             self.tuple = None;
@@ -3351,10 +3450,17 @@ impl<'a> Socket<'a> {
             };
 
             // We wait for the earliest of our timers to fire.
-            *[self.timer.poll_at(), timeout_poll_at, delayed_ack_poll_at]
-                .iter()
-                .min()
-                .unwrap_or(&PollAt::Ingress)
+            let tlp_poll_at = self.tlp_at.map_or(PollAt::Ingress, PollAt::Time);
+
+            *[
+                self.timer.poll_at(),
+                timeout_poll_at,
+                delayed_ack_poll_at,
+                tlp_poll_at,
+            ]
+            .iter()
+            .min()
+            .unwrap_or(&PollAt::Ingress)
         }
     }
 }
@@ -7851,6 +7957,76 @@ mod test {
             ..RECV_TEMPL
         }]);
         assert_eq!(s.stats().retransmitted_segments, 3);
+    }
+
+    /// A socket with a 10 ms smoothed RTT and SACK, that sent `data`.
+    fn socket_tlp_sent(data: &[u8], mss: usize) -> TestSocket {
+        let mut s = socket_sack_sent(b"", mss);
+        s.rtte.sample(10_000);
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, mss);
+        s
+    }
+
+    #[test]
+    fn test_tail_loss_probe_resends_last_segment() {
+        let mut s = socket_tlp_sent(b"aaaBBBccc", 3);
+        // PTO = 2 * SRTT = 20 ms after the last transmission, well before
+        // the RTO; the interface is told to wake for it.
+        assert_eq!(
+            s.socket.poll_at(&mut s.cx),
+            PollAt::Time(Instant::from_millis(1020))
+        );
+        recv_nothing!(s, time 1019);
+        recv!(s, time 1020, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().tail_loss_probes, 1);
+        // One probe per episode.
+        recv_nothing!(s, time 1045);
+        // The probe repaired the tail: everything is acknowledged.
+        send!(s, time 1030, sack_ack(9, &[]));
+        assert_eq!(s.stats().timeouts, 0);
+        assert_eq!(s.tlp_at, None);
+    }
+
+    #[test]
+    fn test_tail_loss_probe_reveals_earlier_tail_loss() {
+        // "BBB" and "ccc" are lost; the probe (a copy of "ccc") arrives and is
+        // SACKed, so "BBB", sent before it, is lost: recovery without an RTO.
+        let mut s = socket_tlp_sent(b"aaaBBBccc", 3);
+        send!(s, time 1005, sack_ack(3, &[]));
+        recv!(s, time 1025, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1035, sack_ack(3, &[(6, 9)]));
+        assert_eq!(s.stats().fast_recoveries, 1);
+        recv!(s, time 1035, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"BBB"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1045, sack_ack(9, &[]));
+        assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn test_tail_loss_probe_needs_sack_and_rtt() {
+        let mut s = socket_sack_sent(b"aaa", 3);
+        // No RTT sample yet: nothing before the RTO.
+        assert_eq!(s.tlp_at, None);
+        let mut s2 = socket_tlp_sent(b"aaa", 3);
+        s2.remote_has_sack = false;
+        s2.arm_tlp(Instant::from_millis(1000));
+        assert_eq!(s2.tlp_at, None);
+        s.abort();
     }
 
     #[test]
