@@ -19,6 +19,8 @@ use crate::wire::{
 };
 
 mod congestion;
+#[cfg(all(test, feature = "medium-ip", feature = "proto-ipv4"))]
+mod loss_sim;
 mod scoreboard;
 mod stats;
 

@@ -22,6 +22,4 @@ pub struct TcpStats {
     pub spurious_retransmits: u64,
     /// Octets newly reported held by SACK blocks.
     pub sacked_bytes: u64,
-    /// Segments declared lost by RACK's time-based rule (RFC 8985 section 6.2).
-    pub rack_lost_segments: u64,
 }
