@@ -612,6 +612,11 @@ pub struct Socket<'a> {
     scoreboard: Scoreboard,
     /// Counters of loss recovery events.
     stats: TcpStats,
+    /// SND.MAX when the segment at SND.UNA was last resent in recovery: if
+    /// data above it is SACKed while SND.UNA stays, that resend was lost too.
+    head_rxt_mark: Option<TcpSeqNumber>,
+    /// Resend the segment at SND.UNA again (its retransmission was lost).
+    head_resend: bool,
     /// When the tail loss probe fires (RFC 8985 section 7), if armed.
     tlp_at: Option<Instant>,
     /// The probe timer fired: the next segment is a probe.
@@ -728,6 +733,8 @@ impl<'a> Socket<'a> {
             scoreboard: Scoreboard::default(),
             stats: TcpStats::default(),
             sack_recent: [None; 3],
+            head_rxt_mark: None,
+            head_resend: false,
             tlp_at: None,
             tlp_probe: false,
             tlp_end_seq: None,
@@ -1621,6 +1628,8 @@ impl<'a> Socket<'a> {
     /// Leaves fast recovery (or forgets it was never entered).
     fn end_recovery(&mut self) {
         self.recovery_point = None;
+        self.head_rxt_mark = None;
+        self.head_resend = false;
         self.pending_fast_retransmit = false;
         self.high_rxt = self.local_seq_no;
         self.lost_end = self.local_seq_no;
@@ -1648,6 +1657,8 @@ impl<'a> Socket<'a> {
         };
 
         if advanced {
+            self.head_rxt_mark = None;
+            self.head_resend = false;
             if self.local_rx_dup_acks > 0 {
                 net_debug!("reset duplicate ACK count");
             }
@@ -1770,6 +1781,18 @@ impl<'a> Socket<'a> {
             && self.recovery_point.is_some()
         {
             self.lost_end = self.lost_end.max(edge);
+        }
+        // A lost retransmission of the head: data sent after it arrived
+        // (RACK's rule, RFC 8985 section 6.2, for the one segment that
+        // holds back the cumulative ACK; Linux's older lost-retransmit
+        // detection works alike).
+        if let Some(mark) = self.head_rxt_mark
+            && self.recovery_point.is_some()
+            && self.scoreboard.highest().is_some_and(|h| h > mark)
+        {
+            net_debug!("retransmission at {} lost", self.local_seq_no);
+            self.head_rxt_mark = None;
+            self.head_resend = true;
         }
         let lost_detected = sack_lost.is_some() || self.local_rx_dup_acks as usize >= DUP_THRESH;
         if lost_detected
@@ -1908,7 +1931,11 @@ impl<'a> Socket<'a> {
     fn retransmit_to_send(&self) -> Option<(TcpSeqNumber, usize)> {
         self.recovery_point?;
         let end = self.lost_end.min(self.remote_last_seq);
-        let start = self.scoreboard.skip(self.local_seq_no.max(self.high_rxt));
+        let start = if self.head_resend {
+            self.local_seq_no
+        } else {
+            self.scoreboard.skip(self.local_seq_no.max(self.high_rxt))
+        };
         if start >= end {
             return None;
         }
@@ -2374,7 +2401,16 @@ impl<'a> Socket<'a> {
                             TcpControl::None | TcpControl::Psh | TcpControl::Fin
                         )
                     {
-                        return Some(self.ack_reply(ip_repr, repr));
+                        let mut reply = self.ack_reply(ip_repr, repr);
+                        if self.remote_has_sack && segment_end <= window_start {
+                            // D-SACK (RFC 2883): report the duplicate first,
+                            // so the sender learns its resend was spurious.
+                            let ranges = &mut reply.1.sack_ranges;
+                            ranges.rotate_right(1);
+                            ranges[0] = Some((segment_start.0 as u32, segment_end.0 as u32));
+                            reply.0.set_payload_len(reply.1.buffer_len());
+                        }
+                        return Some(reply);
                     }
 
                     return self.challenge_ack_reply(cx, ip_repr, repr);
@@ -3363,6 +3399,10 @@ impl<'a> Socket<'a> {
             self.rtte.on_retransmit();
             if self.recovery_point.is_some() && repr.seq_number >= self.high_rxt {
                 self.high_rxt = seg_end;
+            }
+            if self.recovery_point.is_some() && repr.seq_number == self.local_seq_no {
+                self.head_resend = false;
+                self.head_rxt_mark = Some(snd_max);
             }
         }
         self.remote_last_seq = self.remote_last_seq.max(seg_end);
@@ -5289,6 +5329,46 @@ mod test {
         deliver(1500, 500, &[(1000, 2500), (3000, 3500)]);
         // The 2nd fills the first hole.
         deliver(500, 2500, &[(3000, 3500)]);
+    }
+
+    #[test]
+    fn test_duplicate_segment_reported_with_dsack() {
+        let mut s = socket_established();
+        s.remote_has_sack = true;
+        send!(
+            s,
+            TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1),
+                payload: &b"abcdef"[..],
+                ..SEND_TEMPL
+            }
+        );
+        recv!(
+            s,
+            [TcpRepr {
+                seq_number: LOCAL_SEQ + 1,
+                ack_number: Some(REMOTE_SEQ + 1 + 6),
+                window_len: 58,
+                ..RECV_TEMPL
+            }]
+        );
+        // The same segment again: the ACK reports it in a D-SACK block.
+        let reply = send(
+            &mut s,
+            Instant::from_millis(0),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1),
+                payload: &b"abcdef"[..],
+                ..SEND_TEMPL
+            },
+        );
+        let edge = |n: usize| (REMOTE_SEQ + 1 + n).0 as u32;
+        assert_eq!(
+            reply.unwrap().sack_ranges,
+            [Some((edge(0), edge(6))), None, None]
+        );
     }
 
     #[test]
@@ -7890,6 +7970,37 @@ mod test {
         assert_eq!(stats.retransmitted_segments, 2);
         assert_eq!(stats.sacked_bytes, 18);
         assert_eq!(stats.timeouts, 0);
+    }
+
+    #[test]
+    fn test_lost_retransmission_of_head_is_resent() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        send!(s, time 1011, sack_ack(0, &[(3, 9)]));
+        send!(s, time 1012, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        // New data goes out after the retransmission ...
+        s.send_slice(b"eee").unwrap();
+        recv_segments(&mut s, 1013, 12, b"eee", 3);
+        // ... and arrives, while "aaa" is still missing: its resend was
+        // lost as well, and goes out again without waiting for the RTO.
+        send!(s, time 1020, sack_ack(0, &[(3, 15)]));
+        recv!(s, time 1020, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        // A SACK of nothing new sent after it does not resend it again.
+        send!(s, time 1021, sack_ack(0, &[(3, 15)]));
+        recv_nothing!(s, time 1021);
+        assert_eq!(s.stats().retransmitted_segments, 2);
+        assert_eq!(s.stats().timeouts, 0);
     }
 
     #[test]
