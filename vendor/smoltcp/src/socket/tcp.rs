@@ -1678,6 +1678,12 @@ impl<'a> Socket<'a> {
                     self.dupack_delivered = self
                         .dupack_delivered
                         .saturating_sub(ack_len.saturating_sub(mss));
+                    if self.high_rxt > ack_number {
+                        // The new head was resent already, at an unknown
+                        // time: judge it lost if data sent from now on
+                        // arrives before it.
+                        self.head_rxt_mark = Some(snd_max);
+                    }
                     net_debug!("partial ACK {} in recovery until {}", ack_number, point);
                 }
                 Some(_) => {
@@ -8001,6 +8007,41 @@ mod test {
         recv_nothing!(s, time 1021);
         assert_eq!(s.stats().retransmitted_segments, 2);
         assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn test_lost_retransmission_becoming_head_is_resent() {
+        // "aaa" and "ccc" are lost, both resent in one go; the resend of
+        // "ccc" is lost too.
+        let mut s = socket_sack_sent(b"aaaBBBcccDDDeeeFFF", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        send!(s, time 1011, sack_ack(0, &[(9, 12), (3, 6)]));
+        send!(s, time 1012, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // "aaa" arrives: a partial ACK up to the hole at "ccc", already resent.
+        send!(s, time 1020, sack_ack(6, &[(9, 18)]));
+        recv_nothing!(s, time 1020);
+        // Data sent after that ACK arrives first: "ccc" goes out again.
+        s.send_slice(b"ggg").unwrap();
+        recv_segments(&mut s, 1021, 18, b"ggg", 3);
+        send!(s, time 1030, sack_ack(6, &[(9, 21)]));
+        recv!(s, time 1030, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().retransmitted_segments, 3);
     }
 
     #[test]
