@@ -1727,14 +1727,15 @@ impl<'a> Socket<'a> {
             }
         } else if ack_number < snd_max
             && (newly_sacked > 0
-                || (!self.remote_has_sack
+                || (repr.sack_ranges.iter().all(Option::is_none)
                     && repr.payload.is_empty()
                     && !is_window_update
                     && self.local_rx_last_ack == Some(ack_number)))
         {
-            // A duplicate ACK: RFC 5681's pure one, or with SACK, any
-            // segment reporting new data held (RFC 6675 section 2), which
-            // includes segments carrying data the other way.
+            // A duplicate ACK: RFC 5681's pure one (also from a SACK peer
+            // whose ACK carries no blocks), or any segment reporting new
+            // data held (RFC 6675 section 2), including segments carrying
+            // data the other way.
             self.local_rx_dup_acks = self.local_rx_dup_acks.saturating_add(1);
             if !self.remote_has_sack {
                 self.dupack_delivered = (self.dupack_delivered + mss).min(self.flight_size());
