@@ -3251,8 +3251,8 @@ impl<'a> Socket<'a> {
                 let offset = if self.tlp_probe && unsent_in_window == 0 {
                     // RFC 8985 section 7.3: no new data to probe with, so
                     // resend the last segment.
-                    let data_end = self.tx_buffer.len();
-                    let size = effective_mss.min(data_end).min(self.flight_size());
+                    let data_end = self.flight_size().min(self.tx_buffer.len());
+                    let size = effective_mss.min(data_end);
                     let offset = data_end - size;
                     repr.seq_number = self.local_seq_no + offset;
                     repr.payload = self.tx_buffer.get_allocated(offset, size);
@@ -8290,6 +8290,22 @@ mod test {
         }]);
         send!(s, time 1045, sack_ack(9, &[]));
         assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn test_tail_loss_probe_with_closed_window_resends_last_sent_segment() {
+        let mut s = socket_tlp_sent(b"aaaBBB", 3);
+        // More data waits, but the peer's window is closed at SND.NXT.
+        s.remote_win_len = 6;
+        s.send_slice(b"ccc").unwrap();
+        recv!(s, time 1020, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"BBB"[..],
+            ..RECV_TEMPL
+        }]);
+        // The unsent "ccc" is neither skipped nor sent beyond the window.
+        assert_eq!(s.remote_last_seq, LOCAL_SEQ + 1 + 6);
     }
 
     #[test]
