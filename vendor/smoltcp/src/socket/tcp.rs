@@ -671,6 +671,10 @@ pub struct Socket<'a> {
 
 const DEFAULT_MSS: usize = 536;
 
+/// The smallest tail loss probe timeout (RFC 8985 section 7.2 leaves the
+/// timer granularity to the implementation).
+const PTO_MIN: Duration = Duration::from_millis(1);
+
 /// DupThresh (RFC 5681, RFC 6675): duplicate ACKs, or SACKed segments above a
 /// hole, that mark it lost.
 const DUP_THRESH: usize = 3;
@@ -1845,7 +1849,10 @@ impl<'a> Socket<'a> {
         {
             return;
         }
-        let mut pto = srtt * 2;
+        // Never below a floor (Linux uses 10 ms), so that a near-zero SRTT
+        // does not probe at once; never above half the minimum RTO.
+        let floor = PTO_MIN.min(self.rtte.config.min / 2);
+        let mut pto = (srtt * 2).max(floor);
         if flight <= self.remote_mss {
             pto += self.ack_delay.unwrap_or(Duration::ZERO);
         }
@@ -8306,6 +8313,16 @@ mod test {
         }]);
         // The unsent "ccc" is neither skipped nor sent beyond the window.
         assert_eq!(s.remote_last_seq, LOCAL_SEQ + 1 + 6);
+    }
+
+    #[test]
+    fn test_tail_loss_probe_timeout_has_a_floor() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.rtte.sample(10);
+        s.send_slice(b"aaa").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaa", 3);
+        // 2 * SRTT is 20 us; the probe waits for the 1 ms floor.
+        assert_eq!(s.tlp_at, Some(Instant::from_millis(1001)));
     }
 
     #[test]
