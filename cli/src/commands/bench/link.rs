@@ -12,6 +12,8 @@ use verbs::transport::pcap::PcapSink;
 use verbs::transport::tap::{TapConfig, TapTransport};
 use verbs::transport::Transport;
 
+use super::nft_loss::{self, Hook};
+
 /// Port the server endpoint listens on.
 pub(crate) const PORT: u16 = 7471;
 
@@ -108,6 +110,10 @@ pub(crate) fn build_with(
             let guard = NetnsGuard::create()?;
             guard.run(&["link", "add", "br0", "type", "bridge"])?;
             guard.run(&["link", "set", "br0", "up"])?;
+            if opts.loss > 0.0 {
+                // Every frame between the two hosts crosses the bridge once.
+                nft_loss::install(&guard.name, Hook::BridgeForward, opts.loss)?;
+            }
             let open = |name: &str, last: u8| -> Result<TapTransport, String> {
                 let cfg = TapConfig {
                     ifname: name.into(),
@@ -142,11 +148,11 @@ pub(crate) fn build_with(
 
 /// A network namespace this process created; deleted on drop.
 pub(crate) struct NetnsGuard {
-    name: String,
+    pub name: String,
 }
 
 impl NetnsGuard {
-    fn create() -> Result<Self, String> {
+    pub(crate) fn create() -> Result<Self, String> {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "iwarp-bench-{}-{}",
@@ -167,7 +173,7 @@ impl NetnsGuard {
         Ok(NetnsGuard { name })
     }
 
-    fn run(&self, args: &[&str]) -> Result<(), String> {
+    pub(crate) fn run(&self, args: &[&str]) -> Result<(), String> {
         let out = Command::new("ip")
             .args(["-n", &self.name])
             .args(args)
