@@ -163,11 +163,11 @@ impl NetnsGuard {
             .args(["netns", "add", &name])
             .status()
             .map_err(|e| {
-                format!("cannot run ip(8): {e} (the TAP transport needs iproute2 and root)")
+                format!("cannot run ip(8): {e} (network namespaces need iproute2 and root)")
             })?;
         if !status.success() {
             return Err(format!(
-                "`ip netns add {name}` failed (the TAP transport needs root)"
+                "`ip netns add {name}` failed (network namespaces need root)"
             ));
         }
         Ok(NetnsGuard { name })
