@@ -19,6 +19,13 @@ use crate::wire::{
 };
 
 mod congestion;
+#[cfg(all(test, feature = "medium-ip", feature = "proto-ipv4"))]
+mod loss_sim;
+mod scoreboard;
+mod stats;
+
+use scoreboard::Scoreboard;
+pub use stats::TcpStats;
 
 macro_rules! tcp_trace {
     ($($arg:expr),*) => (net_log!(trace, $($arg),*));
@@ -141,70 +148,138 @@ impl fmt::Display for State {
 /// RFC 6298: (2.1) Until a round-trip time (RTT) measurement has been made for a
 /// segment sent between the sender and receiver, the sender SHOULD
 /// set RTO <- 1 second,
-const RTTE_INITIAL_RTO: u32 = 1000;
+const RTTE_INITIAL_RTO: Duration = Duration::from_secs(1);
 
 // Minimum "safety margin" for the RTO that kicks in when the
-// variance gets very low.
-const RTTE_MIN_MARGIN: u32 = 5;
+// variance gets very low. It never exceeds the minimum RTO, so that a socket
+// configured for a sub-millisecond path is not held to a 5 ms floor.
+const RTTE_MIN_MARGIN: Duration = Duration::from_millis(5);
 
 /// K, according to RFC 6298
 const RTTE_K: u32 = 4;
 
 // RFC 6298 (2.4): Whenever RTO is computed, if it is less than 1 second, then the
 // RTO SHOULD be rounded up to 1 second.
-const RTTE_MIN_RTO: u32 = 1000;
+const RTTE_MIN_RTO: Duration = Duration::from_secs(1);
 
 // RFC 6298 (2.5) A maximum value MAY be placed on RTO provided it is at least 60
 // seconds
-const RTTE_MAX_RTO: u32 = 60_000;
+const RTTE_MAX_RTO: Duration = Duration::from_secs(60);
 
+/// The retransmission timer bounds of one socket: RFC 6298's defaults unless
+/// set with `Socket::set_rto_min`, `set_rto_initial` and `set_rto_max`.
+///
+/// RFC 6298 allows a smaller minimum than one second (Linux uses 200 ms); on a
+/// path whose round trip is a few microseconds, even that costs thousands of
+/// round trips per timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+struct RtoConfig {
+    min: Duration,
+    initial: Duration,
+    max: Duration,
+}
+
+impl Default for RtoConfig {
+    fn default() -> Self {
+        Self {
+            min: RTTE_MIN_RTO,
+            initial: RTTE_INITIAL_RTO,
+            max: RTTE_MAX_RTO,
+        }
+    }
+}
+
+/// RFC 6298 round-trip estimator, sampling with the microsecond resolution of
+/// `Instant` (a whole-millisecond clock reads every sub-millisecond RTT as 0).
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 struct RttEstimator {
     /// true if we have made at least one rtt measurement.
     have_measurement: bool,
-    // Using u32 instead of Duration to save space (Duration is i64)
-    /// Smoothed RTT
+    // Microseconds in u32 instead of Duration to save space (Duration is u64);
+    // u32 holds more than an hour.
+    /// Smoothed RTT, in microseconds.
     srtt: u32,
-    /// RTT variance.
+    /// RTT variance, in microseconds.
     rttvar: u32,
-    /// Retransmission Time-Out
+    /// Retransmission Time-Out, in microseconds.
     rto: u32,
+    /// The smallest RTT sample seen, in microseconds (RACK's reordering window
+    /// and tail loss probes scale with it).
+    min_rtt: u32,
     timestamp: Option<(Instant, TcpSeqNumber)>,
     max_seq_sent: Option<TcpSeqNumber>,
     rto_count: u8,
+    config: RtoConfig,
 }
 
 impl Default for RttEstimator {
     fn default() -> Self {
+        Self::new(RtoConfig::default())
+    }
+}
+
+fn micros_u32(duration: Duration) -> u32 {
+    u32::try_from(duration.total_micros()).unwrap_or(u32::MAX)
+}
+
+impl RttEstimator {
+    fn new(config: RtoConfig) -> Self {
         Self {
             have_measurement: false,
             srtt: 0,   // ignored, will be overwritten on first measurement.
             rttvar: 0, // ignored, will be overwritten on first measurement.
-            rto: RTTE_INITIAL_RTO,
+            rto: micros_u32(config.initial),
+            min_rtt: u32::MAX,
             timestamp: None,
             max_seq_sent: None,
             rto_count: 0,
+            config,
         }
     }
-}
 
-impl RttEstimator {
+    fn set_config(&mut self, config: RtoConfig) {
+        self.config = config;
+        if self.have_measurement {
+            self.rto = self.bounded(self.rto);
+        } else {
+            self.rto = micros_u32(config.initial);
+        }
+    }
+
+    fn bounded(&self, rto: u32) -> u32 {
+        rto.clamp(micros_u32(self.config.min), micros_u32(self.config.max))
+    }
+
     fn retransmission_timeout(&self) -> Duration {
-        Duration::from_millis(self.rto as _)
+        Duration::from_micros(self.rto as _)
+    }
+
+    /// The smoothed RTT, if one has been measured.
+    fn smoothed(&self) -> Option<Duration> {
+        self.have_measurement
+            .then(|| Duration::from_micros(self.srtt as _))
+    }
+
+    /// The smallest RTT measured on the connection, if any.
+    fn min_rtt(&self) -> Option<Duration> {
+        (self.min_rtt != u32::MAX).then(|| Duration::from_micros(self.min_rtt as _))
     }
 
     #[cfg(feature = "socket-tcp-cubic")]
-    fn smoothed_rtt(&self) -> u32 {
+    fn smoothed_rtt_micros(&self) -> u32 {
         if self.have_measurement { self.srtt } else { 0 }
     }
 
+    /// Feeds one RTT sample, in microseconds.
     fn sample(&mut self, new_rtt: u32) {
+        self.min_rtt = self.min_rtt.min(new_rtt);
         if self.have_measurement {
             // RFC 6298 (2.3) When a subsequent RTT measurement R' is made, a host MUST set (...)
-            let diff = (self.srtt as i32 - new_rtt as i32).unsigned_abs();
-            self.rttvar = (self.rttvar * 3 + diff).div_ceil(4);
-            self.srtt = (self.srtt * 7 + new_rtt).div_ceil(8);
+            let diff = self.srtt.abs_diff(new_rtt);
+            self.rttvar = ((self.rttvar as u64 * 3 + diff as u64).div_ceil(4)) as u32;
+            self.srtt = ((self.srtt as u64 * 7 + new_rtt as u64).div_ceil(8)) as u32;
         } else {
             // RFC 6298 (2.2) When the first RTT measurement R is made, the host MUST set (...)
             self.have_measurement = true;
@@ -213,13 +288,14 @@ impl RttEstimator {
         }
 
         // RFC 6298 (2.2), (2.3)
-        let margin = RTTE_MIN_MARGIN.max(self.rttvar * RTTE_K);
-        self.rto = (self.srtt + margin).clamp(RTTE_MIN_RTO, RTTE_MAX_RTO);
+        let min_margin = micros_u32(RTTE_MIN_MARGIN.min(self.config.min));
+        let margin = min_margin.max(self.rttvar.saturating_mul(RTTE_K));
+        self.rto = self.bounded(self.srtt.saturating_add(margin));
 
         self.rto_count = 0;
 
         tcp_trace!(
-            "rtte: sample={:?} srtt={:?} rttvar={:?} rto={:?}",
+            "rtte: sample={:?}us srtt={:?}us rttvar={:?}us rto={:?}us",
             new_rtt,
             self.srtt,
             self.rttvar,
@@ -245,7 +321,8 @@ impl RttEstimator {
         if let Some((sent_timestamp, sent_seq)) = self.timestamp
             && seq >= sent_seq
         {
-            self.sample((timestamp - sent_timestamp).total_millis() as u32);
+            let rtt = (timestamp - sent_timestamp).total_micros();
+            self.sample(u32::try_from(rtt).unwrap_or(u32::MAX));
             self.timestamp = None;
         }
     }
@@ -254,8 +331,8 @@ impl RttEstimator {
         // RFC 6298 (5.5) The host MUST set RTO <- RTO * 2 ("back off the timer").  The
         // maximum value discussed in (2.5) above may be used to provide
         // an upper bound to this doubling operation.
-        self.rto = (self.rto * 2).min(RTTE_MAX_RTO);
-        tcp_trace!("rtte: doubling rto to {:?}", self.rto);
+        self.rto = self.rto.saturating_mul(2).min(micros_u32(self.config.max));
+        tcp_trace!("rtte: doubling rto to {:?}us", self.rto);
 
         // RFC 6298: a TCP implementation MAY clear SRTT and RTTVAR after
         // backing off the timer multiple times as it is likely that the current
@@ -287,7 +364,6 @@ enum Timer {
     Retransmit {
         expires_at: Instant,
     },
-    FastRetransmit,
     ZeroWindowProbe {
         expires_at: Instant,
         delay: Duration,
@@ -319,7 +395,6 @@ impl Timer {
     fn should_retransmit(&self, timestamp: Instant) -> bool {
         match *self {
             Timer::Retransmit { expires_at } if timestamp >= expires_at => true,
-            Timer::FastRetransmit => true,
             _ => false,
         }
     }
@@ -348,7 +423,6 @@ impl Timer {
             } => PollAt::Ingress,
             Timer::ZeroWindowProbe { expires_at, .. } => PollAt::Time(expires_at),
             Timer::Retransmit { expires_at, .. } => PollAt::Time(expires_at),
-            Timer::FastRetransmit => PollAt::Now,
             Timer::Close { expires_at } => PollAt::Time(expires_at),
         }
     }
@@ -375,20 +449,13 @@ impl Timer {
 
     fn set_for_retransmit(&mut self, timestamp: Instant, delay: Duration) {
         match *self {
-            Timer::Idle { .. }
-            | Timer::FastRetransmit
-            | Timer::Retransmit { .. }
-            | Timer::ZeroWindowProbe { .. } => {
+            Timer::Idle { .. } | Timer::Retransmit { .. } | Timer::ZeroWindowProbe { .. } => {
                 *self = Timer::Retransmit {
                     expires_at: timestamp + delay,
                 }
             }
             Timer::Close { .. } => (),
         }
-    }
-
-    fn set_for_fast_retransmit(&mut self) {
-        *self = Timer::FastRetransmit
     }
 
     fn set_for_close(&mut self, timestamp: Instant) {
@@ -406,7 +473,7 @@ impl Timer {
 
     fn rewind_zero_window_probe(&mut self, timestamp: Instant) {
         if let Timer::ZeroWindowProbe { mut delay, .. } = *self {
-            delay = (delay * 2).min(Duration::from_millis(RTTE_MAX_RTO as _));
+            delay = (delay * 2).min(RTTE_MAX_RTO);
             *self = Timer::ZeroWindowProbe {
                 expires_at: timestamp + delay,
                 delay,
@@ -423,7 +490,7 @@ impl Timer {
     }
 
     fn is_retransmit(&self) -> bool {
-        matches!(self, Timer::Retransmit { .. } | Timer::FastRetransmit)
+        matches!(self, Timer::Retransmit { .. })
     }
 }
 
@@ -518,11 +585,49 @@ pub struct Socket<'a> {
     local_rx_last_seq: Option<TcpSeqNumber>,
     /// The ACK number of the last packet received.
     local_rx_last_ack: Option<TcpSeqNumber>,
-    /// The number of packets received directly after
-    /// each other which have the same ACK number.
+    /// The number of duplicate ACKs (RFC 5681; with SACK, RFC 6675: ACKs
+    /// that SACK new data) received since SND.UNA last advanced. Segments
+    /// carrying data with an unchanged ACK number neither count nor reset it.
     local_rx_dup_acks: u8,
-    /// If a fast retransmit needs to occur
+    /// The first retransmission of a recovery episode is sent regardless of
+    /// the congestion window (RFC 6675 section 5, step 4.3).
     pending_fast_retransmit: bool,
+    /// RecoveryPoint (RFC 6675), "recover" (RFC 6582): SND.MAX when fast
+    /// recovery started; recovery lasts until it is acknowledged.
+    recovery_point: Option<TcpSeqNumber>,
+    /// SND.MAX at the last retransmission timeout, until acknowledged: no fast
+    /// recovery starts before (RFC 6582 section 3.2, RFC 6675 section 5.1).
+    /// While set, `remote_last_seq` may lag behind it (see `snd_max`).
+    rto_recovery_point: Option<TcpSeqNumber>,
+    /// HighRxt (RFC 6675): retransmissions in recovery resume at this point.
+    high_rxt: TcpSeqNumber,
+    /// Holes (octets not SACKed) below this point are deemed lost.
+    lost_end: TcpSeqNumber,
+    /// Without SACK, an estimate of the octets the receiver holds above
+    /// SND.UNA: one segment per duplicate ACK, as Linux counts for peers
+    /// without SACK. It keeps the flight estimate honest during recovery and
+    /// lets the first two duplicate ACKs send new data (RFC 3042).
+    dupack_delivered: usize,
+    /// What the receiver reported holding above SND.UNA (RFC 2018, RFC 6675).
+    scoreboard: Scoreboard,
+    /// Counters of loss recovery events.
+    stats: TcpStats,
+    /// SND.MAX when the segment at SND.UNA was last resent in recovery: if
+    /// data above it is SACKed while SND.UNA stays, that resend was lost too.
+    head_rxt_mark: Option<TcpSeqNumber>,
+    /// Resend the segment at SND.UNA again (its retransmission was lost).
+    head_resend: bool,
+    /// When the tail loss probe fires (RFC 8985 section 7), if armed.
+    tlp_at: Option<Instant>,
+    /// The probe timer fired: the next segment is a probe.
+    tlp_probe: bool,
+    /// SND.MAX after the outstanding probe; one probe per episode.
+    tlp_end_seq: Option<TcpSeqNumber>,
+    /// The sequence number the outstanding probe started at.
+    tlp_seq: TcpSeqNumber,
+    /// Left edges of the SACK blocks last reported, most recent first
+    /// (RFC 2018 section 4 repeats them in later ACKs).
+    sack_recent: [Option<TcpSeqNumber>; 3],
 
     /// Duration for Delayed ACK. If None no ACKs will be delayed.
     ack_delay: Option<Duration>,
@@ -558,6 +663,10 @@ pub struct Socket<'a> {
 }
 
 const DEFAULT_MSS: usize = 536;
+
+/// DupThresh (RFC 5681, RFC 6675): duplicate ACKs, or SACKed segments above a
+/// hole, that mark it lost.
+const DUP_THRESH: usize = 3;
 
 /// Minimum MSS we accept from the remote, same value as Linux's `TCP_MIN_SND_MSS`.
 /// Without it, a peer advertising a tiny MSS could force segments to carry little
@@ -616,6 +725,20 @@ impl<'a> Socket<'a> {
             local_rx_last_seq: None,
             local_rx_dup_acks: 0,
             pending_fast_retransmit: false,
+            recovery_point: None,
+            rto_recovery_point: None,
+            high_rxt: TcpSeqNumber::default(),
+            lost_end: TcpSeqNumber::default(),
+            dupack_delivered: 0,
+            scoreboard: Scoreboard::default(),
+            stats: TcpStats::default(),
+            sack_recent: [None; 3],
+            head_rxt_mark: None,
+            head_resend: false,
+            tlp_at: None,
+            tlp_probe: false,
+            tlp_end_seq: None,
+            tlp_seq: TcpSeqNumber::default(),
             ack_delay: Some(ACK_DELAY_DEFAULT),
             ack_delay_timer: AckDelayTimer::Idle,
             challenge_ack_timer: Instant::from_secs(0),
@@ -833,6 +956,64 @@ impl<'a> Socket<'a> {
         self.sws_avoidance = enabled
     }
 
+    /// Set the minimum retransmission timeout (RFC 6298 (2.4); 1 s unless set).
+    ///
+    /// Linux uses 200 ms; a path with a sub-millisecond round trip, such as a
+    /// link inside one host, can use a few milliseconds.
+    pub fn set_rto_min(&mut self, rto_min: Duration) {
+        let config = RtoConfig {
+            min: rto_min,
+            max: self.rtte.config.max.max(rto_min),
+            ..self.rtte.config
+        };
+        self.rtte.set_config(config);
+    }
+
+    /// Return the minimum retransmission timeout.
+    pub fn rto_min(&self) -> Duration {
+        self.rtte.config.min
+    }
+
+    /// Set the retransmission timeout used before the first RTT sample
+    /// (RFC 6298 (2.1); 1 s unless set). It also applies to the SYN.
+    pub fn set_rto_initial(&mut self, rto_initial: Duration) {
+        let config = RtoConfig {
+            initial: rto_initial,
+            ..self.rtte.config
+        };
+        self.rtte.set_config(config);
+    }
+
+    /// Return the retransmission timeout used before the first RTT sample.
+    pub fn rto_initial(&self) -> Duration {
+        self.rtte.config.initial
+    }
+
+    /// Set the upper bound of the retransmission timeout and of its backoff
+    /// (RFC 6298 (2.5); 60 s unless set, never below the minimum).
+    pub fn set_rto_max(&mut self, rto_max: Duration) {
+        let config = RtoConfig {
+            max: rto_max.max(self.rtte.config.min),
+            ..self.rtte.config
+        };
+        self.rtte.set_config(config);
+    }
+
+    /// Return the upper bound of the retransmission timeout.
+    pub fn rto_max(&self) -> Duration {
+        self.rtte.config.max
+    }
+
+    /// Return the smoothed round-trip time, once one has been measured.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtte.smoothed()
+    }
+
+    /// Return the counters of loss recovery events on this connection.
+    pub fn stats(&self) -> TcpStats {
+        self.stats
+    }
+
     /// Whether sender-side silly window avoidance is on.
     pub fn sws_avoidance(&self) -> bool {
         self.sws_avoidance
@@ -923,7 +1104,7 @@ impl<'a> Socket<'a> {
 
         self.state = State::Closed;
         self.timer = Timer::new();
-        self.rtte = RttEstimator::default();
+        self.rtte = RttEstimator::new(self.rtte.config);
         self.assembler = Assembler::new();
         self.tx_buffer.clear();
         self.rx_buffer.clear();
@@ -942,6 +1123,16 @@ impl<'a> Socket<'a> {
         self.remote_last_ts = None;
         self.ack_delay_timer = AckDelayTimer::Idle;
         self.challenge_ack_timer = Instant::from_secs(0);
+        self.local_rx_last_ack = None;
+        self.local_rx_dup_acks = 0;
+        self.end_recovery();
+        self.rto_recovery_point = None;
+        self.scoreboard.clear();
+        self.stats = TcpStats::default();
+        self.sack_recent = [None; 3];
+        self.tlp_at = None;
+        self.tlp_probe = false;
+        self.tlp_end_seq = None;
 
         #[cfg(feature = "async")]
         {
@@ -1402,6 +1593,18 @@ impl<'a> Socket<'a> {
         Ok(self.rx_buffer.read_allocated(0, data))
     }
 
+    /// Whether the state lets data segments go out.
+    fn may_send_data(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established
+                | State::FinWait1
+                | State::Closing
+                | State::CloseWait
+                | State::LastAck
+        )
+    }
+
     /// Return the amount of octets queued in the transmit buffer.
     ///
     /// Note that the Berkeley sockets interface does not have an equivalent of this API.
@@ -1412,6 +1615,338 @@ impl<'a> Socket<'a> {
     /// Number of octets transmitted but not yet ACKed.
     fn flight_size(&self) -> usize {
         self.remote_last_seq - self.local_seq_no
+    }
+
+    /// SND.MAX: the highest sequence number sent so far.
+    fn snd_max(&self) -> TcpSeqNumber {
+        match self.rto_recovery_point {
+            Some(max) if max > self.remote_last_seq => max,
+            _ => self.remote_last_seq,
+        }
+    }
+
+    /// Leaves fast recovery (or forgets it was never entered).
+    fn end_recovery(&mut self) {
+        self.recovery_point = None;
+        self.head_rxt_mark = None;
+        self.head_resend = false;
+        self.pending_fast_retransmit = false;
+        self.high_rxt = self.local_seq_no;
+        self.lost_end = self.local_seq_no;
+        self.dupack_delivered = 0;
+    }
+
+    /// The acknowledgment half of segment processing: duplicate ACK counting,
+    /// SACK scoreboard, fast recovery (RFC 5681, RFC 6582, RFC 6675).
+    fn process_ack(
+        &mut self,
+        now: Instant,
+        repr: &TcpRepr,
+        ack_number: TcpSeqNumber,
+        ack_len: usize,
+        is_window_update: bool,
+    ) {
+        let snd_max = self.snd_max();
+        let mss = self.remote_mss;
+        let advanced = ack_number > self.local_seq_no;
+
+        let newly_sacked = if self.remote_has_sack {
+            self.update_scoreboard(ack_number, snd_max, repr)
+        } else {
+            0
+        };
+
+        if advanced {
+            self.head_rxt_mark = None;
+            self.head_resend = false;
+            if self.local_rx_dup_acks > 0 {
+                net_debug!("reset duplicate ACK count");
+            }
+            self.local_rx_dup_acks = 0;
+            self.local_rx_last_ack = Some(ack_number);
+            self.rtte.on_ack(now, ack_number);
+
+            match self.recovery_point {
+                Some(point) if ack_number < point => {
+                    // RFC 6582 section 3.2 (5), partial ACK: the segment now at
+                    // SND.UNA was sent before the retransmission this ACK
+                    // covers, so it is lost too; resend it unless it already
+                    // was. The window stays at ssthresh until recovery ends.
+                    self.lost_end = self
+                        .lost_end
+                        .max(ack_number + mss.min(snd_max - ack_number));
+                    self.dupack_delivered = self
+                        .dupack_delivered
+                        .saturating_sub(ack_len.saturating_sub(mss));
+                    net_debug!("partial ACK {} in recovery until {}", ack_number, point);
+                }
+                Some(_) => {
+                    net_debug!("recovery complete at {}", ack_number);
+                    self.end_recovery();
+                    let new_flight_size = self.flight_size().saturating_sub(ack_len);
+                    self.congestion_controller.inner_mut().on_ack(
+                        now,
+                        ack_len,
+                        new_flight_size,
+                        &self.rtte,
+                    );
+                }
+                None => {
+                    self.dupack_delivered = 0;
+                    let new_flight_size = self.flight_size().saturating_sub(ack_len);
+                    self.congestion_controller.inner_mut().on_ack(
+                        now,
+                        ack_len,
+                        new_flight_size,
+                        &self.rtte,
+                    );
+                }
+            }
+            if self
+                .rto_recovery_point
+                .is_some_and(|point| ack_number >= point)
+            {
+                self.rto_recovery_point = None;
+            }
+        } else if ack_number < snd_max
+            && (newly_sacked > 0
+                || (!self.remote_has_sack
+                    && repr.payload.is_empty()
+                    && !is_window_update
+                    && self.local_rx_last_ack == Some(ack_number)))
+        {
+            // A duplicate ACK: RFC 5681's pure one, or with SACK, any
+            // segment reporting new data held (RFC 6675 section 2), which
+            // includes segments carrying data the other way.
+            self.local_rx_dup_acks = self.local_rx_dup_acks.saturating_add(1);
+            if !self.remote_has_sack {
+                self.dupack_delivered = (self.dupack_delivered + mss).min(self.flight_size());
+            }
+            net_debug!(
+                "received duplicate ACK for seq {} (duplicate nr {}{})",
+                ack_number,
+                self.local_rx_dup_acks,
+                if self.local_rx_dup_acks == u8::MAX {
+                    "+"
+                } else {
+                    ""
+                }
+            );
+        } else if !advanced {
+            // Data, a window update or a stale ACK: no news about losses,
+            // but keep the counted duplicates.
+            self.local_rx_last_ack = Some(ack_number);
+            let new_flight_size = self.flight_size();
+            self.congestion_controller
+                .inner_mut()
+                .on_ack(now, 0, new_flight_size, &self.rtte);
+        }
+
+        // We've processed everything in the incoming segment, so advance the local
+        // sequence number past it.
+        self.local_seq_no = ack_number;
+
+        // During retransmission, if an earlier segment got lost but later was
+        // successfully received, self.local_seq_no can move past self.remote_last_seq.
+        // Do not attempt to retransmit the latter segments; not only this is pointless
+        // in theory but also impossible in practice, since they have been already
+        // deallocated from the buffer.
+        if self.remote_last_seq < self.local_seq_no {
+            self.remote_last_seq = self.local_seq_no
+        }
+        self.skip_sacked_unsent();
+        if self.high_rxt < self.local_seq_no {
+            self.high_rxt = self.local_seq_no;
+        }
+
+        // RFC 6675 IsLost over the scoreboard, and the classic third duplicate.
+        let mut sack_lost = self
+            .scoreboard
+            .lost_edge(mss, DUP_THRESH)
+            .filter(|&edge| edge > self.local_seq_no);
+        if let Some(end) = self.tlp_end_seq {
+            if ack_number >= end {
+                self.tlp_end_seq = None;
+            } else if self.scoreboard.highest().is_some_and(|h| h >= end)
+                && self.tlp_seq > self.local_seq_no
+            {
+                // RACK's rule for the probe (RFC 8985 section 6.2): it was
+                // sent a PTO (two round trips) after everything below it, and
+                // arrived; what is still missing below it is lost.
+                sack_lost = Some(sack_lost.map_or(self.tlp_seq, |e| e.max(self.tlp_seq)));
+                self.tlp_end_seq = None;
+            }
+        }
+        if let Some(edge) = sack_lost
+            && self.recovery_point.is_some()
+        {
+            self.lost_end = self.lost_end.max(edge);
+        }
+        // A lost retransmission of the head: data sent after it arrived
+        // (RACK's rule, RFC 8985 section 6.2, for the one segment that
+        // holds back the cumulative ACK; Linux's older lost-retransmit
+        // detection works alike).
+        if let Some(mark) = self.head_rxt_mark
+            && self.recovery_point.is_some()
+            && self.scoreboard.highest().is_some_and(|h| h > mark)
+        {
+            net_debug!("retransmission at {} lost", self.local_seq_no);
+            self.head_rxt_mark = None;
+            self.head_resend = true;
+        }
+        let lost_detected = sack_lost.is_some() || self.local_rx_dup_acks as usize >= DUP_THRESH;
+        if lost_detected
+            && self.recovery_point.is_none()
+            && self.rto_recovery_point.is_none()
+            && self.local_seq_no < snd_max
+        {
+            self.enter_recovery(now, sack_lost);
+        } else if advanced {
+            self.arm_tlp(now);
+        }
+    }
+
+    /// Schedules a tail loss probe (RFC 8985 section 7.2) two smoothed RTTs
+    /// ahead, plus the delayed-ACK allowance when one segment is in flight,
+    /// unless the RTO would fire first. The peer's delayed ACK is assumed no
+    /// longer than this socket's own `ack_delay`.
+    fn arm_tlp(&mut self, now: Instant) {
+        self.tlp_at = None;
+        let Some(srtt) = self.rtte.smoothed() else {
+            return;
+        };
+        let flight = self.flight_size();
+        if !self.remote_has_sack
+            || flight == 0
+            || self.recovery_point.is_some()
+            || self.rto_recovery_point.is_some()
+            || self.tlp_end_seq.is_some()
+        {
+            return;
+        }
+        let mut pto = srtt * 2;
+        if flight <= self.remote_mss {
+            pto += self.ack_delay.unwrap_or(Duration::ZERO);
+        }
+        let at = now + pto;
+        match self.timer {
+            Timer::Retransmit { expires_at } if at >= expires_at => {}
+            _ => self.tlp_at = Some(at),
+        }
+    }
+
+    /// Starts fast retransmit and fast recovery (RFC 5681 section 3.2,
+    /// RFC 6675 section 5).
+    fn enter_recovery(&mut self, now: Instant, sack_lost: Option<TcpSeqNumber>) {
+        let snd_una = self.local_seq_no;
+        let snd_max = self.snd_max();
+        net_debug!("started fast retransmit, recovery until {}", snd_max);
+        self.recovery_point = Some(snd_max);
+        self.high_rxt = snd_una;
+        let first = snd_una + self.remote_mss.min(snd_max - snd_una);
+        self.lost_end = sack_lost.map_or(first, |edge| edge.max(first));
+        self.pending_fast_retransmit = true;
+        self.tlp_at = None;
+        self.tlp_probe = false;
+        self.stats.fast_recoveries += 1;
+        let in_flight = self.flight_size();
+        self.congestion_controller
+            .inner_mut()
+            .on_recovery(now, in_flight);
+    }
+
+    /// Records the SACK blocks of an incoming ACK (RFC 2018), ignoring those
+    /// outside SND.UNA..SND.MAX, and returns how many octets they newly
+    /// reported held.
+    fn update_scoreboard(
+        &mut self,
+        ack_number: TcpSeqNumber,
+        snd_max: TcpSeqNumber,
+        repr: &TcpRepr,
+    ) -> usize {
+        self.scoreboard.advance(ack_number);
+        // A receiver that acknowledged up to a SACKed block's middle has
+        // discarded ("reneged on") what it reported: start afresh, as Linux
+        // does.
+        if self.scoreboard.skip(ack_number) != ack_number {
+            net_debug!("SACK reneging detected at {}", ack_number);
+            self.scoreboard.clear();
+        }
+        let mut newly = 0;
+        for (left, right) in repr.sack_ranges.iter().flatten() {
+            let (left, right) = (TcpSeqNumber(*left as i32), TcpSeqNumber(*right as i32));
+            if left >= right || right > snd_max {
+                continue;
+            }
+            if right <= ack_number {
+                // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly.
+                self.stats.spurious_retransmits += 1;
+                continue;
+            }
+            newly += self.scoreboard.insert(left.max(ack_number), right);
+        }
+        self.stats.sacked_bytes += newly as u64;
+        newly
+    }
+
+    /// After a retransmission timeout rewound `remote_last_seq`, steps it over
+    /// what the receiver already holds.
+    fn skip_sacked_unsent(&mut self) {
+        if self.remote_last_seq < self.snd_max() {
+            let next = self.scoreboard.skip(self.remote_last_seq);
+            self.remote_last_seq = next.min(self.snd_max());
+        }
+    }
+
+    /// The estimate of octets in the network (RFC 6675 "pipe"; Linux's
+    /// `packets_in_flight`): sent, minus what the receiver holds, minus what
+    /// is deemed lost and not yet retransmitted.
+    fn pipe(&self) -> usize {
+        let (una, nxt) = (self.local_seq_no, self.remote_last_seq);
+        let flight = self.flight_size();
+        let delivered = if self.remote_has_sack {
+            self.scoreboard.sacked_between(una, nxt)
+        } else {
+            self.dupack_delivered.min(flight)
+        };
+        let lost = match self.recovery_point {
+            Some(_) => {
+                let from = una.max(self.high_rxt);
+                let to = self.lost_end.min(nxt);
+                if from < to {
+                    (to - from) - self.scoreboard.sacked_between(from, to)
+                } else {
+                    0
+                }
+            }
+            None => 0,
+        };
+        flight.saturating_sub(delivered).saturating_sub(lost)
+    }
+
+    /// The next hole to retransmit in recovery, if the congestion window
+    /// allows (RFC 6675 NextSeg rule 1): the first octets not SACKed at or
+    /// above HighRxt that are deemed lost. Returns start and length (which
+    /// the caller still bounds by the MSS).
+    fn retransmit_to_send(&self) -> Option<(TcpSeqNumber, usize)> {
+        self.recovery_point?;
+        let end = self.lost_end.min(self.remote_last_seq);
+        let start = if self.head_resend {
+            self.local_seq_no
+        } else {
+            self.scoreboard.skip(self.local_seq_no.max(self.high_rxt))
+        };
+        if start >= end {
+            return None;
+        }
+        let stop = self
+            .scoreboard
+            .next_start(start)
+            .map_or(end, |s| s.min(end));
+        let len = stop - start;
+        let allowed =
+            self.pending_fast_retransmit || self.cwnd_remaining() >= len.min(self.remote_mss);
+        allowed.then_some((start, len))
     }
 
     /// Sender-side silly window avoidance (RFC 1122, section 4.2.3.4), as
@@ -1430,10 +1965,15 @@ impl<'a> Socket<'a> {
     }
 
     fn cwnd_remaining(&self) -> usize {
-        self.congestion_controller
-            .inner()
-            .window()
-            .saturating_sub(self.flight_size())
+        let window = self.congestion_controller.inner().window();
+        // A tail loss probe may send one new segment beyond the window
+        // (RFC 8985 section 7.3).
+        let window = if self.tlp_probe {
+            window.max(self.pipe() + self.remote_mss)
+        } else {
+            window
+        };
+        window.saturating_sub(self.pipe())
     }
 
     /// Return the amount of octets queued in the receive buffer. This value can be larger than
@@ -1525,46 +2065,52 @@ impl<'a> Socket<'a> {
 
         // If the remote supports selective acknowledgement, add the option to the outgoing
         // segment.
-        if self.remote_has_sack {
-            net_debug!("sending sACK option with current assembler ranges");
-
-            // RFC 2018: The first SACK block (i.e., the one immediately following the kind and
-            // length fields in the option) MUST specify the contiguous block of data containing
-            // the segment which triggered this ACK, unless that segment advanced the
-            // Acknowledgment Number field in the header.
-            reply_repr.sack_ranges[0] = None;
-
-            let ack = reply_repr.ack_number.unwrap_or(TcpSeqNumber(0));
-
-            if let Some(last_seg_seq) = self.local_rx_last_seq {
-                reply_repr.sack_ranges[0] = self
-                    .assembler
-                    .iter_data()
-                    .map(|(left, right)| (ack + left, ack + right))
-                    .find(|&(left, right)| left <= last_seg_seq && right >= last_seg_seq)
-                    .map(|(left, right)| (left.0 as u32, right.0 as u32));
-            }
-
-            if reply_repr.sack_ranges[0].is_none() {
-                // The matching segment was removed from the assembler, meaning the acknowledgement
-                // number has advanced, or there was no previous sACK.
-                //
-                // While the RFC says we SHOULD keep a list of reported sACK ranges, and iterate
-                // through those, that is currently infeasible. Instead, we offer the range with
-                // the lowest sequence number (if one exists) to hint at what segments would
-                // most quickly advance the acknowledgement number.
-                reply_repr.sack_ranges[0] = self
-                    .assembler
-                    .iter_data()
-                    .map(|(left, right)| (ack + left, ack + right))
-                    .next()
-                    .map(|(left, right)| (left.0 as u32, right.0 as u32));
-            }
-        }
+        reply_repr.sack_ranges = self.sack_ranges();
 
         // Since the sACK option may have changed the length of the payload, update that.
         ip_reply_repr.set_payload_len(reply_repr.buffer_len());
         (ip_reply_repr, reply_repr)
+    }
+
+    /// SACK blocks for an outgoing ACK (RFC 2018 section 4): the block holding
+    /// the segment that triggered it first, then the most recently reported
+    /// blocks, then the others from the lowest; at most three (the option
+    /// space left beside timestamps). Remembers what it reported.
+    fn sack_ranges(&mut self) -> [Option<(u32, u32)>; 3] {
+        let mut ranges = [None; 3];
+        if !self.remote_has_sack || self.assembler.is_empty() {
+            self.sack_recent = [None; 3];
+            return ranges;
+        }
+        let ack = self.remote_seq_no + self.rx_buffer.len();
+        let block_of = |seq: TcpSeqNumber| {
+            self.assembler
+                .iter_data()
+                .map(|(left, right)| (ack + left, ack + right))
+                .find(|&(left, right)| left <= seq && seq <= right)
+        };
+        let candidates = core::iter::once(self.local_rx_last_seq)
+            .chain(self.sack_recent.iter().copied())
+            .flatten()
+            .filter_map(block_of)
+            .chain(
+                self.assembler
+                    .iter_data()
+                    .map(|(left, right)| (ack + left, ack + right)),
+            );
+        let mut count = 0;
+        for (left, right) in candidates {
+            let block = Some((left.0 as u32, right.0 as u32));
+            if count == ranges.len() {
+                break;
+            }
+            if !ranges[..count].contains(&block) {
+                ranges[count] = block;
+                count += 1;
+            }
+        }
+        self.sack_recent = ranges.map(|range| range.map(|(left, _)| TcpSeqNumber(left as i32)));
+        ranges
     }
 
     fn challenge_ack_reply(
@@ -1855,7 +2401,16 @@ impl<'a> Socket<'a> {
                             TcpControl::None | TcpControl::Psh | TcpControl::Fin
                         )
                     {
-                        return Some(self.ack_reply(ip_repr, repr));
+                        let mut reply = self.ack_reply(ip_repr, repr);
+                        if self.remote_has_sack && segment_end <= window_start {
+                            // D-SACK (RFC 2883): report the duplicate first,
+                            // so the sender learns its resend was spurious.
+                            let ranges = &mut reply.1.sack_ranges;
+                            ranges.rotate_right(1);
+                            ranges[0] = Some((segment_start.0 as u32, segment_end.0 as u32));
+                            reply.0.set_payload_len(reply.1.buffer_len());
+                        }
+                        return Some(reply);
                     }
 
                     return self.challenge_ack_reply(cx, ip_repr, repr);
@@ -2120,80 +2675,7 @@ impl<'a> Socket<'a> {
         }
 
         if let Some(ack_number) = repr.ack_number {
-            // TODO: When flow control is implemented,
-            // refractor the following block within that implementation
-
-            match self.local_rx_last_ack {
-                // Duplicate ACK if payload empty and ACK doesn't move send window ->
-                // Increment duplicate ACK count, notify congestion controller and
-                // set for retransmit if we just received the third duplicate ACK
-                Some(last_rx_ack)
-                    if repr.payload.is_empty()
-                        && last_rx_ack == ack_number
-                        && ack_number < self.remote_last_seq
-                        && !is_window_update =>
-                {
-                    // Increment duplicate ACK count
-                    self.local_rx_dup_acks = self.local_rx_dup_acks.saturating_add(1);
-
-                    net_debug!(
-                        "received duplicate ACK for seq {} (duplicate nr {}{})",
-                        ack_number,
-                        self.local_rx_dup_acks,
-                        if self.local_rx_dup_acks == u8::MAX {
-                            "+"
-                        } else {
-                            ""
-                        }
-                    );
-
-                    if self.local_rx_dup_acks == 3 {
-                        self.timer.set_for_fast_retransmit();
-                        net_debug!("started fast retransmit");
-                    }
-
-                    // Notify of duplicate ACK
-                    let in_flight = self.flight_size();
-                    self.congestion_controller.inner_mut().on_dup_ack(
-                        cx.now(),
-                        self.remote_mss,
-                        in_flight,
-                    );
-                }
-
-                // No duplicate ACK means we reset the duplicate ACK count
-                // and notify the congestion controller of the fresh ACK
-                _ => {
-                    if self.local_rx_dup_acks > 0 {
-                        self.local_rx_dup_acks = 0;
-                        net_debug!("reset duplicate ACK count");
-                    }
-                    self.local_rx_last_ack = Some(ack_number);
-
-                    // Notify of fresh ACK
-                    self.rtte.on_ack(cx.now(), ack_number);
-                    let new_flight_size = self.flight_size().saturating_sub(ack_len);
-                    self.congestion_controller.inner_mut().on_ack(
-                        cx.now(),
-                        ack_len,
-                        new_flight_size,
-                        &self.rtte,
-                    );
-                }
-            };
-
-            // We've processed everything in the incoming segment, so advance the local
-            // sequence number past it.
-            self.local_seq_no = ack_number;
-
-            // During retransmission, if an earlier segment got lost but later was
-            // successfully received, self.local_seq_no can move past self.remote_last_seq.
-            // Do not attempt to retransmit the latter segments; not only this is pointless
-            // in theory but also impossible in practice, since they have been already
-            // deallocated from the buffer.
-            if self.remote_last_seq < self.local_seq_no {
-                self.remote_last_seq = self.local_seq_no
-            }
+            self.process_ack(cx.now(), repr, ack_number, ack_len, is_window_update);
         }
 
         // update last remote tsval
@@ -2203,7 +2685,7 @@ impl<'a> Socket<'a> {
 
         // update timers.
         match self.timer {
-            Timer::Retransmit { .. } | Timer::FastRetransmit => {
+            Timer::Retransmit { .. } => {
                 if ack_all {
                     // RFC 6298: (5.2) ACK of all outstanding data turn off the retransmit timer.
                     self.timer.set_for_idle(cx.now(), self.keep_alive);
@@ -2251,7 +2733,11 @@ impl<'a> Socket<'a> {
                 payload_len,
                 payload_offset
             );
-            return None;
+            // The segment is dropped, but still acknowledged: the duplicate
+            // ACK (with its SACK blocks) tells the sender where the holes
+            // are, as an out-of-order segment would (RFC 5681 section 4.2,
+            // RFC 9293 3.10.7.4). Silence would leave it waiting for an RTO.
+            return Some(self.ack_reply(ip_repr, repr));
         };
 
         // Place payload octets into the buffer.
@@ -2328,8 +2814,9 @@ impl<'a> Socket<'a> {
     }
 
     fn seq_to_transmit(&self, cx: &mut Context) -> bool {
-        // Fast retransmits should always send, even if later congestion checks would disallow
-        if self.pending_fast_retransmit && !self.tx_buffer.is_empty() {
+        // Retransmissions in recovery; the first one is sent even if
+        // congestion checks would disallow it.
+        if self.may_send_data() && (self.tlp_probe || self.retransmit_to_send().is_some()) {
             return true;
         }
 
@@ -2361,6 +2848,11 @@ impl<'a> Socket<'a> {
         // max sequence number we can send.
         let max_send_seq =
             self.local_seq_no + core::cmp::min(self.remote_win_len, self.tx_buffer.len());
+        // After a timeout, the resend stops short of data the receiver holds.
+        let max_send_seq = match self.scoreboard.next_start(self.remote_last_seq) {
+            Some(sacked) if sacked < self.snd_max() => max_send_seq.min(sacked),
+            _ => max_send_seq,
+        };
 
         // Max amount of octets we can send.
         let capped_send_seq = if max_send_seq >= self.remote_last_seq {
@@ -2508,35 +3000,35 @@ impl<'a> Socket<'a> {
             net_debug!("timeout exceeded");
             self.set_state(State::Closed);
         } else if self.timer.should_retransmit(cx.now()) {
-            if let Timer::Retransmit { .. } = self.timer {
-                // If a retransmit timer expired, we should resend data starting at the last ACK.
-                net_debug!("retransmitting after rto");
+            // If a retransmit timer expired, we should resend data starting at the last ACK.
+            net_debug!("retransmitting after rto");
+            self.stats.timeouts += 1;
 
-                // Inform the congestion controller that we're retransmitting and should enter the slow start state
-                let in_flight = self.flight_size();
-                self.congestion_controller
-                    .inner_mut()
-                    .on_rto(cx.now(), in_flight);
+            // Inform the congestion controller that we're retransmitting and should enter the slow start state
+            let in_flight = self.flight_size();
+            self.congestion_controller
+                .inner_mut()
+                .on_rto(cx.now(), in_flight);
 
-                // Rewind "last sequence number sent", as if we never
-                // had sent them. This will cause all data in the queue
-                // to be sent again.
-                self.remote_last_seq = self.local_seq_no;
+            // RFC 6675 section 5.1: fast recovery ends, and no new one starts
+            // until everything sent so far is acknowledged.
+            self.rto_recovery_point = Some(self.snd_max());
+            self.end_recovery();
+            self.local_rx_dup_acks = 0;
+            self.tlp_at = None;
+            self.tlp_probe = false;
+            self.tlp_end_seq = None;
 
-                // Inform RTTE, so that it can can handle RTO backoff
-                self.rtte.on_rto();
-            } else {
-                // If a fast rentrasmit timer expired, we should resend only the earliest unAcked segment
-                net_debug!("retransmitting for fast-retransmit");
+            // Rewind "last sequence number sent", as if we never
+            // had sent them. This will cause all data in the queue
+            // to be sent again, except what the receiver reported
+            // holding with SACK: the scoreboard is kept, as Linux does
+            // (RFC 6675 section 5.1 allows either).
+            self.remote_last_seq = self.local_seq_no;
+            self.skip_sacked_unsent();
 
-                // Inform the congestion controller that we're doing a fast retransmit and should enter the fast recovery state
-                let in_flight = self.flight_size();
-                self.congestion_controller
-                    .inner_mut()
-                    .on_loss(cx.now(), in_flight);
-
-                self.pending_fast_retransmit = true;
-            }
+            // Inform RTTE, so that it can can handle RTO backoff
+            self.rtte.on_rto();
 
             // Clear the `should_retransmit` state. If we can't retransmit right
             // now for whatever reason (like zero window), this avoids an
@@ -2546,6 +3038,10 @@ impl<'a> Socket<'a> {
 
             // Inform RTTE, so that it can avoid bogus measurements.
             self.rtte.on_retransmit();
+        } else if self.tlp_at.is_some_and(|at| cx.now() >= at) {
+            net_debug!("tail loss probe timer expired");
+            self.tlp_at = None;
+            self.tlp_probe = self.may_send_data() && self.flight_size() > 0;
         }
 
         #[cfg(feature = "socket-tcp-pause-synack")]
@@ -2610,6 +3106,13 @@ impl<'a> Socket<'a> {
             payload: &[],
         };
 
+        if !matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::Closed
+        ) {
+            repr.sack_ranges = self.sack_ranges();
+        }
+
         let mut is_zero_window_probe = false;
 
         #[cfg_attr(
@@ -2667,14 +3170,32 @@ impl<'a> Socket<'a> {
                 let local_mss = cx.ip_mtu() - ip_repr.header_len() - TCP_HEADER_LEN;
                 let effective_mss = local_mss.min(self.remote_mss).saturating_sub(options_len);
 
-                let offset = if self.pending_fast_retransmit {
-                    let size = effective_mss.min(self.tx_buffer.len());
-                    repr.seq_number = self.local_seq_no;
-                    repr.payload = self.tx_buffer.get_allocated(0, size);
+                let unsent_in_window = (self.local_seq_no
+                    + self.remote_win_len.min(self.tx_buffer.len()))
+                .max(self.remote_last_seq)
+                    - self.remote_last_seq;
+                let offset = if self.tlp_probe && unsent_in_window == 0 {
+                    // RFC 8985 section 7.3: no new data to probe with, so
+                    // resend the last segment.
+                    let data_end = self.tx_buffer.len();
+                    let size = effective_mss.min(data_end).min(self.flight_size());
+                    let offset = data_end - size;
+                    repr.seq_number = self.local_seq_no + offset;
+                    repr.payload = self.tx_buffer.get_allocated(offset, size);
+                    offset
+                } else if let Some((seq, len)) = self.retransmit_to_send() {
+                    // A hole in recovery (RFC 6675 NextSeg rule 1), or the
+                    // segment at SND.UNA without SACK (RFC 6582).
+                    let offset = seq - self.local_seq_no;
+                    let size = len
+                        .min(effective_mss)
+                        .min(self.tx_buffer.len().saturating_sub(offset));
+                    repr.seq_number = seq;
+                    repr.payload = self.tx_buffer.get_allocated(offset, size);
 
                     self.pending_fast_retransmit = false;
 
-                    0
+                    offset
                 } else {
                     // Right edge of window, ie the max sequence number we're allowed to send.
                     let win_right_edge = self.local_seq_no + self.remote_win_len;
@@ -2729,6 +3250,13 @@ impl<'a> Socket<'a> {
                         })
                         .unwrap_or(effective_mss)
                     };
+
+                    // After a timeout, stop short of data the receiver holds.
+                    let sack_limit = match self.scoreboard.next_start(self.remote_last_seq) {
+                        Some(sacked) if sacked < self.snd_max() => sacked - self.remote_last_seq,
+                        _ => usize::MAX,
+                    };
+                    let win_limit = win_limit.min(sack_limit);
 
                     let size = if is_zero_window_probe {
                         // Zero-window probes are exempt from the congestion window: they
@@ -2862,9 +3390,26 @@ impl<'a> Socket<'a> {
         // We've sent a packet successfully, so we can update the internal state now.
         // Use max() so a fast-retransmit segment (whose seq_number is local_seq_no, well
         // behind the current frontier) doesn't rewind the tracked "highest sent" sequence.
-        self.remote_last_seq = self
-            .remote_last_seq
-            .max(repr.seq_number + repr.segment_len());
+        let snd_max = self.snd_max();
+        let seg_end = repr.seq_number + repr.segment_len();
+        if repr.segment_len() > 0 && repr.seq_number < snd_max {
+            self.stats.retransmitted_segments += 1;
+            self.stats.retransmitted_bytes += repr.payload.len() as u64;
+            // Karn: no RTT sample from a segment sent twice.
+            self.rtte.on_retransmit();
+            if self.recovery_point.is_some() && repr.seq_number >= self.high_rxt {
+                self.high_rxt = seg_end;
+            }
+            if self.recovery_point.is_some() && repr.seq_number == self.local_seq_no {
+                self.head_resend = false;
+                self.head_rxt_mark = Some(snd_max);
+            }
+        }
+        self.remote_last_seq = self.remote_last_seq.max(seg_end);
+        if self.remote_last_seq < snd_max {
+            // Resending after a timeout: step over what the receiver holds.
+            self.remote_last_seq = self.scoreboard.skip(self.remote_last_seq).min(snd_max);
+        }
         self.remote_last_ack = repr.ack_number;
         self.remote_last_win = repr.window_len;
 
@@ -2882,6 +3427,19 @@ impl<'a> Socket<'a> {
             // so that it will expire after RTO seconds.
             let rto = self.rtte.retransmission_timeout();
             self.timer.set_for_retransmit(cx.now(), rto);
+        }
+
+        if self.tlp_probe && repr.segment_len() > 0 {
+            // RFC 8985 section 7.3: one probe, then the RTO is rearmed.
+            net_debug!("sent tail loss probe at {}", repr.seq_number);
+            self.tlp_probe = false;
+            self.stats.tail_loss_probes += 1;
+            self.tlp_seq = repr.seq_number;
+            self.tlp_end_seq = Some(self.snd_max());
+            let rto = self.rtte.retransmission_timeout();
+            self.timer.set_for_retransmit(cx.now(), rto);
+        } else if repr.segment_len() > 0 && seg_end > snd_max {
+            self.arm_tlp(cx.now());
         }
 
         if self.state == State::Closed {
@@ -2934,10 +3492,17 @@ impl<'a> Socket<'a> {
             };
 
             // We wait for the earliest of our timers to fire.
-            *[self.timer.poll_at(), timeout_poll_at, delayed_ack_poll_at]
-                .iter()
-                .min()
-                .unwrap_or(&PollAt::Ingress)
+            let tlp_poll_at = self.tlp_at.map_or(PollAt::Ingress, PollAt::Time);
+
+            *[
+                self.timer.poll_at(),
+                timeout_poll_at,
+                delayed_ack_poll_at,
+                tlp_poll_at,
+            ]
+            .iter()
+            .min()
+            .unwrap_or(&PollAt::Ingress)
         }
     }
 }
@@ -4720,6 +5285,90 @@ mod test {
                 })
             );
         }
+    }
+
+    #[test]
+    fn test_established_rfc2018_case_3_multiple_blocks() {
+        // RFC 2018 Case 3: the 2nd, 4th, 6th and 8th segments are dropped. Each
+        // ACK lists the block of the triggering segment first, then the blocks
+        // reported most recently.
+        let (mut s, segment) = setup_rfc2018_cases();
+        let seq = |offset: usize| REMOTE_SEQ + 1 + 5000 + offset;
+        let edge = |offset: usize| seq(offset).0 as u32;
+        let mut deliver = |offset: usize, ack: usize, blocks: &[(usize, usize)]| {
+            let mut sack_ranges = [None; 3];
+            for (slot, &(left, right)) in sack_ranges.iter_mut().zip(blocks) {
+                *slot = Some((edge(left), edge(right)));
+            }
+            let reply = send(
+                &mut s,
+                Instant::from_millis(0),
+                &TcpRepr {
+                    seq_number: seq(offset),
+                    ack_number: Some(LOCAL_SEQ + 1),
+                    payload: &segment,
+                    ..SEND_TEMPL
+                },
+            );
+            match reply {
+                Some(reply) => {
+                    assert_eq!(reply.ack_number, Some(seq(ack)), "ack for {offset}");
+                    assert_eq!(reply.sack_ranges, sack_ranges, "blocks for {offset}");
+                }
+                None => {
+                    // A delayed in-order ACK; it goes out from dispatch.
+                    assert!(blocks.is_empty());
+                }
+            }
+        };
+        deliver(0, 500, &[]);
+        deliver(1000, 500, &[(1000, 1500)]);
+        deliver(2000, 500, &[(2000, 2500), (1000, 1500)]);
+        deliver(3000, 500, &[(3000, 3500), (2000, 2500), (1000, 1500)]);
+        // The 4th segment arrives late: its block merges the 3rd and 5th.
+        deliver(1500, 500, &[(1000, 2500), (3000, 3500)]);
+        // The 2nd fills the first hole.
+        deliver(500, 2500, &[(3000, 3500)]);
+    }
+
+    #[test]
+    fn test_duplicate_segment_reported_with_dsack() {
+        let mut s = socket_established();
+        s.remote_has_sack = true;
+        send!(
+            s,
+            TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1),
+                payload: &b"abcdef"[..],
+                ..SEND_TEMPL
+            }
+        );
+        recv!(
+            s,
+            [TcpRepr {
+                seq_number: LOCAL_SEQ + 1,
+                ack_number: Some(REMOTE_SEQ + 1 + 6),
+                window_len: 58,
+                ..RECV_TEMPL
+            }]
+        );
+        // The same segment again: the ACK reports it in a D-SACK block.
+        let reply = send(
+            &mut s,
+            Instant::from_millis(0),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1),
+                payload: &b"abcdef"[..],
+                ..SEND_TEMPL
+            },
+        );
+        let edge = |n: usize| (REMOTE_SEQ + 1 + n).0 as u32;
+        assert_eq!(
+            reply.unwrap().sack_ranges,
+            [Some((edge(0), edge(6))), None, None]
+        );
     }
 
     #[test]
@@ -7064,8 +7713,437 @@ mod test {
         });
     }
 
+    /// Sends `acks` pure duplicate ACKs of `ack` at `time`.
+    fn send_dup_acks(s: &mut TestSocket, time: i64, ack: TcpSeqNumber, acks: usize) {
+        for _ in 0..acks {
+            let repr = TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(ack),
+                ..SEND_TEMPL
+            };
+            assert_eq!(send(s, Instant::from_millis(time), &repr), None);
+        }
+    }
+
+    /// Sends `data` in `mss`-sized segments at `time` and checks each.
+    fn recv_segments(s: &mut TestSocket, time: i64, from: usize, data: &[u8], mss: usize) {
+        for (i, chunk) in data.chunks(mss).enumerate() {
+            let expected = TcpRepr {
+                seq_number: LOCAL_SEQ + 1 + from + i * mss,
+                ack_number: Some(REMOTE_SEQ + 1),
+                payload: chunk,
+                ..RECV_TEMPL
+            };
+            recv(s, Instant::from_millis(time), |repr| {
+                let repr = repr.map(|mut r| {
+                    r.control = r.control.quash_psh();
+                    r
+                });
+                assert_eq!(repr, Ok(expected.clone()))
+            });
+        }
+    }
+
     #[test]
-    fn test_fast_retransmit_duplicate_detection_with_data() {
+    fn test_newreno_partial_ack_retransmits_next_hole() {
+        let mut s = socket_established();
+        s.remote_mss = 3;
+        send!(s, time 0, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            ..SEND_TEMPL
+        });
+        s.send_slice(b"aaaBBBcccDDDeeeFFF").unwrap();
+        // "aaa" and "ccc" are lost.
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDDeeeFFF", 3);
+        send_dup_acks(&mut s, 1010, LOCAL_SEQ + 1, 3);
+        recv!(s, time 1011, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.recovery_point, Some(LOCAL_SEQ + 1 + 18));
+
+        // The partial ACK stops at "ccc": RFC 6582 resends it at once, without
+        // waiting for three more duplicates or the timeout.
+        send!(s, time 1020, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 6),
+            ..SEND_TEMPL
+        });
+        assert!(s.recovery_point.is_some(), "partial ACK ends recovery");
+        recv!(s, time 1021, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // A duplicate of the partial ACK does not resend "ccc" again.
+        send_dup_acks(&mut s, 1022, LOCAL_SEQ + 1 + 6, 1);
+        recv_nothing!(s, time 1023);
+
+        send!(s, time 1030, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 18),
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.recovery_point, None);
+        let stats = s.stats();
+        assert_eq!(stats.fast_recoveries, 1);
+        assert_eq!(stats.retransmitted_segments, 2);
+        assert_eq!(stats.retransmitted_bytes, 6);
+        assert_eq!(stats.timeouts, 0);
+    }
+
+    #[test]
+    fn test_fast_retransmit_counts_dup_acks_past_data_segments() {
+        let mut s = socket_established();
+        s.remote_mss = 3;
+        send!(s, time 0, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            ..SEND_TEMPL
+        });
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        send_dup_acks(&mut s, 1010, LOCAL_SEQ + 1, 2);
+        // Data from the other side, acknowledging nothing new, between the
+        // duplicates (traffic in both directions).
+        send!(s, time 1011, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload: &b"xyz"[..],
+            ..SEND_TEMPL
+        });
+        recv!(s, time 1011, Ok(TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 12,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            window_len: 61,
+            ..RECV_TEMPL
+        }));
+        send!(s, time 1012, TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 3,
+            ack_number: Some(LOCAL_SEQ + 1),
+            ..SEND_TEMPL
+        });
+        // The third duplicate, counted across the data segment.
+        recv!(s, time 1013, Ok(TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            window_len: 61,
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }));
+    }
+
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_limited_transmit_on_first_dup_acks() {
+        let mut s = socket_established_with_buffer_sizes(8192, 64);
+        s.remote_mss = 1024;
+        s.remote_win_len = 8192;
+        let data: std::vec::Vec<u8> = (0..4096u32).map(|i| i as u8).collect();
+        s.send_slice(&data).unwrap();
+        // The initial congestion window (2 segments) limits the flight.
+        recv_segments(&mut s, 0, 0, &data[..2048], 1024);
+        recv_nothing!(s, time 0);
+        send!(s, time 10, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            window_len: 8192,
+            ..SEND_TEMPL
+        });
+        // RFC 3042: each of the first two duplicate ACKs sends one new segment.
+        let dup_ack = TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            window_len: 8192,
+            ..SEND_TEMPL
+        };
+        send!(s, time 20, dup_ack);
+        recv_segments(&mut s, 20, 2048, &data[2048..3072], 1024);
+        recv_nothing!(s, time 20);
+        send!(s, time 21, dup_ack);
+        recv_segments(&mut s, 21, 3072, &data[3072..], 1024);
+        recv_nothing!(s, time 21);
+    }
+
+    #[test]
+    fn test_assembler_overflow_is_acknowledged() {
+        let holes = crate::config::ASSEMBLER_MAX_SEGMENT_COUNT;
+        let mut s = socket_established_with_buffer_sizes(64, 4 * holes + 64);
+        // One-octet segments with a gap before each, until the assembler is full.
+        for i in 0..holes {
+            let reply = send(
+                &mut s,
+                Instant::from_millis(0),
+                &TcpRepr {
+                    seq_number: REMOTE_SEQ + 1 + 2 * i + 1,
+                    ack_number: Some(LOCAL_SEQ + 1),
+                    payload: &b"x"[..],
+                    ..SEND_TEMPL
+                },
+            );
+            assert_eq!(reply.and_then(|r| r.ack_number), Some(REMOTE_SEQ + 1));
+        }
+        // One more hole does not fit: the segment is dropped, yet acknowledged.
+        let seq = REMOTE_SEQ + 1 + 2 * holes + 1;
+        let reply = send(
+            &mut s,
+            Instant::from_millis(0),
+            &TcpRepr {
+                seq_number: seq,
+                ack_number: Some(LOCAL_SEQ + 1),
+                payload: &b"y"[..],
+                ..SEND_TEMPL
+            },
+        );
+        let reply = reply.expect("an overflowing segment is acknowledged");
+        assert_eq!(reply.ack_number, Some(REMOTE_SEQ + 1));
+        assert_eq!(s.assembler.iter_data().count(), holes);
+    }
+
+    /// A SACK-carrying duplicate ACK of `ack` from the remote, blocks relative
+    /// to LOCAL_SEQ + 1.
+    fn sack_ack(ack: usize, blocks: &[(usize, usize)]) -> TcpRepr<'static> {
+        let mut sack_ranges = [None; 3];
+        for (slot, &(left, right)) in sack_ranges.iter_mut().zip(blocks) {
+            *slot = Some((
+                (LOCAL_SEQ + 1 + left).0 as u32,
+                (LOCAL_SEQ + 1 + right).0 as u32,
+            ));
+        }
+        TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + ack),
+            sack_ranges,
+            ..SEND_TEMPL
+        }
+    }
+
+    fn socket_sack_sent(data: &[u8], mss: usize) -> TestSocket {
+        let mut s = socket_established_with_buffer_sizes(256, 64);
+        s.remote_has_sack = true;
+        s.remote_mss = mss;
+        send!(s, time 0, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            ..SEND_TEMPL
+        });
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, mss);
+        s
+    }
+
+    #[test]
+    fn test_sack_recovery_retransmits_only_lost_holes() {
+        // "aaa" and "ccc" are lost; the rest arrives and is SACKed.
+        let mut s = socket_sack_sent(b"aaaBBBcccDDDeeeFFFgggHHH", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        recv_nothing!(s, time 1010);
+        send!(s, time 1011, sack_ack(0, &[(9, 12), (3, 6)]));
+        recv_nothing!(s, time 1011);
+        // 9 octets SACKed above 0..3 (more than 2 segments): IsLost. Above
+        // 6..9 only 6 are: not lost yet.
+        send!(s, time 1012, sack_ack(0, &[(9, 15), (3, 6)]));
+        assert_eq!(s.stats().fast_recoveries, 1);
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1013, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1013, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // Later SACKs resend nothing SACKed.
+        send!(s, time 1014, sack_ack(0, &[(9, 24), (3, 6)]));
+        recv_nothing!(s, time 1014);
+        send!(s, time 1020, sack_ack(24, &[]));
+        assert_eq!(s.recovery_point, None);
+        let stats = s.stats();
+        assert_eq!(stats.retransmitted_segments, 2);
+        assert_eq!(stats.sacked_bytes, 18);
+        assert_eq!(stats.timeouts, 0);
+    }
+
+    #[test]
+    fn test_lost_retransmission_of_head_is_resent() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        send!(s, time 1011, sack_ack(0, &[(3, 9)]));
+        send!(s, time 1012, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        // New data goes out after the retransmission ...
+        s.send_slice(b"eee").unwrap();
+        recv_segments(&mut s, 1013, 12, b"eee", 3);
+        // ... and arrives, while "aaa" is still missing: its resend was
+        // lost as well, and goes out again without waiting for the RTO.
+        send!(s, time 1020, sack_ack(0, &[(3, 15)]));
+        recv!(s, time 1020, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        // A SACK of nothing new sent after it does not resend it again.
+        send!(s, time 1021, sack_ack(0, &[(3, 15)]));
+        recv_nothing!(s, time 1021);
+        assert_eq!(s.stats().retransmitted_segments, 2);
+        assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn test_sack_blocks_outside_the_window_are_ignored() {
+        let mut s = socket_sack_sent(b"aaaBBBccc", 3);
+        // Beyond SND.MAX, inverted, and below SND.UNA (a D-SACK).
+        send!(s, time 1010, sack_ack(3, &[(6, 100), (8, 7), (0, 3)]));
+        assert!(s.scoreboard.is_empty());
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        assert_eq!(s.local_rx_dup_acks, 0);
+    }
+
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_rto_resends_holes_only() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        s.congestion_controller.inner_mut().set_mss(3);
+        // One block SACKed: not enough to call anything lost.
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        recv_nothing!(s, time 1010);
+        // The timeout resends "aaa" (the window is one segment now) ...
+        recv!(s, time 2000, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 1);
+        // ... and after its ACK, skips "BBB", which the receiver holds.
+        send!(s, time 2010, sack_ack(6, &[]));
+        recv!(s, time 2010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 9,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"DDD"[..],
+            ..RECV_TEMPL
+        }]);
+    }
+
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_sack_scoreboard_kept_across_rto() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        s.congestion_controller.inner_mut().set_mss(3);
+        send!(s, time 1010, sack_ack(0, &[(6, 9)]));
+        recv!(s, time 2000, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        // The resend stops short of the SACKed "ccc".
+        send!(s, time 2010, sack_ack(3, &[(6, 9)]));
+        recv!(s, time 2010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"BBB"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 9,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"DDD"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().retransmitted_segments, 3);
+    }
+
+    /// A socket with a 10 ms smoothed RTT and SACK, that sent `data`.
+    fn socket_tlp_sent(data: &[u8], mss: usize) -> TestSocket {
+        let mut s = socket_sack_sent(b"", mss);
+        s.rtte.sample(10_000);
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, mss);
+        s
+    }
+
+    #[test]
+    fn test_tail_loss_probe_resends_last_segment() {
+        let mut s = socket_tlp_sent(b"aaaBBBccc", 3);
+        // PTO = 2 * SRTT = 20 ms after the last transmission, well before
+        // the RTO; the interface is told to wake for it.
+        assert_eq!(
+            s.socket.poll_at(&mut s.cx),
+            PollAt::Time(Instant::from_millis(1020))
+        );
+        recv_nothing!(s, time 1019);
+        recv!(s, time 1020, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().tail_loss_probes, 1);
+        // One probe per episode.
+        recv_nothing!(s, time 1045);
+        // The probe repaired the tail: everything is acknowledged.
+        send!(s, time 1030, sack_ack(9, &[]));
+        assert_eq!(s.stats().timeouts, 0);
+        assert_eq!(s.tlp_at, None);
+    }
+
+    #[test]
+    fn test_tail_loss_probe_reveals_earlier_tail_loss() {
+        // "BBB" and "ccc" are lost; the probe (a copy of "ccc") arrives and is
+        // SACKed, so "BBB", sent before it, is lost: recovery without an RTO.
+        let mut s = socket_tlp_sent(b"aaaBBBccc", 3);
+        send!(s, time 1005, sack_ack(3, &[]));
+        recv!(s, time 1025, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1035, sack_ack(3, &[(6, 9)]));
+        assert_eq!(s.stats().fast_recoveries, 1);
+        recv!(s, time 1035, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"BBB"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1045, sack_ack(9, &[]));
+        assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn test_tail_loss_probe_needs_sack_and_rtt() {
+        let mut s = socket_sack_sent(b"aaa", 3);
+        // No RTT sample yet: nothing before the RTO.
+        assert_eq!(s.tlp_at, None);
+        let mut s2 = socket_tlp_sent(b"aaa", 3);
+        s2.remote_has_sack = false;
+        s2.arm_tlp(Instant::from_millis(1000));
+        assert_eq!(s2.tlp_at, None);
+        s.abort();
+    }
+
+    #[test]
+    fn test_fast_retransmit_duplicate_detection_kept_across_data() {
         let mut s = socket_established();
 
         s.send_slice(b"abc").unwrap(); // This is lost
@@ -7106,8 +8184,8 @@ mod test {
 
         assert_eq!(s.local_rx_dup_acks, 2, "duplicate ACK counter is not set");
 
-        // This packet has content, hence should not be detected
-        // as a duplicate ACK and should reset the duplicate ACK count
+        // This packet has content, hence is not a duplicate ACK (RFC 5681),
+        // but it says nothing about the lost segment either: the count stays.
         send!(
             s,
             TcpRepr {
@@ -7129,13 +8207,13 @@ mod test {
         );
 
         assert_eq!(
-            s.local_rx_dup_acks, 0,
-            "duplicate ACK counter is not reset when receiving data"
+            s.local_rx_dup_acks, 2,
+            "duplicate ACK counter is kept when receiving data"
         );
     }
 
     #[test]
-    fn test_fast_retransmit_duplicate_detection_with_window_update() {
+    fn test_fast_retransmit_duplicate_detection_kept_across_window_update() {
         let mut s = socket_established();
 
         s.send_slice(b"abc").unwrap(); // This is lost
@@ -7176,8 +8254,8 @@ mod test {
 
         assert_eq!(s.local_rx_dup_acks, 2, "duplicate ACK counter is not set");
 
-        // This packet has a window update, hence should not be detected
-        // as a duplicate ACK and should reset the duplicate ACK count
+        // This packet has a window update, hence is not a duplicate ACK,
+        // but the count of those received stays.
         send!(
             s,
             TcpRepr {
@@ -7189,8 +8267,8 @@ mod test {
         );
 
         assert_eq!(
-            s.local_rx_dup_acks, 0,
-            "duplicate ACK counter is not reset when receiving a window update"
+            s.local_rx_dup_acks, 2,
+            "duplicate ACK counter is kept when receiving a window update"
         );
     }
 
@@ -9615,14 +10693,92 @@ mod test {
         let mut r = RttEstimator::default();
 
         let rtos = &[
-            6000, 5000, 4252, 3692, 3272, 2956, 2720, 2540, 2408, 2308, 2232, 2176, 2132, 2100,
-            2076, 2060, 2048, 2036, 2028, 2024, 2020, 2016, 2012, 2012,
+            6000000, 5000000, 4250000, 3687500, 3265628, 2949224, 2711920, 2533940, 2400456,
+            2300344, 2225260, 2168948, 2126712, 2095036, 2071280, 2053460, 2040096, 2030072,
+            2022556, 2016920, 2012692, 2009520, 2007140, 2005356,
         ];
 
         for &rto in rtos {
-            r.sample(2000);
-            assert_eq!(r.retransmission_timeout(), Duration::from_millis(rto));
+            r.sample(2_000_000);
+            assert_eq!(r.retransmission_timeout(), Duration::from_micros(rto));
         }
+    }
+
+    #[test]
+    fn test_rtt_estimator_sub_millisecond() {
+        let mut r = RttEstimator::default();
+        r.set_config(RtoConfig {
+            min: Duration::from_millis(2),
+            ..RtoConfig::default()
+        });
+        assert_eq!(r.retransmission_timeout(), Duration::from_secs(1));
+        for _ in 0..50 {
+            r.sample(80);
+        }
+        // 80 us is measured as 80 us (a millisecond clock reads 0), and with
+        // no variance the RTO settles on SRTT plus the configured minimum (as
+        // in Linux), rather than one second.
+        assert_eq!(r.smoothed(), Some(Duration::from_micros(80)));
+        assert_eq!(r.min_rtt(), Some(Duration::from_micros(80)));
+        assert_eq!(r.retransmission_timeout(), Duration::from_micros(2080));
+        // Backoff doubles from there and stops at the maximum.
+        r.on_rto();
+        assert_eq!(r.retransmission_timeout(), Duration::from_micros(4160));
+        for _ in 0..30 {
+            r.on_rto();
+        }
+        assert_eq!(r.retransmission_timeout(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn test_rto_min_and_initial_per_socket() {
+        let mut s = socket_established();
+        s.set_rto_initial(Duration::from_millis(3));
+        s.set_rto_min(Duration::from_millis(1));
+        assert_eq!(s.rto_initial(), Duration::from_millis(3));
+        assert_eq!(s.rto_min(), Duration::from_millis(1));
+        s.send_slice(b"abcdef").unwrap();
+        recv!(s, time 0, Ok(TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"abcdef"[..],
+            ..RECV_TEMPL
+        }));
+        // The initial RTO applies before any sample: the segment is resent
+        // after 3 ms, not one second.
+        recv_nothing!(s, time 2);
+        recv!(s, time 3, Ok(TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"abcdef"[..],
+            ..RECV_TEMPL
+        }));
+        // The settings survive the socket being reset and reused.
+        s.reset();
+        assert_eq!(s.rto_min(), Duration::from_millis(1));
+        assert_eq!(s.rtte.retransmission_timeout(), Duration::from_millis(3));
+    }
+
+    #[test]
+    fn test_rtt_sampled_in_microseconds() {
+        let mut s = socket_established();
+        s.set_rto_min(Duration::from_millis(1));
+        s.send_slice(b"abcdef").unwrap();
+        recv!(s, time 0, Ok(TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"abcdef"[..],
+            ..RECV_TEMPL
+        }));
+        let ack = TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 6),
+            ..SEND_TEMPL
+        };
+        assert_eq!(send(&mut s, Instant::from_micros(250), &ack), None);
+        assert_eq!(s.rtt(), Some(Duration::from_micros(250)));
+        // RTO = SRTT + max(margin, 4 * RTTVAR) = 250 us + max(1 ms, 500 us).
+        assert_eq!(s.rtte.retransmission_timeout(), Duration::from_micros(1250));
     }
 
     #[test]

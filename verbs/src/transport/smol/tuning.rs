@@ -71,6 +71,18 @@ pub struct TcpTuning {
     /// hold messages that long, and it packs several FPDUs into a segment.
     /// On by default; off on TAP.
     pub autocork: bool,
+    /// Minimum retransmission timeout. 200 ms (Linux's) by default, right
+    /// for real peers; a link inside one host, whose round trip is a few
+    /// microseconds, can use a few milliseconds (`MEMORY_LINK_RTO_MIN`).
+    pub rto_min: Duration,
+    /// Retransmission timeout before the first RTT sample (RFC 6298: 1 s).
+    pub rto_initial: Duration,
+}
+
+impl TcpTuning {
+    /// A minimum RTO for the in-memory link: far above its round trip, far
+    /// below the 200 ms a real network needs.
+    pub const MEMORY_LINK_RTO_MIN: Duration = Duration::from_millis(2);
 }
 
 impl Default for TcpTuning {
@@ -86,6 +98,8 @@ impl Default for TcpTuning {
             keep_alive: Some(Duration::from_secs(10)),
             segment_aligned: false,
             autocork: true,
+            rto_min: Duration::from_millis(200),
+            rto_initial: Duration::from_secs(1),
         }
     }
 }
@@ -104,6 +118,8 @@ impl TcpTuning {
         s.set_timeout(self.user_timeout.map(to_smoltcp_duration));
         s.set_keep_alive(self.keep_alive.map(to_smoltcp_duration));
         s.set_congestion_control(self.congestion.to_smoltcp());
+        s.set_rto_min(to_smoltcp_duration(self.rto_min));
+        s.set_rto_initial(to_smoltcp_duration(self.rto_initial));
         s
     }
 }
@@ -128,6 +144,7 @@ mod tests {
         assert_eq!(s.timeout(), Some(smoltcp::time::Duration::from_secs(30)));
         // Idle connections must outlive the user timeout (smoltcp #1202).
         assert!(s.keep_alive().unwrap() < s.timeout().unwrap());
+        assert_eq!(s.rto_min(), smoltcp::time::Duration::from_millis(200));
     }
 
     #[test]
@@ -143,6 +160,8 @@ mod tests {
             keep_alive: Some(Duration::from_secs(7)),
             segment_aligned: true,
             autocork: false,
+            rto_min: Duration::from_millis(3),
+            rto_initial: Duration::from_millis(50),
         };
         let s = t.socket();
         assert!(s.nagle_enabled());
@@ -153,6 +172,8 @@ mod tests {
         assert_eq!(s.send_capacity(), 8192);
         assert_eq!(s.timeout(), None);
         assert_eq!(s.keep_alive(), Some(smoltcp::time::Duration::from_secs(7)));
+        assert_eq!(s.rto_min(), smoltcp::time::Duration::from_millis(3));
+        assert_eq!(s.rto_initial(), smoltcp::time::Duration::from_millis(50));
         let none = TcpTuning {
             congestion: CongestionControl::None,
             ..t

@@ -21,6 +21,11 @@ pub(super) trait Controller {
     fn on_ack(&mut self, now: Instant, len: usize, in_flight: usize, rtt: &RttEstimator) {}
 
     /// Fired on each duplicate ack received, after `on_loss` has been called.
+    ///
+    /// Classic Reno window inflation. The socket does not call it: it counts
+    /// duplicate ACKs and SACKed data in its estimate of the data in flight
+    /// (RFC 6675 "pipe") and enters recovery with `on_recovery` instead.
+    #[allow(dead_code)]
     fn on_dup_ack(&mut self, now: Instant, len: usize, in_flight: usize) {}
 
     /// Fired on a retransmission timeout.
@@ -28,6 +33,13 @@ pub(super) trait Controller {
 
     /// Fired after an inferred loss via three duplicate acks.
     fn on_loss(&mut self, now: Instant, in_flight: usize) {}
+
+    /// Fired when fast recovery starts (RFC 6675 section 5 step 4.2): like
+    /// `on_loss`, but the window is set to ssthresh without inflation, since
+    /// the socket's flight estimate already excludes what the receiver holds.
+    fn on_recovery(&mut self, now: Instant, in_flight: usize) {
+        self.on_loss(now, in_flight)
+    }
 
     fn pre_transmit(&mut self, now: Instant) {}
 

@@ -159,8 +159,8 @@ impl Controller for Cubic {
 
         // RFC 9438 §4.2: the congestion window target is W_cubic one RTT into the future.
         let w_cubic_target = {
-            // srtt is in millis so floor at 1ms to ensure sub-ms RTTs don't ruin the lookahead.
-            let srtt = (rtt.smoothed_rtt() as u64 * 1000).max(1000);
+            // srtt is in micros; floor at 1ms so that sub-ms RTTs don't ruin the lookahead.
+            let srtt = (rtt.smoothed_rtt_micros() as u64).max(1000);
 
             let t_ahead = (t as f64 + srtt as f64) / 1_000_000.0;
             let raw = c_as_bytes * (t_ahead - self.k).powi(3) + self.w_max as f64;
@@ -209,6 +209,15 @@ impl Controller for Cubic {
             self.recovery_start = Some(now);
             self.in_fast_recovery = true;
             self.recompute_k();
+        }
+    }
+
+    fn on_recovery(&mut self, now: Instant, in_flight: usize) {
+        let entering = !self.in_fast_recovery;
+        self.on_loss(now, in_flight);
+        if entering {
+            self.cwnd = self.ssthresh.min(self.rwnd).max(self.mss);
+            self.w_est = self.cwnd as f64;
         }
     }
 

@@ -83,6 +83,14 @@ impl Controller for Reno {
         }
     }
 
+    fn on_recovery(&mut self, now: Instant, in_flight: usize) {
+        let entering = !self.in_fast_recovery;
+        self.on_loss(now, in_flight);
+        if entering {
+            self.cwnd = self.ssthresh.min(self.rwnd).max(self.mss);
+        }
+    }
+
     fn on_rto(&mut self, _now: Instant, in_flight: usize) {
         // RFC 5681: when the retransmission timer fires for a segment that has
         // already been retransmitted by the timer (no new data was ACKed since

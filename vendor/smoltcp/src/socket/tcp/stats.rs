@@ -1,0 +1,25 @@
+//! Per-socket counters of loss recovery, in the spirit of Linux's `tcp_info`.
+
+/// Counters of one TCP connection's loss recovery, read with
+/// [`Socket::stats`](super::Socket::stats). They only grow while the socket
+/// lives; they start from zero when it is reset.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub struct TcpStats {
+    /// Segments sent again, for any reason (`tcpi_total_retrans`).
+    pub retransmitted_segments: u64,
+    /// Octets sent again.
+    pub retransmitted_bytes: u64,
+    /// Fast recovery episodes entered on duplicate ACKs, SACK or RACK.
+    pub fast_recoveries: u64,
+    /// Retransmission timeouts that fired.
+    pub timeouts: u64,
+    /// Tail loss probes sent (RFC 8985 section 7).
+    pub tail_loss_probes: u64,
+    /// Retransmissions the receiver reported as duplicates with D-SACK
+    /// (RFC 2883): the original had arrived after all.
+    pub spurious_retransmits: u64,
+    /// Octets newly reported held by SACK blocks.
+    pub sacked_bytes: u64,
+}
