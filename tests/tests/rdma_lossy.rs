@@ -12,11 +12,15 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::suite::{guarded, holding, REMOTE};
 use common::*;
-use verbs::{wr, Access, CompletionQueue, MemoryRegion, WorkCompletion};
+use verbs::{
+    wr, AcceptParams, Access, CmEvent, CompletionQueue, ConnectParams, ListenOptions, MemoryRegion,
+    QpInit, WorkCompletion,
+};
 
 const MESSAGE: usize = 64 * 1024;
 /// Messages per run: 1 MiB in all, several windows' worth.
@@ -287,4 +291,73 @@ lossy_cases! {
     sends_at_1_percent, sends_at_1_percent_never_stall: Op::Send, 0.01;
     sends_at_5_percent, sends_at_5_percent_never_stall: Op::Send, 0.05;
     sends_at_10_percent, sends_at_10_percent_never_stall: Op::Send, 0.10;
+}
+
+/// A TCP handshake that outlasts the MPA timeout (the server's host stays
+/// silent for 12 s, as when a lossy link eats SYN after SYN) still starts:
+/// the Reply timer (10 s) runs from the TCP connection, not from the
+/// connect call, so a live but lossy network does not fail start-up.
+#[test]
+fn a_slow_handshake_does_not_eat_the_mpa_timeout() {
+    let net = Net::memory_virtual(&MemoryLinkConfig::default());
+    let start = net.virtual_start.expect("virtual time");
+    let (client_pd, server_pd) = (net.client.alloc_pd(), net.server.alloc_pd());
+    let (client_cq, server_cq) = (net.client.create_cq(16), net.server.create_cq(16));
+    let client_qp = net
+        .client
+        .create_qp(&client_pd, QpInit::new(&client_cq))
+        .unwrap();
+    let server_qp = net
+        .server
+        .create_qp(&server_pd, QpInit::new(&server_cq))
+        .unwrap();
+    let listener = net
+        .server
+        .listen(net.listen_port, ListenOptions::default())
+        .unwrap();
+    let params = ConnectParams::default();
+    assert_eq!(params.mpa.timeout, Duration::from_secs(10));
+    client_qp
+        .connect(SocketAddr::new(net.server_ip, listener.port()), params)
+        .unwrap();
+    // Only the client runs: its SYNs wait on the link, unanswered.
+    let mut now = start;
+    while now - start < Duration::from_secs(12) {
+        net.client.progress_at(now);
+        now += net
+            .client
+            .poll_delay_at(now)
+            .unwrap_or(Duration::from_millis(1))
+            .max(Duration::from_micros(100));
+    }
+    assert_eq!(client_qp.try_event(), None, "nothing failed yet");
+    let mut accepted = false;
+    let event = loop {
+        assert!(now - start < Duration::from_secs(60), "no outcome");
+        let busy = net.client.progress_at(now) | net.server.progress_at(now);
+        if !accepted {
+            if let Some(req) = listener.try_request() {
+                req.accept(&server_qp, AcceptParams::default()).unwrap();
+                accepted = true;
+            }
+        }
+        if let Some(ev) = client_qp.try_event() {
+            break ev;
+        }
+        if !busy {
+            let delay = [&net.client, &net.server]
+                .iter()
+                .filter_map(|d| d.poll_delay_at(now))
+                .min();
+            now += delay
+                .unwrap_or(Duration::from_millis(1))
+                .max(Duration::from_micros(100));
+        }
+    };
+    assert!(
+        matches!(event, CmEvent::Established(_)),
+        "after {:?}: {event:?}",
+        now - start
+    );
+    println!("established after {:?} of virtual time", now - start);
 }

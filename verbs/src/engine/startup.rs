@@ -34,6 +34,10 @@ pub(crate) struct Startup {
     inner: mpa::Startup,
     request: Option<RequestInfo>,
     outcome: Option<StartupOutcome>,
+    /// Whether the TCP connection is up. An Initiator is built at connect
+    /// time; its Reply timer runs from the TCP connection on (see
+    /// [`Startup::tcp_connected`]).
+    tcp_up: bool,
 }
 
 impl Startup {
@@ -56,6 +60,7 @@ impl Startup {
             inner,
             request: None,
             outcome: None,
+            tcp_up: false,
         })
     }
 
@@ -74,6 +79,7 @@ impl Startup {
             inner,
             request: None,
             outcome: None,
+            tcp_up: true,
         })
     }
 
@@ -81,8 +87,18 @@ impl Startup {
         self.inner.role() == mpa::Role::Initiator
     }
 
+    /// No MPA deadline while TCP connects: the transport bounds the
+    /// handshake (its user timeout), however many SYNs a lossy link eats.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.inner.poll_timeout()
+        self.inner.poll_timeout().filter(|_| self.tcp_up)
+    }
+
+    /// TCP connected at `now`: the MPA timer starts over from here.
+    pub(crate) fn tcp_connected(&mut self, now: Instant) {
+        if !self.tcp_up {
+            self.tcp_up = true;
+            self.inner.restart_timer(now);
+        }
     }
 
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
