@@ -617,6 +617,13 @@ pub struct Socket<'a> {
     head_rxt_mark: Option<TcpSeqNumber>,
     /// Resend the segment at SND.UNA again (its retransmission was lost).
     head_resend: bool,
+    /// RACK evidence (RFC 8985 section 6): the highest SACKed sequence number
+    /// and when it was first seen. Holes below it, sent before it, are lost
+    /// once the reordering window has passed since.
+    rack_edge: Option<(TcpSeqNumber, Instant)>,
+    /// The reordering window in quarters of the minimum RTT; grows with each
+    /// D-SACK (RFC 8985 section 6.2.4).
+    reo_wnd_mult: u32,
     /// When the tail loss probe fires (RFC 8985 section 7), if armed.
     tlp_at: Option<Instant>,
     /// The probe timer fired: the next segment is a probe.
@@ -735,6 +742,8 @@ impl<'a> Socket<'a> {
             sack_recent: [None; 3],
             head_rxt_mark: None,
             head_resend: false,
+            rack_edge: None,
+            reo_wnd_mult: 1,
             tlp_at: None,
             tlp_probe: false,
             tlp_end_seq: None,
@@ -1133,6 +1142,8 @@ impl<'a> Socket<'a> {
         self.tlp_at = None;
         self.tlp_probe = false;
         self.tlp_end_seq = None;
+        self.rack_edge = None;
+        self.reo_wnd_mult = 1;
 
         #[cfg(feature = "async")]
         {
@@ -1678,6 +1689,12 @@ impl<'a> Socket<'a> {
                     self.dupack_delivered = self
                         .dupack_delivered
                         .saturating_sub(ack_len.saturating_sub(mss));
+                    if self.high_rxt > ack_number {
+                        // The new head was resent already, at an unknown
+                        // time: judge it lost if data sent from now on
+                        // arrives before it.
+                        self.head_rxt_mark = Some(snd_max);
+                    }
                     net_debug!("partial ACK {} in recovery until {}", ack_number, point);
                 }
                 Some(_) => {
@@ -1710,14 +1727,15 @@ impl<'a> Socket<'a> {
             }
         } else if ack_number < snd_max
             && (newly_sacked > 0
-                || (!self.remote_has_sack
+                || (repr.sack_ranges.iter().all(Option::is_none)
                     && repr.payload.is_empty()
                     && !is_window_update
                     && self.local_rx_last_ack == Some(ack_number)))
         {
-            // A duplicate ACK: RFC 5681's pure one, or with SACK, any
-            // segment reporting new data held (RFC 6675 section 2), which
-            // includes segments carrying data the other way.
+            // A duplicate ACK: RFC 5681's pure one (also from a SACK peer
+            // whose ACK carries no blocks), or any segment reporting new
+            // data held (RFC 6675 section 2), including segments carrying
+            // data the other way.
             self.local_rx_dup_acks = self.local_rx_dup_acks.saturating_add(1);
             if !self.remote_has_sack {
                 self.dupack_delivered = (self.dupack_delivered + mss).min(self.flight_size());
@@ -1777,6 +1795,9 @@ impl<'a> Socket<'a> {
                 self.tlp_end_seq = None;
             }
         }
+        if let Some(edge) = self.rack_detect(now) {
+            sack_lost = Some(sack_lost.map_or(edge, |e| e.max(edge)));
+        }
         if let Some(edge) = sack_lost
             && self.recovery_point.is_some()
         {
@@ -1835,6 +1856,46 @@ impl<'a> Socket<'a> {
         }
     }
 
+    /// RACK's reordering window: a quarter of the minimum RTT per step of
+    /// `reo_wnd_mult`, at most SRTT (RFC 8985 section 6.2.4). None before
+    /// any RTT sample.
+    fn reo_wnd(&self) -> Option<Duration> {
+        let quarter = self.rtte.min_rtt()? / 4;
+        let srtt = self.rtte.smoothed()?;
+        Some((quarter * self.reo_wnd_mult).min(srtt))
+    }
+
+    /// When the pending RACK evidence matures.
+    fn rack_at(&self) -> Option<Instant> {
+        let (_, seen) = self.rack_edge?;
+        Some(seen + self.reo_wnd()?)
+    }
+
+    /// RACK's time-based loss detection (RFC 8985 section 6.2), kept to the
+    /// scoreboard: data is sent in sequence order, so a hole below the
+    /// highest SACKed octet was sent before it; once the reordering window
+    /// has passed since that octet was reported, the hole is lost. Returns
+    /// the edge below which holes are lost, when one matures.
+    fn rack_detect(&mut self, now: Instant) -> Option<TcpSeqNumber> {
+        let una = self.local_seq_no;
+        let Some(highest) = self.scoreboard.highest().filter(|&h| h > una) else {
+            self.rack_edge = None;
+            return None;
+        };
+        let reo_wnd = self.reo_wnd()?;
+        match self.rack_edge {
+            Some((edge, seen)) if edge > una && now >= seen + reo_wnd => {
+                self.rack_edge = (highest > edge).then_some((highest, now));
+                (self.scoreboard.sacked_between(una, edge) < edge - una).then_some(edge)
+            }
+            Some((edge, _)) if edge > una => None,
+            _ => {
+                self.rack_edge = Some((highest, now));
+                None
+            }
+        }
+    }
+
     /// Starts fast retransmit and fast recovery (RFC 5681 section 3.2,
     /// RFC 6675 section 5).
     fn enter_recovery(&mut self, now: Instant, sack_lost: Option<TcpSeqNumber>) {
@@ -1879,8 +1940,10 @@ impl<'a> Socket<'a> {
                 continue;
             }
             if right <= ack_number {
-                // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly.
+                // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly,
+                // so allow more reordering (RFC 8985 section 6.2.4).
                 self.stats.spurious_retransmits += 1;
+                self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(8);
                 continue;
             }
             newly += self.scoreboard.insert(left.max(ack_number), right);
@@ -3018,6 +3081,7 @@ impl<'a> Socket<'a> {
             self.tlp_at = None;
             self.tlp_probe = false;
             self.tlp_end_seq = None;
+            self.rack_edge = None;
 
             // Rewind "last sequence number sent", as if we never
             // had sent them. This will cause all data in the queue
@@ -3042,6 +3106,16 @@ impl<'a> Socket<'a> {
             net_debug!("tail loss probe timer expired");
             self.tlp_at = None;
             self.tlp_probe = self.may_send_data() && self.flight_size() > 0;
+        }
+        if self.rack_at().is_some_and(|at| cx.now() >= at)
+            && let Some(edge) = self.rack_detect(cx.now())
+        {
+            net_debug!("RACK: holes below {} lost", edge);
+            if self.recovery_point.is_some() {
+                self.lost_end = self.lost_end.max(edge);
+            } else if self.rto_recovery_point.is_none() && self.may_send_data() {
+                self.enter_recovery(cx.now(), Some(edge));
+            }
         }
 
         #[cfg(feature = "socket-tcp-pause-synack")]
@@ -3493,12 +3567,14 @@ impl<'a> Socket<'a> {
 
             // We wait for the earliest of our timers to fire.
             let tlp_poll_at = self.tlp_at.map_or(PollAt::Ingress, PollAt::Time);
+            let rack_poll_at = self.rack_at().map_or(PollAt::Ingress, PollAt::Time);
 
             *[
                 self.timer.poll_at(),
                 timeout_poll_at,
                 delayed_ack_poll_at,
                 tlp_poll_at,
+                rack_poll_at,
             ]
             .iter()
             .min()
@@ -7739,7 +7815,7 @@ mod test {
                     r.control = r.control.quash_psh();
                     r
                 });
-                assert_eq!(repr, Ok(expected.clone()))
+                assert_eq!(repr, Ok(expected))
             });
         }
     }
@@ -8001,6 +8077,92 @@ mod test {
         recv_nothing!(s, time 1021);
         assert_eq!(s.stats().retransmitted_segments, 2);
         assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn test_lost_retransmission_becoming_head_is_resent() {
+        // "aaa" and "ccc" are lost, both resent in one go; the resend of
+        // "ccc" is lost too.
+        let mut s = socket_sack_sent(b"aaaBBBcccDDDeeeFFF", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        send!(s, time 1011, sack_ack(0, &[(9, 12), (3, 6)]));
+        send!(s, time 1012, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // "aaa" arrives: a partial ACK up to the hole at "ccc", already resent.
+        send!(s, time 1020, sack_ack(6, &[(9, 18)]));
+        recv_nothing!(s, time 1020);
+        // Data sent after that ACK arrives first: "ccc" goes out again.
+        s.send_slice(b"ggg").unwrap();
+        recv_segments(&mut s, 1021, 18, b"ggg", 3);
+        send!(s, time 1030, sack_ack(6, &[(9, 21)]));
+        recv!(s, time 1030, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().retransmitted_segments, 3);
+    }
+
+    #[test]
+    fn test_rack_marks_hole_lost_after_reordering_window() {
+        let mut s = socket_sack_sent(b"", 3);
+        // min RTT 1 ms: the reordering window is a quarter of it. SRTT is
+        // larger, so the tail loss probe comes later.
+        s.rtte.sample(1_000);
+        for _ in 0..4 {
+            s.rtte.sample(20_000);
+        }
+        s.send_slice(b"aaaBBBccc").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBccc", 3);
+        // One segment SACKed above the hole: too few for DupThresh.
+        send!(s, time 1002, sack_ack(0, &[(3, 6)]));
+        recv_nothing!(s, time 1002);
+        assert_eq!(
+            s.socket.poll_at(&mut s.cx),
+            PollAt::Time(Instant::from_micros(1_002_250))
+        );
+        recv_nothing(&mut s, Instant::from_micros(1_002_249));
+        recv!(s, time 1003, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().fast_recoveries, 1);
+        // "ccc", above the SACKed block, was not declared lost by RACK; the
+        // partial ACK (RFC 6582) does.
+        recv_nothing!(s, time 1003);
+        send!(s, time 1004, sack_ack(6, &[]));
+        recv!(s, time 1004, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+    }
+
+    #[test]
+    fn test_dsack_widens_reordering_window() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.rtte.sample(1_000);
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(250)));
+        s.send_slice(b"aaa").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaa", 3);
+        send!(s, time 1001, sack_ack(3, &[]));
+        send!(s, time 1002, sack_ack(3, &[(0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(500)));
     }
 
     #[test]
