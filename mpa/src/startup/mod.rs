@@ -251,6 +251,21 @@ impl Startup {
         self.deadline
     }
 
+    /// Restarts the timer at `now` while the peer's frame is still awaited.
+    /// An Initiator built before TCP connects calls this once it has: SYN
+    /// retransmissions on a lossy network are TCP's to bound, and must not
+    /// eat into the time the peer has to reply.
+    pub fn restart_timer(&mut self, now: Instant) {
+        let timeout = match &self.state {
+            State::AwaitingReply(cfg) => cfg.reply_timeout,
+            State::AwaitingRequest(cfg) => cfg.request_timeout,
+            _ => return,
+        };
+        if self.deadline.is_some() {
+            self.deadline = Some(now + timeout);
+        }
+    }
+
     /// Fails start-up with [`StartupError::Timeout`] if the deadline passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Some(deadline) = self.deadline {

@@ -686,6 +686,33 @@ fn reply_timeout_is_ten_seconds_by_default() {
 }
 
 #[test]
+fn restarted_timer_counts_from_the_restart() {
+    let now = t0();
+    let mut init = Startup::initiator(InitiatorConfig::default(), now).expect("config");
+    // TCP took 9 s to connect over a lossy link: the Reply still has 10 s.
+    let connected = now + Duration::from_secs(9);
+    init.restart_timer(connected);
+    assert_eq!(
+        init.poll_timeout(),
+        Some(connected + Duration::from_secs(10))
+    );
+    init.handle_timeout(now + Duration::from_secs(18));
+    assert!(events(&mut init).is_empty());
+    init.handle_timeout(connected + Duration::from_secs(10));
+    assert_eq!(init.error(), Some(StartupError::Timeout));
+    // A timer that fired stays fired.
+    init.restart_timer(connected + Duration::from_secs(11));
+    assert_eq!(init.poll_timeout(), None);
+
+    // Nothing to restart once the frame arrived.
+    let mut resp = Startup::responder(ResponderConfig::default(), now).expect("config");
+    let request = hex("4d504120494420526571204672616d65 10 02 0004 00010001");
+    resp.handle_bytes(&request, now).expect("request");
+    resp.restart_timer(now);
+    assert_eq!(resp.poll_timeout(), None);
+}
+
+#[test]
 fn request_timeout_is_five_seconds_by_default() {
     let now = t0();
     let mut resp = Startup::responder(ResponderConfig::default(), now).expect("config");

@@ -325,6 +325,7 @@ impl QpSlot {
             self.fail(transport, "the TCP connection was refused or reset".into());
             return (true, true);
         }
+        startup.tcp_connected(now);
         startup.handle_timeout(now);
         busy |= startup.transmit(transport, stream);
         // Only start-up bytes are consumed here; FPDUs that follow the MPA

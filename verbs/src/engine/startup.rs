@@ -54,6 +54,10 @@ pub(crate) struct Startup {
     /// Start-up failed with such a TERMINATE: the stream closes after it
     /// rather than being reset.
     terminates: bool,
+    /// Whether the TCP connection is up. An Initiator is built at connect
+    /// time; its Reply timer runs from the TCP connection on (see
+    /// [`Startup::tcp_connected`]).
+    tcp_up: bool,
 }
 
 impl Startup {
@@ -78,6 +82,7 @@ impl Startup {
             outcome: None,
             terminate: Vec::new(),
             terminates: false,
+            tcp_up: false,
         })
     }
 
@@ -98,6 +103,7 @@ impl Startup {
             outcome: None,
             terminate: Vec::new(),
             terminates: false,
+            tcp_up: true,
         })
     }
 
@@ -105,8 +111,18 @@ impl Startup {
         self.inner.role() == mpa::Role::Initiator
     }
 
+    /// No MPA deadline while TCP connects: the transport bounds the
+    /// handshake (its user timeout), however many SYNs a lossy link eats.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.inner.poll_timeout()
+        self.inner.poll_timeout().filter(|_| self.tcp_up)
+    }
+
+    /// TCP connected at `now`: the MPA timer starts over from here.
+    pub(crate) fn tcp_connected(&mut self, now: Instant) {
+        if !self.tcp_up {
+            self.tcp_up = true;
+            self.inner.restart_timer(now);
+        }
     }
 
     pub(crate) fn handle_timeout(&mut self, now: Instant) {

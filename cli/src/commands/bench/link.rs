@@ -11,6 +11,8 @@ use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
 use verbs::transport::tap::{TapConfig, TapTransport};
 use verbs::transport::Transport;
 
+use super::nft_loss::{self, Hook};
+
 /// Port the server endpoint listens on.
 pub(crate) const PORT: u16 = 7471;
 
@@ -109,6 +111,10 @@ pub(crate) fn build_with(
             })?;
             guard.ip(&["link", "add", "br0", "type", "bridge"])?;
             guard.ip(&["link", "set", "br0", "up"])?;
+            if opts.loss > 0.0 {
+                // Every frame between the two hosts crosses the bridge once.
+                nft_loss::install(guard.name(), Hook::BridgeForward, opts.loss)?;
+            }
             let open = |name: &str, last: u8| -> Result<TapTransport, String> {
                 let cfg = TapConfig {
                     ifname: name.into(),

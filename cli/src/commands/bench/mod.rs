@@ -11,6 +11,8 @@ mod baseline;
 mod case;
 mod cpu;
 mod link;
+mod linux_tcp;
+mod nft_loss;
 mod report;
 
 use std::process::ExitCode;
@@ -66,7 +68,9 @@ pub struct Args {
     /// enough to keep about 1 MiB in flight, between 2 and 64.
     #[arg(long)]
     depth: Option<usize>,
-    /// Frames lost on the memory link, percent.
+    /// Frames lost, percent, each way (memory link, or nftables on the TAP
+    /// bridge). On a lossy link the bench also measures Linux kernel TCP
+    /// over a veth pair dropping the same share, as a second baseline.
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
     /// Frames corrupted on the memory link, percent (TCP checksum or MPA CRC
@@ -130,8 +134,11 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if !(0.0..=100.0).contains(&args.loss) || !(0.0..=100.0).contains(&args.corrupt) {
         return Err("--loss and --corrupt are percentages (0..100)".into());
     }
-    if args.transport != TransportKind::Memory && (args.loss > 0.0 || args.corrupt > 0.0) {
-        return Err("--loss and --corrupt need --transport memory".into());
+    if args.transport == TransportKind::Kernel && args.loss > 0.0 {
+        return Err("--loss needs --transport memory or tap".into());
+    }
+    if args.transport != TransportKind::Memory && args.corrupt > 0.0 {
+        return Err("--corrupt needs --transport memory".into());
     }
     let opts = LinkOptions {
         kind: args.transport,
@@ -141,8 +148,10 @@ fn run_inner(args: &Args) -> Result<(), String> {
         pcap: args.pcap.clone(),
     };
     let duration = Duration::from_secs_f64(args.duration);
-    let progress =
-        Progress::new(args.ops.len() * args.sizes.len() + usize::from(!args.no_baseline));
+    let lossy = args.loss > 0.0 && !args.no_baseline;
+    let progress = Progress::new(
+        args.ops.len() * args.sizes.len() + usize::from(!args.no_baseline) + usize::from(lossy),
+    );
 
     let baseline = if args.no_baseline {
         None
@@ -151,8 +160,20 @@ fn run_inner(args: &Args) -> Result<(), String> {
         let m = baseline::measure(&opts, duration.max(Duration::from_millis(500)))?;
         Some(m)
     };
+    // On a lossy link smoltcp's raw TCP is no yardstick; Linux TCP over the
+    // same loss is. Missing (no root, no nft) is reported, not fatal.
+    let linux = lossy.then(|| {
+        progress.step("Linux TCP baseline");
+        linux_tcp::measure(
+            args.mtu,
+            opts.loss,
+            duration.max(Duration::from_millis(500)),
+        )
+    });
 
-    let link = link::build(&opts)?;
+    // A link too lossy for the RDMA phase still has its baselines to show.
+    let fail = |e: String| report::with_baselines(e, baseline, linux.as_ref());
+    let link = link::build(&opts).map_err(fail)?;
     let crc = if args.crc == OnOff::On {
         CrcPolicy::Required
     } else {
@@ -160,8 +181,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
     };
     let markers = args.markers == OnOff::On;
     let endpoints =
-        case::Endpoints::connect(link.client, link.server, link.server_addr, crc, markers)?;
-    case::warm_up(&endpoints, ProgressModel::Caller)?;
+        case::Endpoints::connect(link.client, link.server, link.server_addr, crc, markers)
+            .map_err(fail)?;
+    case::warm_up(&endpoints, ProgressModel::Caller).map_err(fail)?;
     let _threads: Vec<_> = match args.progress {
         ProgressModel::Caller => Vec::new(),
         ProgressModel::Thread => {
@@ -183,8 +205,8 @@ fn run_inner(args: &Args) -> Result<(), String> {
                 depth: args.depth,
                 progress: args.progress,
             };
-            let m = case.run(&endpoints)?;
-            rows.push(Row::new(op, size, args.transport, &m, baseline));
+            let m = case.run(&endpoints).map_err(fail)?;
+            rows.push(Row::new(op, size, args.transport, &m, baseline).with_linux_tcp(&linux));
         }
     }
     progress.done();
@@ -194,7 +216,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if args.json {
         println!("{}", report::json(&rows));
     } else {
-        report::table(&rows, baseline, args);
+        report::table(&rows, baseline, linux.as_ref(), args);
     }
     Ok(())
 }
