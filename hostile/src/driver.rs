@@ -33,6 +33,9 @@ pub struct Report {
     pub verdicts: Vec<Verdict>,
     /// Time from the first connect to the last verdict.
     pub elapsed: Duration,
+    /// Connections the target refused or reset while they were opened
+    /// (judged as reset connections).
+    pub refused_at_connect: usize,
 }
 
 impl Report {
@@ -193,12 +196,32 @@ impl Conn {
     }
 }
 
+/// Whether a connect failed because the target turned it away.
+fn refusal(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+    )
+}
+
 /// Runs `case` against the target at `addr` and judges every connection.
 pub fn run(addr: SocketAddr, case: &Case) -> io::Result<Report> {
     let start = Instant::now();
     let mut conns = Vec::with_capacity(case.connections);
-    for _ in 0..case.connections {
-        let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
+    let mut refused = Vec::new();
+    for i in 0..case.connections {
+        let stream = match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+            Ok(s) => s,
+            // A target shedding a flood may refuse or reset connections:
+            // an answer like any other. Failing the first one is not.
+            Err(e) if i > 0 && refusal(&e) => {
+                let mut o = Observer::new();
+                o.on_reset();
+                refused.push(o.finish());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         stream.set_nodelay(true)?;
         // A target that stops reading cannot hold a send forever.
         stream.set_write_timeout(Some(CONNECT_TIMEOUT))?;
@@ -225,9 +248,15 @@ pub fn run(addr: SocketAddr, case: &Case) -> io::Result<Report> {
         }
         thread::sleep(SLICE);
     }
-    let observations: Vec<Observation> = conns.into_iter().map(|c| c.observer.finish()).collect();
+    let refused_at_connect = refused.len();
+    let observations: Vec<Observation> = conns
+        .into_iter()
+        .map(|c| c.observer.finish())
+        .chain(refused)
+        .collect();
     Ok(Report {
         case: case.name,
+        refused_at_connect,
         verdicts: observations
             .iter()
             .map(|o| judge(&case.expect, o))

@@ -114,7 +114,7 @@ fn the_assigned_terminate_then_a_close_passes() {
     for layout in [TermLayout::Rfc5040, TermLayout::Siw] {
         let t = terminate(TermCode::DDP_T_INVALID_STAG, layout);
         for ending in [Ending::Fin, Ending::Reset] {
-            let a = answered(responder(true, &[t.clone()]), ending);
+            let a = answered(responder(true, std::slice::from_ref(&t)), ending);
             assert!(passes("write-unknown-stag", &a), "{layout:?} {ending:?}");
         }
     }

@@ -1,0 +1,158 @@
+//! The hostile-peer catalogue against `iwarp rping -s -P` over kernel TCP
+//! on 127.0.0.1: every case gets the reject or TERMINATE the RFCs assign
+//! and a close in bounded time, and the server keeps serving legitimate
+//! clients with bounded memory.
+
+mod hostile_support;
+mod two_process;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use hostile::catalogue;
+use hostile_support::{resident_bytes, run_case, target, MPA_TIMEOUT_SECS, PINGS};
+use two_process::{free_port, Proc};
+
+/// Every run here ends well within this, or the test fails.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Growth of the server's resident memory over the whole catalogue that
+/// still counts as flat: generous, for allocator slack and thread stacks.
+const RSS_GROWTH_LIMIT: u64 = 64 << 20;
+
+struct Server {
+    proc: Proc,
+    port: u16,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = free_port();
+        let p = port.to_string();
+        let t = MPA_TIMEOUT_SECS.to_string();
+        let proc = Proc::spawn(&[
+            "rping",
+            "-s",
+            "-P",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-d",
+            "--mpa-timeout",
+            &t,
+        ]);
+        assert!(
+            proc.wait_line(|l| l == "rdma_listen", Duration::from_secs(20)),
+            "server never listened: {}",
+            proc.stderr()
+        );
+        Server { proc, port }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// A short legitimate rping exchange.
+    fn ping(&self) -> Result<(), String> {
+        let p = self.port.to_string();
+        let mut c = Proc::spawn(&[
+            "rping",
+            "-c",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-C",
+            PINGS,
+            "-V",
+        ]);
+        match c.wait(LIMIT) {
+            Some(0) => Ok(()),
+            other => Err(format!("rping client exit {other:?}: {}", c.stderr())),
+        }
+    }
+}
+
+fn check(name: &str) {
+    let server = Server::start();
+    let case = catalogue::case(&target(), name).expect("a case of that name");
+    run_case(server.addr(), &case, || server.ping());
+}
+
+/// One test per case, so each reports on its own.
+macro_rules! cases {
+    ($($(#[$attr:meta])* $test:ident => $name:literal,)*) => {
+        $( $(#[$attr])* #[test] fn $test() { check($name); } )*
+
+        #[test]
+        fn every_case_of_the_catalogue_has_a_test() {
+            let mut listed = vec![$($name),*];
+            let mut all: Vec<_> = catalogue::catalogue(&target()).iter().map(|c| c.name).collect();
+            listed.sort_unstable();
+            all.sort_unstable();
+            assert_eq!(listed, all);
+        }
+    };
+}
+
+cases! {
+    garbage_request => "garbage-request",
+    bad_key => "bad-key",
+    #[ignore = "the server accepts an unknown MPA revision as its own instead of rejecting it"]
+    unknown_revision => "unknown-revision",
+    huge_private_data => "huge-private-data",
+    silence => "silence",
+    bad_crc => "bad-crc",
+    write_to_an_unknown_stag => "write-unknown-stag",
+    read_larger_than_any_region => "read-larger-than-any-region",
+    bad_queue_number => "bad-queue-number",
+    msn_gap => "msn-gap",
+    wrong_ddp_version => "wrong-ddp-version",
+    wrong_rdmap_version => "wrong-rdmap-version",
+    unknown_opcode => "unknown-opcode",
+    ulpdu_too_short => "ulpdu-too-short",
+    huge_ulpdu_then_silence => "huge-ulpdu-then-silence",
+    #[ignore = "idle connections in MPA start-up lock the server out of accepting a legitimate client"]
+    idle_flood => "idle-flood",
+    random_fpdus => "random-fpdus",
+    unsolicited_read_response => "unsolicited-read-response",
+    terminate_mid_transfer => "terminate-mid-transfer",
+    fin_mid_fpdu => "fin-mid-fpdu",
+}
+
+/// The whole catalogue in turn against one server: it keeps serving, and
+/// its resident memory after the last case is within a bound of what it
+/// was after the first legitimate client (verdicts are the per-case
+/// tests' business; this one is about the server surviving all of them).
+#[test]
+fn one_server_survives_the_whole_catalogue_with_flat_memory() {
+    let server = Server::start();
+    server.ping().expect("a first legitimate client");
+    let before = resident_bytes(server.proc.pid());
+    let mut mismatches = Vec::new();
+    for case in catalogue::catalogue(&target()) {
+        let report = hostile::driver::run(server.addr(), &case).expect("run a case");
+        if let Some(f) = report.failure() {
+            mismatches.push(f);
+        }
+        server
+            .ping()
+            .unwrap_or_else(|e| panic!("after {}: {e}", case.name));
+    }
+    let after = resident_bytes(server.proc.pid());
+    println!(
+        "server resident memory: {} KiB after warm-up, {} KiB after the catalogue; {} mismatch(es)",
+        before / 1024,
+        after / 1024,
+        mismatches.len()
+    );
+    for m in &mismatches {
+        println!("  {m}");
+    }
+    assert!(
+        after.saturating_sub(before) < RSS_GROWTH_LIMIT,
+        "resident memory grew from {before} to {after} bytes"
+    );
+}
