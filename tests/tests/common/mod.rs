@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod capture;
+pub mod fabric;
 pub mod net;
 pub mod netns;
 pub mod pair;
