@@ -9,7 +9,7 @@ mod common;
 use common::fabric::Fabric;
 use common::suite::{assert_exactly, guarded, REMOTE};
 use common::{pattern, MemoryLinkConfig};
-use verbs::{wr, Access, QpInit, WcOpcode, WcStatus};
+use verbs::{wr, Access, ListenOptions, QpInit, WcOpcode, WcStatus};
 
 /// Cycles in all; bounded so the test ends.
 const CYCLES: u64 = 5000;
@@ -32,7 +32,7 @@ fn resident() -> u64 {
 
 #[test]
 fn thousands_of_connect_transfer_disconnect_cycles_leave_memory_flat() {
-    let f = Fabric::memory(&MemoryLinkConfig::default(), 1024);
+    let f = Fabric::memory(&MemoryLinkConfig::default(), ListenOptions::default(), 1024);
     let regions = (f.client.region_count(), f.server.region_count());
     let mut warm = None;
     for cycle in 0..CYCLES {

@@ -37,14 +37,15 @@ pub struct Fabric {
 }
 
 impl Fabric {
-    /// The memory link `cfg` on virtual time, the server listening.
-    pub fn memory(cfg: &MemoryLinkConfig, cq_capacity: usize) -> Fabric {
+    /// The memory link `cfg` on virtual time, the server listening with
+    /// `listen`.
+    pub fn memory(cfg: &MemoryLinkConfig, listen: ListenOptions, cq_capacity: usize) -> Fabric {
         let (a, b) = MemoryLink::pair(cfg).expect("memory link");
         let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
         let start = Instant::now();
         client.use_virtual_clock(start);
         server.use_virtual_clock(start);
-        let listener = server.listen(PORT, ListenOptions::default()).unwrap();
+        let listener = server.listen(PORT, listen).unwrap();
         Fabric {
             client_pd: client.alloc_pd(),
             server_pd: server.alloc_pd(),
