@@ -72,13 +72,13 @@ impl Fabric {
         step(&self.client, &self.server, &self.clock)
     }
 
-    /// A round on the server alone (the client has gone); virtual time
-    /// jumps by the server's own deadlines.
-    pub fn step_server(&self) -> bool {
+    /// A round on `device` alone (the other has gone); virtual time jumps
+    /// by that device's own deadlines.
+    pub fn step_alone(&self, device: &Device) -> bool {
         let now = self.clock.get().unwrap_or_else(Instant::now);
-        let busy = self.server.progress_at(now);
+        let busy = device.progress_at(now);
         if !busy {
-            let jump = match self.server.poll_delay_at(now) {
+            let jump = match device.poll_delay_at(now) {
                 Some(d) if d.is_zero() => Duration::from_micros(100),
                 Some(d) => d,
                 None => Duration::from_millis(1),
