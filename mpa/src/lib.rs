@@ -57,7 +57,7 @@ pub use error::{llp, ConfigError, DeframeError, FrameError, StartupError};
 pub use framing::{Deframer, Framer, FramingConfig};
 pub use negotiate::{CrcPolicy, InitiatorConfig, Negotiated, ReplyParams, ResponderConfig, Role};
 pub use seq::{StreamOffset, MARKER_INTERVAL, MARKER_LEN};
-pub use startup::{Startup, StartupEvent};
+pub use startup::{Startup, StartupEvent, StartupTerminate};
 pub use wire::{IrdOrd, Rtr, RtrSet};
 
 #[cfg(test)]

@@ -23,6 +23,9 @@ use crate::wire::{
     FrameKind, FrameRepr, IrdOrd, Rtr, RtrSet, IRD_ORD_LEN, IRD_ORD_MAX, MAX_PRIVATE_DATA,
 };
 
+/// The highest MPA revision there is (RFC 6581).
+const MAX_REV: u8 = 2;
+
 /// Which end of the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
@@ -349,6 +352,19 @@ pub(crate) fn evaluate_request(
     }
     if req.rev == 0 {
         return Err(malformed(StartupError::BadRev { rev: req.rev }));
+    }
+    if req.rev > MAX_REV {
+        // RFC 5044 section 7.1: a receiver that cannot interoperate at the
+        // Request's revision closes (siw drops it). A Reject reply at our
+        // own revision says why first.
+        return Err(Refusal {
+            error: StartupError::BadRev { rev: req.rev },
+            reject_reply: Some(RejectShape {
+                rev: cfg.max_rev,
+                crc: cfg.crc.asks(),
+                enhanced: false,
+            }),
+        });
     }
     let rev = req.rev.min(cfg.max_rev);
     let enhanced = rev == 2 && req.enhanced.is_some();

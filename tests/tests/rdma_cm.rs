@@ -26,6 +26,7 @@ cases!(
     unanswered_request_is_rejected,
     private_data_and_ird_ord,
     peer_to_peer_each_rtr,
+    peer_to_peer_granted_by_default,
     responder_waits_for_the_first_fpdu,
     mpa_revision_1,
     crc_policies,

@@ -21,7 +21,10 @@ pub struct MpaOptions {
     /// Ask the peer to send markers to us.
     pub markers: bool,
     /// Peer-to-peer mode (RFC 6581): the ready-to-receive messages this side
-    /// offers (initiator) or accepts (responder); empty = off.
+    /// offers (initiator; empty = off) or grants (responder; empty grants
+    /// whichever the initiator offers, preferring WRITE, then READ, then
+    /// SEND, as siw does; a set narrows it, and an initiator offering none
+    /// of its kinds is rejected).
     pub p2p: RtrSet,
     /// How long start-up may take before it fails.
     pub timeout: Duration,
@@ -93,8 +96,13 @@ impl Default for AcceptParams {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ListenOptions {
     pub mpa: MpaOptions,
-    /// Connections that may be completing TCP and MPA start-up at once
-    /// (smoltcp has no backlog: one listening socket each). Default 8.
+    /// Connections that may be in MPA start-up at once, offered requests
+    /// included. Default 8. When it is full, the oldest start-up still
+    /// waiting for its Request is reset to make room (so idle connections
+    /// cannot lock a client out); only when all hold offered requests is a
+    /// newcomer refused. A start-up whose peer closed frees its slot at
+    /// once. (On smoltcp the transport's own `TcpTuning::backlog` bounds
+    /// the sockets in the TCP handshake.)
     pub backlog: Option<usize>,
 }
 

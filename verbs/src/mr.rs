@@ -164,28 +164,121 @@ impl MemoryRegion {
 /// The device-wide registration table: STag index -> region.
 ///
 /// STag = 24-bit index << 8 | 8-bit key. Index 0 is never used, so no STag is
-/// 0 on the wire (hardware peers refuse STag 0). The key advances each time a
-/// slot is reused, so a stale STag from a deregistered region is refused.
-#[derive(Debug, Default)]
+/// 0 on the wire (hardware peers refuse STag 0). STags are hard to guess
+/// (RFC 5042 section 5): each registry draws from its own seeded generator
+/// the key of every fresh slot and the order in which slots are handed out
+/// (the table grows [`INDEX_BATCH`] slots at a time, taken in random
+/// order). Each time a slot is reused its key moves by the slot's own
+/// random odd step, so a stale STag from a deregistered region is refused
+/// for the next 255 reuses of its slot.
+#[derive(Debug)]
 pub struct Registry {
     slots: RwLock<Slots>,
-    /// Serialises registration so keys advance predictably.
+    /// Serialises registration.
     register_lock: Mutex<()>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Slots {
     regions: Vec<Option<Arc<Region>>>,
     keys: Vec<u8>,
+    /// Per slot, the odd amount its key moves by on each reuse.
+    steps: Vec<u8>,
     free: Vec<u32>,
+    rng: StagRng,
+}
+
+impl Slots {
+    /// Adds up to [`INDEX_BATCH`] free slots, each with a random key.
+    fn grow(&mut self) -> Result<(), VerbsError> {
+        if self.regions.is_empty() {
+            self.regions.push(None); // index 0 is never handed out
+            self.keys.push(0);
+            self.steps.push(1);
+        }
+        let room = (MAX_REGIONS + 1).saturating_sub(self.regions.len());
+        if room == 0 {
+            return Err(VerbsError::TooManyRegions);
+        }
+        for _ in 0..room.min(INDEX_BATCH) {
+            self.free.push(self.regions.len() as u32);
+            self.regions.push(None);
+            let r = self.rng.next();
+            self.keys.push(r as u8);
+            self.steps.push((r >> 8) as u8 | 1);
+        }
+        Ok(())
+    }
 }
 
 /// The most regions one device holds (24-bit STag index, index 0 unused).
 pub const MAX_REGIONS: usize = (1 << 24) - 1;
 
+/// Slots the table grows by when none is free; a new region takes one of
+/// them at random.
+pub const INDEX_BATCH: usize = 64;
+
+/// The registry's own generator for STag keys and index order (SplitMix64:
+/// unpredictable enough to make a blind guess fail, not a secret).
+#[derive(Debug)]
+struct StagRng(u64);
+
+impl StagRng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next()) * n as u128) >> 64) as usize
+    }
+}
+
+/// A seed no other registry shares: the standard library's per-instance
+/// hash keys (random per thread, then stepped), the time, and where this
+/// registry is being built.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    let here = 0u8;
+    h.write_usize(&here as *const u8 as usize);
+    h.finish()
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::with_seed_inner(fresh_seed())
+    }
+}
+
 impl Registry {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
+    }
+
+    /// A registry whose STags follow from `seed` (for reproducible tests).
+    pub fn with_seed(seed: u64) -> Arc<Self> {
+        Arc::new(Self::with_seed_inner(seed))
+    }
+
+    fn with_seed_inner(seed: u64) -> Self {
+        Registry {
+            slots: RwLock::new(Slots {
+                regions: Vec::new(),
+                keys: Vec::new(),
+                steps: Vec::new(),
+                free: Vec::new(),
+                rng: StagRng(seed),
+            }),
+            register_lock: Mutex::new(()),
+        }
     }
 
     /// Registers a zero-filled region of `len` bytes.
@@ -215,21 +308,12 @@ impl Registry {
             access,
         };
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
-        let index = match slots.free.pop() {
-            Some(i) => i,
-            None => {
-                if slots.regions.len() >= MAX_REGIONS {
-                    return Err(VerbsError::TooManyRegions);
-                }
-                if slots.regions.is_empty() {
-                    slots.regions.push(None); // index 0 is never handed out
-                    slots.keys.push(0);
-                }
-                slots.regions.push(None);
-                slots.keys.push(0);
-                (slots.regions.len() - 1) as u32
-            }
-        };
+        if slots.free.is_empty() {
+            slots.grow()?;
+        }
+        let free = slots.free.len();
+        let pick = slots.rng.below(free);
+        let index = slots.free.swap_remove(pick);
         let key = slots.keys[index as usize];
         let stag = STag::new(index, key);
         let region = Arc::new(Region {
@@ -264,7 +348,9 @@ impl Registry {
         }
         region.valid.store(false, Ordering::Release);
         slots.regions[index] = None;
-        slots.keys[index] = slots.keys[index].wrapping_add(1);
+        // The slot's own odd step: 256 reuses before a key comes back.
+        let step = slots.steps[index];
+        slots.keys[index] = slots.keys[index].wrapping_add(step);
         slots.free.push(index as u32);
         true
     }
@@ -400,18 +486,86 @@ mod tests {
     const PD: PdId = PdId(1);
 
     #[test]
-    fn stags_are_never_zero_and_keys_advance_on_reuse() {
-        let reg = Registry::new();
+    fn stags_are_never_zero_and_a_reused_slot_refuses_its_old_stag() {
+        let reg = Registry::with_seed(7);
         let a = reg.register(PD, 8, Access::ALL).unwrap();
         assert_ne!(a.rkey().0, 0);
-        assert_eq!(a.rkey().index(), 1);
+        assert_ne!(a.rkey().index(), 0);
         let old = a.rkey();
         a.deregister();
-        let b = reg.register(PD, 8, Access::ALL).unwrap();
-        assert_eq!(b.rkey().index(), old.index());
-        assert_ne!(b.rkey(), old, "a reused slot gets a new key");
+        // Fill every free slot: one of them is the old one, with a new key.
+        let all: Vec<_> = (0..INDEX_BATCH)
+            .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+            .collect();
+        let reused = all
+            .iter()
+            .find(|m| m.rkey().index() == old.index())
+            .expect("the slot is reused");
+        assert_ne!(reused.rkey(), old, "a reused slot gets a new key");
         assert!(reg.view().region(old).is_none(), "stale STag refused");
-        assert!(reg.view().region(b.rkey()).is_some());
+        assert!(reg.view().region(reused.rkey()).is_some());
+        assert!(all.iter().all(|m| m.rkey().0 != 0 && m.rkey().index() != 0));
+    }
+
+    #[test]
+    fn a_slot_gives_no_key_twice_in_256_reuses() {
+        let reg = Registry::with_seed(3);
+        // With every other slot taken, each registration reuses the same one.
+        let mut held: Vec<_> = (0..INDEX_BATCH)
+            .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+            .collect();
+        let mut mr = held.pop().unwrap();
+        let index = mr.rkey().index();
+        let mut keys = std::collections::HashSet::new();
+        for _ in 0..256 {
+            assert_eq!(mr.rkey().index(), index);
+            assert!(
+                keys.insert(mr.rkey().key()),
+                "key {} again",
+                mr.rkey().key()
+            );
+            let stale = mr.rkey();
+            mr.deregister();
+            mr = reg.register(PD, 8, Access::ALL).unwrap();
+            assert!(reg.view().region(stale).is_none());
+        }
+        assert_eq!(keys.len(), 256);
+    }
+
+    #[test]
+    fn indexes_and_keys_are_not_sequential() {
+        let reg = Registry::with_seed(11);
+        let held: Vec<MemoryRegion> = (0..INDEX_BATCH)
+            .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+            .collect();
+        let stags: Vec<STag> = held.iter().map(MemoryRegion::rkey).collect();
+        let mut indexes: Vec<u32> = stags.iter().map(|s| s.index()).collect();
+        let in_order = indexes.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(in_order < INDEX_BATCH / 4, "{indexes:?}");
+        indexes.sort_unstable();
+        assert_eq!(indexes, (1..=INDEX_BATCH as u32).collect::<Vec<_>>());
+        let zero_keys = stags.iter().filter(|s| s.key() == 0).count();
+        assert!(zero_keys < INDEX_BATCH / 4, "{stags:?}");
+    }
+
+    #[test]
+    fn two_devices_hand_out_different_stags() {
+        // Each device's registry seeds itself: the same registrations get
+        // different STags.
+        let stags = || {
+            let reg = Registry::new();
+            let held: Vec<MemoryRegion> = (0..8)
+                .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+                .collect();
+            held.iter().map(MemoryRegion::rkey).collect::<Vec<STag>>()
+        };
+        assert_ne!(stags(), stags());
+        // And seeded ones repeat exactly.
+        let seeded = |seed| {
+            let reg = Registry::with_seed(seed);
+            reg.register(PD, 8, Access::ALL).unwrap().rkey()
+        };
+        assert_eq!(seeded(5), seeded(5));
     }
 
     #[test]

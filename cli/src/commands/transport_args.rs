@@ -173,7 +173,8 @@ pub struct TransportArgs {
           value_parser = clap::value_parser!(u8).range(1..=2), help_heading = "MPA")]
     pub mpa_rev: u8,
     /// Peer-to-peer mode: the ready-to-receive kinds offered (connecting)
-    /// or accepted (listening), comma-separated.
+    /// or granted (listening; without it a listener grants any kind the
+    /// initiator offers), comma-separated.
     #[arg(
         long,
         value_enum,

@@ -52,9 +52,26 @@ pub enum StartupEvent {
         /// The Responder's private data (without any IRD/ORD block).
         private_data: Vec<u8>,
     },
-    /// Start-up failed; close the connection (after sending anything
-    /// [`Startup::poll_transmit`] still has).
+    /// Start-up failed; close the connection after sending anything
+    /// [`Startup::poll_transmit`] still has, and then the TERMINATE of
+    /// [`Startup::terminate`], if any.
     Failed(StartupError),
+}
+
+/// The TERMINATE a failed start-up calls for (RFC 6581: an invalid Request
+/// or Reply 0x04, insufficient IRD 0x06, no matching RTR 0x07; LLP layer,
+/// MPA error type), and how to frame it. Send it, then close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartupTerminate {
+    /// The LLP error type (always MPA).
+    pub etype: u8,
+    /// The LLP error code.
+    pub code: u8,
+    /// CRC32c on the FPDU: as negotiated when the failure came after the
+    /// Reply settled it, else as this side asked in its own policy.
+    pub crc: bool,
+    /// Markers in the FPDU, as negotiated (none when nothing was).
+    pub markers: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +99,10 @@ pub struct Startup {
     deadline: Option<Instant>,
     events: VecDeque<StartupEvent>,
     negotiated: Option<Negotiated>,
+    /// This side's policy asks for CRC (framing of a TERMINATE sent before
+    /// anything was negotiated).
+    crc_asked: bool,
+    terminate: Option<StartupTerminate>,
 }
 
 impl Startup {
@@ -101,6 +122,8 @@ impl Startup {
             })?;
         Ok(Startup {
             role: Role::Initiator,
+            crc_asked: cfg.crc.asks(),
+            terminate: None,
             deadline: Some(now + cfg.reply_timeout),
             state: State::AwaitingReply(Box::new(cfg)),
             reader: FrameReader::new(FrameKind::Reply),
@@ -116,6 +139,8 @@ impl Startup {
         negotiate::check_responder(&cfg)?;
         Ok(Startup {
             role: Role::Responder,
+            crc_asked: cfg.crc.asks(),
+            terminate: None,
             deadline: Some(now + cfg.request_timeout),
             state: State::AwaitingRequest(Box::new(cfg)),
             reader: FrameReader::new(FrameKind::Request),
@@ -150,6 +175,11 @@ impl Startup {
         matches!(self.state, State::RequestReceived { .. })
     }
 
+    /// True once any byte of the peer's frame has arrived.
+    pub fn has_input(&self) -> bool {
+        self.reader.has_input()
+    }
+
     /// The error start-up failed with, if it did.
     pub fn error(&self) -> Option<StartupError> {
         match self.state {
@@ -163,6 +193,14 @@ impl Startup {
     /// the caller can frame the TERMINATE those errors call for.
     pub fn negotiated(&self) -> Option<&Negotiated> {
         self.negotiated.as_ref()
+    }
+
+    /// The TERMINATE to send after a failure that RFC 6581 assigns a code
+    /// to, once [`Startup::poll_transmit`] has nothing left. `None` when
+    /// start-up did not fail so, and after a refusal answered with a Reject
+    /// reply (the reply says it).
+    pub fn terminate(&self) -> Option<StartupTerminate> {
+        self.terminate
     }
 
     /// Consumes stream bytes up to the end of the peer's frame and returns
@@ -301,6 +339,12 @@ impl Startup {
 
     fn fail(&mut self, e: StartupError) -> StartupError {
         self.deadline = None;
+        self.terminate = e.terminate_code().map(|(etype, code)| StartupTerminate {
+            etype,
+            code,
+            crc: self.negotiated.as_ref().map_or(self.crc_asked, |n| n.crc),
+            markers: self.negotiated.as_ref().is_some_and(|n| n.markers_tx),
+        });
         self.state = State::Failed(e);
         self.events.push_back(StartupEvent::Failed(e));
         e
@@ -349,11 +393,13 @@ impl Startup {
                     Ok(())
                 }
                 Err(refusal) => {
+                    let e = self.fail(refusal.error);
                     if let Some(shape) = refusal.reject_reply {
                         // Cannot fail: no private data, a default block.
                         let _ = shape.reply(&[]).emit_to_vec(&mut self.tx);
+                        self.terminate = None;
                     }
-                    Err(self.fail(refusal.error))
+                    Err(e)
                 }
             },
             _ => Ok(()),

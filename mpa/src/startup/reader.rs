@@ -24,6 +24,11 @@ impl FrameReader {
         }
     }
 
+    /// Whether any byte of the frame has arrived.
+    pub fn has_input(&self) -> bool {
+        self.have > 0
+    }
+
     /// Takes bytes up to the end of the frame. Returns how many were taken
     /// and whether the frame is now complete. The key is checked octet by
     /// octet and PD_Length as soon as the header is in, so garbage and

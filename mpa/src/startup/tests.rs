@@ -814,19 +814,135 @@ fn not_mpa_at_all() {
 #[test]
 fn request_revisions() {
     let now = t0();
-    // Rev 0 is refused; rev 3 is answered with our highest, 2.
+    // Rev 0 is malformed: closed without a reply.
     let mut resp = Startup::responder(ResponderConfig::default(), now).expect("config");
     let request = hex("4d504120494420526571204672616d65 00 00 0000");
     assert_eq!(
         resp.handle_bytes(&request, now),
         Err(StartupError::BadRev { rev: 0 })
     );
+    assert!(!resp.has_transmit());
+}
+
+#[test]
+fn unknown_request_revision_is_rejected_and_closed() {
+    // RFC 5044 section 7.1: a Responder that cannot interoperate at the
+    // Request's revision closes; the Reject reply (at our revision) says why.
+    let now = t0();
+    for (max_rev, rev) in [(2u8, 3u8), (2, 0xff), (1, 3)] {
+        let rcfg = ResponderConfig {
+            max_rev,
+            ..ResponderConfig::default()
+        };
+        let mut resp = Startup::responder(rcfg, now).expect("config");
+        let request = hex(&format!(
+            "4d504120494420526571204672616d65 10 {rev:02x} 0004 00010001"
+        ));
+        assert_eq!(
+            resp.handle_bytes(&request, now),
+            Err(StartupError::BadRev { rev })
+        );
+        assert_eq!(
+            events(&mut resp),
+            vec![StartupEvent::Failed(StartupError::BadRev { rev })]
+        );
+        assert!(!resp.is_awaiting_decision() && resp.is_finished());
+        let reply = take_tx(&mut resp);
+        let (repr, _) = FrameRepr::parse_bytes(&reply).expect("a Reply");
+        assert_eq!(repr.kind, FrameKind::Reply);
+        assert!(repr.reject);
+        assert_eq!(repr.rev, max_rev);
+        // The Reply carries the refusal: no TERMINATE after it.
+        assert_eq!(resp.terminate(), None);
+        // An initiator of ours reads it as a reject.
+        let mut init = Startup::initiator(InitiatorConfig::default(), now).expect("config");
+        let _ = take_tx(&mut init);
+        let _ = init.handle_bytes(&reply, now);
+        assert!(matches!(
+            events(&mut init)[..],
+            [StartupEvent::Rejected { .. }]
+        ));
+    }
+}
+
+#[test]
+fn failures_with_an_rfc6581_code_ask_for_a_terminate() {
+    let now = t0();
+    // Insufficient IRD: framed as the Reply settled (CRC on).
+    let mut init = Startup::initiator(
+        InitiatorConfig {
+            ird: 2,
+            ord: 2,
+            ..InitiatorConfig::default()
+        },
+        now,
+    )
+    .expect("config");
+    let reply = hex("4d504120494420526570204672616d65 50 02 0004 00020003");
+    assert!(init.handle_bytes(&reply, now).is_err());
+    assert_eq!(
+        init.terminate(),
+        Some(StartupTerminate {
+            etype: 0,
+            code: 6,
+            crc: true,
+            markers: false
+        })
+    );
+    // No matching RTR: code 7, CRC as the Reply said (off).
+    let mut init = Startup::initiator(
+        InitiatorConfig {
+            peer_to_peer: Some(RtrSet::only(Rtr::Write)),
+            ird: 1,
+            ord: 1,
+            ..InitiatorConfig::default()
+        },
+        now,
+    )
+    .expect("config");
+    let reply = hex("4d504120494420526570204672616d65 10 02 0004 80014001");
+    assert!(init.handle_bytes(&reply, now).is_err());
+    assert_eq!(init.terminate().map(|t| (t.code, t.crc)), Some((7, false)));
+    // A Reply that is not one: code 4, framed by our own CRC policy.
+    for (crc, want) in [(CrcPolicy::Off, false), (CrcPolicy::Required, true)] {
+        let mut init = Startup::initiator(
+            InitiatorConfig {
+                crc,
+                ..InitiatorConfig::default()
+            },
+            now,
+        )
+        .expect("config");
+        assert_eq!(
+            init.handle_bytes(b"HTTP/1.1 400 Bad", now),
+            Err(StartupError::BadKey)
+        );
+        assert_eq!(init.terminate().map(|t| (t.code, t.crc)), Some((4, want)));
+    }
+    // A Responder given garbage: code 4.
     let mut resp = Startup::responder(ResponderConfig::default(), now).expect("config");
-    let request = hex("4d504120494420526571204672616d65 10 03 0004 00010001");
-    resp.handle_bytes(&request, now).expect("request");
-    resp.accept(params(1, 1), now).expect("accept");
-    let reply = take_tx(&mut resp);
-    assert_eq!(reply[17], 2);
+    assert!(resp.handle_bytes(b"GET / HTTP/1.1\r\n", now).is_err());
+    assert_eq!(resp.terminate().map(|t| (t.etype, t.code)), Some((0, 4)));
+    // A timeout, a closed stream and a CRC refusal carry none.
+    let mut resp = Startup::responder(ResponderConfig::default(), now).expect("config");
+    resp.handle_timeout(now + Duration::from_secs(60));
+    assert_eq!(resp.terminate(), None);
+    let mut init = Startup::initiator(InitiatorConfig::default(), now).expect("config");
+    init.handle_peer_closed();
+    assert_eq!(init.terminate(), None);
+    let o = converse(
+        InitiatorConfig {
+            crc: CrcPolicy::Required,
+            ..InitiatorConfig::default()
+        },
+        ResponderConfig {
+            crc: CrcPolicy::Never,
+            ..ResponderConfig::default()
+        },
+        params(1, 1),
+        None,
+    );
+    assert_eq!(o.resp.terminate(), None);
 }
 
 #[test]

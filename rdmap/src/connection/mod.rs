@@ -32,6 +32,7 @@ use ddp::memory::{Memory, PdId};
 
 pub use config::{ConnectionConfig, Negotiated, Role, MAX_RX_ULPDU, MIN_FPDU};
 pub use event::{Event, PeerTerminate, State};
+pub use terminate::startup_terminate;
 
 use crate::work_request::{PostError, RecvWr, SendWr};
 use framing::FrameRx;

@@ -93,6 +93,18 @@ pub(crate) fn build(cause: TermCause, offending: &[u8], msn: u32) -> TermFrame {
     frame
 }
 
+/// The TERMINATE FPDU a failed MPA start-up sends before closing (RFC 6581:
+/// an invalid Request or Reply, insufficient IRD, no matching RTR): the
+/// LLP error `code` with nothing attached, MSN 1, framed with `crc` and
+/// `markers` as the first FPDU of the stream.
+pub fn startup_terminate(code: TermCode, crc: bool, markers: bool) -> Vec<u8> {
+    let frame = build(TermCause::with_attach(code, Attach::Nothing), &[], 1);
+    let mut out = Vec::new();
+    // Cannot fail: a TERMINATE is far below the 16-bit ULPDU limit.
+    let _ = mpa::Framer::new(crc, markers).frame_to_vec(frame.bytes(), &[], &mut out);
+    out
+}
+
 /// What the peer's TERMINATE says, for the event.
 pub(crate) fn peer_cause(t: &TerminateRepr<'_>) -> (TermCode, PeerTerminate) {
     let c = t.control;

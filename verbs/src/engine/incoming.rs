@@ -8,14 +8,15 @@ use std::time::Instant;
 use super::startup::{RequestInfo, Startup, StartupOutcome};
 use crate::cm::ConnectRequest;
 use crate::device::DeviceShared;
-use crate::transport::{StreamId, Transport};
+use crate::transport::{StreamId, StreamState, Transport};
 
 pub(crate) enum IncomingState {
     /// Waiting for the initiator's MPA request.
     AwaitingRequest,
     /// The request is waiting in the listener's queue for the application.
     Offered(RequestInfo),
-    /// A reject reply is being sent; the stream closes after it.
+    /// Refused or failed: a reject reply (if any) is being sent, and the
+    /// stream closes after it.
     Rejecting,
     /// Moved onto a queue pair.
     Handed,
@@ -47,6 +48,16 @@ impl Incoming {
         }
     }
 
+    /// Still waiting for the Request (not yet offered to the application).
+    pub(crate) fn awaits_request(&self) -> bool {
+        matches!(self.state, IncomingState::AwaitingRequest)
+    }
+
+    /// Nothing of the Request has arrived: a slot an idle peer holds.
+    pub(crate) fn is_silent(&self) -> bool {
+        self.awaits_request() && !self.startup.has_input()
+    }
+
     pub(crate) fn drive(&mut self, transport: &mut dyn Transport, now: Instant) -> Step {
         let mut step = Step {
             busy: false,
@@ -58,19 +69,27 @@ impl Incoming {
             return step;
         }
         self.startup.handle_timeout(now);
-        step.busy |= self.startup.transmit(transport, self.stream);
         if matches!(self.state, IncomingState::AwaitingRequest) {
             step.busy |= self.startup.receive(transport, self.stream, now);
+            if transport.state(self.stream) == StreamState::PeerClosed
+                && self.startup.wants_input()
+                && transport.recv_queued(self.stream) == 0
+            {
+                // The peer left before its Request was whole: free the slot
+                // now rather than at the start-up timeout.
+                self.startup.handle_peer_closed();
+            }
             if let Some(info) = self.startup.request() {
                 self.state = IncomingState::Offered(info);
                 step.offered = true;
             }
         }
-        match self.startup.outcome() {
-            Some(StartupOutcome::Failed(_)) => step.finished = true,
-            Some(_) => {}
-            None => {}
+        if let Some(StartupOutcome::Failed(_)) = self.startup.outcome() {
+            // A refusal may have queued a reject reply: it goes out before
+            // the stream closes.
+            self.state = IncomingState::Rejecting;
         }
+        step.busy |= self.startup.transmit(transport, self.stream);
         if matches!(self.state, IncomingState::Rejecting) && !self.startup.has_transmit() {
             step.finished = true;
         }

@@ -23,7 +23,7 @@ use crate::cm::{AcceptParams, CmEvent, ConnectParams, ListenOptions};
 use crate::error::VerbsError;
 use crate::mr::Registry;
 use crate::qp::{QpInit, QpState};
-use crate::transport::{ListenerId, Transport};
+use crate::transport::{ListenerId, StreamId, Transport};
 
 pub(crate) use incoming::PendingRequest;
 use incoming::{Incoming, IncomingState};
@@ -362,29 +362,67 @@ impl Engine {
         let Some(transport) = self.transport.as_deref_mut() else {
             return false;
         };
-        let mut busy = false;
-        for (&lid, l) in &mut self.listeners {
+        let mut arrived = Vec::new();
+        for (&lid, l) in &self.listeners {
             while let Some(stream) = transport.accept(l.transport_id) {
-                busy = true;
-                let backlog = l.opts.backlog.unwrap_or(DEFAULT_BACKLOG).max(1);
-                let in_startup = self.incoming.values().filter(|i| i.listener == lid).count();
-                if in_startup >= backlog {
-                    // Over the backlog: refuse rather than queue without bound.
+                arrived.push((lid, stream));
+            }
+        }
+        let busy = !arrived.is_empty();
+        for (lid, stream) in arrived {
+            self.admit(lid, stream, now);
+        }
+        busy
+    }
+
+    /// Starts MPA start-up on a stream a listener accepted, within the
+    /// listener's backlog. When the backlog is full, the start-ups still
+    /// waiting for their Request first read what has arrived; then the
+    /// oldest of those still waiting (a silent one if any) is reset to
+    /// make room, so idle or trickling connections cannot keep out a
+    /// client that sends its Request at once. Only when every slot holds a
+    /// request offered to the application is the newcomer refused.
+    fn admit(&mut self, lid: u32, stream: StreamId, now: Instant) {
+        let Some(l) = self.listeners.get(&lid) else {
+            return;
+        };
+        let backlog = l.opts.backlog.unwrap_or(DEFAULT_BACKLOG).max(1);
+        let startup = Startup::responder(&l.opts, now);
+        let in_startup = |incoming: &HashMap<u64, Incoming>| {
+            incoming.values().filter(|i| i.listener == lid).count()
+        };
+        if in_startup(&self.incoming) >= backlog {
+            self.drive_incoming(now);
+        }
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return;
+        };
+        if in_startup(&self.incoming) >= backlog {
+            // Silent ones first, then those with a partial Request.
+            let evict = self
+                .incoming
+                .iter()
+                .filter(|(_, i)| i.listener == lid && i.awaits_request())
+                .map(|(&id, i)| (!i.is_silent(), id))
+                .min()
+                .map(|(_, id)| id);
+            match evict.and_then(|id| self.incoming.remove(&id)) {
+                Some(evicted) => transport.abort(evicted.stream),
+                None => {
                     transport.abort(stream);
-                    continue;
-                }
-                match Startup::responder(&l.opts, now) {
-                    Ok(startup) => {
-                        let id = self.next_request;
-                        self.next_request += 1;
-                        self.incoming
-                            .insert(id, Incoming::new(lid, stream, startup));
-                    }
-                    Err(_) => transport.abort(stream),
+                    return;
                 }
             }
         }
-        busy
+        match startup {
+            Ok(startup) => {
+                let id = self.next_request;
+                self.next_request += 1;
+                self.incoming
+                    .insert(id, Incoming::new(lid, stream, startup));
+            }
+            Err(_) => transport.abort(stream),
+        }
     }
 
     fn drive_incoming(&mut self, now: Instant) -> bool {

@@ -359,9 +359,29 @@ impl QpSlot {
                 (true, true)
             }
             Some(StartupOutcome::Failed(why)) => {
-                self.fail(transport, why);
+                startup.transmit(transport, stream);
+                if startup.terminates() {
+                    // A TERMINATE (RFC 6581) is on its way: close after it
+                    // instead of resetting.
+                    self.events.push_back(CmEvent::ConnectFailed(why));
+                    transport.close(stream);
+                    self.phase = Phase::Closed {
+                        stream: Some(stream),
+                        conn: None,
+                    };
+                    self.flush_early_recvs();
+                } else {
+                    self.fail(transport, why);
+                }
                 (true, true)
             }
+        }
+    }
+
+    fn flush_early_recvs(&mut self) {
+        for wr in self.early_recvs.drain(..) {
+            self.recv_cq
+                .push(flushed(wr.wr_id, WcOpcode::Recv, self.num));
         }
     }
 

@@ -5,10 +5,24 @@
 use std::time::Instant;
 
 use mpa::{InitiatorConfig, Negotiated, ReplyParams, ResponderConfig, StartupEvent};
+use rdmap::connection::startup_terminate;
+use rdmap::{Layer, TermCode};
 
 use crate::cm::{AcceptParams, ConnectParams, ListenOptions};
 use crate::error::VerbsError;
 use crate::transport::{StreamId, Transport};
+
+/// The RTR kinds a listener grants: the ones named, or, when none are,
+/// any the initiator offers (WRITE, else READ, else SEND), as every siw
+/// build does. A listener that refused peer-to-peer by default would turn
+/// away Chelsio-style and peer-to-peer siw clients.
+fn granted_rtrs(named: mpa::RtrSet) -> mpa::RtrSet {
+    if named.is_empty() {
+        mpa::RtrSet::ALL
+    } else {
+        named
+    }
+}
 
 /// A connect request as the listener offers it.
 #[derive(Debug, Clone)]
@@ -34,6 +48,12 @@ pub(crate) struct Startup {
     inner: mpa::Startup,
     request: Option<RequestInfo>,
     outcome: Option<StartupOutcome>,
+    /// The TERMINATE FPDU a failure with an RFC 6581 code sends after
+    /// whatever start-up bytes are still queued.
+    terminate: Vec<u8>,
+    /// Start-up failed with such a TERMINATE: the stream closes after it
+    /// rather than being reset.
+    terminates: bool,
 }
 
 impl Startup {
@@ -56,6 +76,8 @@ impl Startup {
             inner,
             request: None,
             outcome: None,
+            terminate: Vec::new(),
+            terminates: false,
         })
     }
 
@@ -65,7 +87,7 @@ impl Startup {
             crc: opts.mpa.crc,
             markers_rx: opts.mpa.markers,
             markers_tx: true,
-            rtr: opts.mpa.p2p,
+            rtr: granted_rtrs(opts.mpa.p2p),
             request_timeout: opts.mpa.timeout,
         };
         let inner =
@@ -74,6 +96,8 @@ impl Startup {
             inner,
             request: None,
             outcome: None,
+            terminate: Vec::new(),
+            terminates: false,
         })
     }
 
@@ -102,19 +126,45 @@ impl Startup {
     }
 
     pub(crate) fn has_transmit(&self) -> bool {
-        self.inner.has_transmit()
+        self.inner.has_transmit() || !self.terminate.is_empty()
     }
 
-    /// Queues pending start-up bytes into the stream. True if any went.
+    /// Queues pending start-up bytes (then a failure's TERMINATE) into the
+    /// stream. True if any went.
     pub(crate) fn transmit(&mut self, transport: &mut dyn Transport, stream: StreamId) -> bool {
-        if !self.inner.has_transmit() {
-            return false;
+        let mut sent = 0;
+        if self.inner.has_transmit() {
+            let inner = &mut self.inner;
+            sent += transport
+                .send_with(stream, &mut |buf| inner.transmit_into(buf))
+                .unwrap_or(0);
         }
-        let inner = &mut self.inner;
-        transport
-            .send_with(stream, &mut |buf| inner.transmit_into(buf))
-            .unwrap_or(0)
-            > 0
+        if !self.inner.has_transmit() && !self.terminate.is_empty() {
+            let term = &self.terminate;
+            let mut taken = 0;
+            let n = transport
+                .send_with(stream, &mut |buf| {
+                    let rest = term.get(taken..).unwrap_or_default();
+                    let n = rest.len().min(buf.len());
+                    buf[..n].copy_from_slice(&rest[..n]);
+                    taken += n;
+                    n
+                })
+                .unwrap_or(0);
+            self.terminate.drain(..n.min(self.terminate.len()));
+            sent += n;
+        }
+        sent > 0
+    }
+
+    /// Whether any of the peer's frame has arrived.
+    pub(crate) fn has_input(&self) -> bool {
+        self.inner.has_input()
+    }
+
+    /// Whether start-up failed with a TERMINATE to send (then close).
+    pub(crate) fn terminates(&self) -> bool {
+        self.terminates
     }
 
     /// Reads start-up bytes (and no more) from the stream. True if any came.
@@ -201,6 +251,11 @@ impl Startup {
                     self.outcome = Some(StartupOutcome::Rejected(private_data))
                 }
                 StartupEvent::Failed(e) => {
+                    if let Some(t) = self.inner.terminate() {
+                        let code = TermCode::new(Layer::Llp, t.etype, t.code);
+                        self.terminate = startup_terminate(code, t.crc, t.markers);
+                        self.terminates = true;
+                    }
                     self.outcome = Some(StartupOutcome::Failed(e.to_string()))
                 }
             }

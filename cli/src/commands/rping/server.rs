@@ -6,8 +6,11 @@
 //! client's sink advertisement arrives → RDMA WRITE the buffer's string
 //! (`strlen + 1` bytes) there → on the WRITE's completion SEND a go-ahead.
 //!
-//! The run ends when the client closes the connection; that is a clean end
-//! only between pings (waiting for the next source advertisement).
+//! The run ends when the client closes or resets the connection; that is a
+//! clean end only between pings (waiting for the next source
+//! advertisement).
+
+use verbs::DisconnectReason;
 
 use super::error::{Phase, RpingError};
 use super::info::RdmaInfo;
@@ -91,15 +94,14 @@ impl Server {
         Ok(ServerStep::GoAhead)
     }
 
-    /// The client closed the connection: fine between pings, an error in
-    /// the middle of one.
-    pub fn on_peer_closed(&self) -> Result<(), RpingError> {
-        match self.phase {
-            Phase::ReadAdvert => Ok(()),
-            phase => Err(RpingError::Disconnected {
-                reason: verbs::DisconnectReason::PeerClosed,
-                phase,
-            }),
+    /// The connection ended. Between pings a close or a reset is the end
+    /// of the run, as in rping (whose DISCONNECTED event covers both: siw
+    /// resets right after the last ping on a lossy link); in the middle of
+    /// a ping, or by a TERMINATE, it is an error.
+    pub fn on_disconnected(&self, reason: DisconnectReason) -> Result<(), RpingError> {
+        match (self.phase, &reason) {
+            (Phase::ReadAdvert, DisconnectReason::PeerClosed | DisconnectReason::Reset) => Ok(()),
+            (phase, _) => Err(RpingError::Disconnected { reason, phase }),
         }
     }
 
@@ -141,25 +143,40 @@ mod tests {
         assert_eq!(s.on_write_done().unwrap(), ServerStep::GoAhead);
         assert_eq!(s.pings(), 1);
         assert_eq!(s.phase(), Phase::ReadAdvert);
-        assert!(s.on_peer_closed().is_ok());
+        assert!(s.on_disconnected(DisconnectReason::PeerClosed).is_ok());
+        assert!(s.on_disconnected(DisconnectReason::Reset).is_ok());
     }
 
     #[test]
-    fn closing_mid_ping_is_an_error() {
+    fn closing_or_resetting_mid_ping_is_an_error() {
         let src = info(1, 2, 64).to_bytes();
-        let mut s = Server::new();
-        s.on_recv(&src).unwrap();
-        assert!(s.on_peer_closed().is_err());
-        s.on_read_done().unwrap();
-        assert!(matches!(
-            s.on_peer_closed(),
-            Err(RpingError::Disconnected {
-                phase: Phase::WriteAdvert,
-                ..
-            })
-        ));
-        s.on_recv(&src).unwrap();
-        assert!(s.on_peer_closed().is_err());
+        for reason in [DisconnectReason::PeerClosed, DisconnectReason::Reset] {
+            let mut s = Server::new();
+            s.on_recv(&src).unwrap();
+            assert!(s.on_disconnected(reason.clone()).is_err());
+            s.on_read_done().unwrap();
+            assert!(matches!(
+                s.on_disconnected(reason.clone()),
+                Err(RpingError::Disconnected {
+                    phase: Phase::WriteAdvert,
+                    ..
+                })
+            ));
+            s.on_recv(&src).unwrap();
+            assert!(s.on_disconnected(reason).is_err());
+        }
+    }
+
+    #[test]
+    fn a_terminate_between_pings_is_an_error() {
+        let s = Server::new();
+        let reason = DisconnectReason::Terminated {
+            by_peer: true,
+            layer: 0,
+            etype: 0,
+            code: 0,
+        };
+        assert!(s.on_disconnected(reason).is_err());
     }
 
     #[test]

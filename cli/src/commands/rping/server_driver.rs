@@ -10,8 +10,8 @@
 use std::time::{Duration, Instant};
 
 use verbs::{
-    AcceptParams, CmEvent, CompletionQueue, ConnectRequest, Device, DisconnectReason, Listener,
-    WcOpcode, WcStatus, WorkCompletion,
+    AcceptParams, CmEvent, CompletionQueue, ConnectRequest, Device, Listener, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 use super::conn::{Conn, RQ_DEPTH, SQ_DEPTH};
@@ -219,13 +219,7 @@ fn on_event(s: &mut Session, ev: CmEvent, log: &Log) {
         }
         CmEvent::Disconnected { reason } => {
             log.debug(|| format!("cma_event DISCONNECTED: {}", describe(&reason)));
-            s.outcome = Some(match reason {
-                DisconnectReason::PeerClosed => s.server.on_peer_closed(),
-                reason => Err(RpingError::Disconnected {
-                    reason,
-                    phase: s.server.phase(),
-                }),
-            });
+            s.outcome = Some(s.server.on_disconnected(reason));
         }
         CmEvent::ConnectFailed(why) => {
             s.outcome = Some(Err(RpingError::Connect(why)));

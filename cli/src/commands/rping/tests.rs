@@ -6,6 +6,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
+use verbs::transport::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
 use verbs::{
     wr, AcceptParams, Access, CmEvent, ConnectParams, ConnectRequest, Device, DisconnectReason,
     ListenOptions, MpaOptions, QpInit, WcOpcode,
@@ -411,4 +412,114 @@ fn a_silent_server_times_the_client_out() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
     fake.join().unwrap();
+}
+
+/// A transport whose `close` resets the stream: a peer that ends its run
+/// with RST instead of FIN (siw does, right after its last ping, on a
+/// lossy link).
+struct ResetOnClose(Box<dyn Transport + Send>);
+
+impl Transport for ResetOnClose {
+    fn listen(&mut self, port: u16) -> Result<ListenerId, TransportError> {
+        self.0.listen(port)
+    }
+    fn accept(&mut self, l: ListenerId) -> Option<StreamId> {
+        self.0.accept(l)
+    }
+    fn unlisten(&mut self, l: ListenerId) {
+        self.0.unlisten(l)
+    }
+    fn connect(&mut self, remote: SocketAddr) -> Result<StreamId, TransportError> {
+        self.0.connect(remote)
+    }
+    fn state(&self, s: StreamId) -> StreamState {
+        self.0.state(s)
+    }
+    fn local_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        self.0.local_addr(s)
+    }
+    fn peer_addr(&self, s: StreamId) -> Option<SocketAddr> {
+        self.0.peer_addr(s)
+    }
+    fn send_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        self.0.send_with(s, f)
+    }
+    fn recv_with(
+        &mut self,
+        s: StreamId,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> Result<usize, TransportError> {
+        self.0.recv_with(s, f)
+    }
+    fn send_capacity(&self, s: StreamId) -> usize {
+        self.0.send_capacity(s)
+    }
+    fn recv_queued(&self, s: StreamId) -> usize {
+        self.0.recv_queued(s)
+    }
+    fn mss(&self, s: StreamId) -> usize {
+        self.0.mss(s)
+    }
+    fn close(&mut self, s: StreamId) {
+        self.0.abort(s)
+    }
+    fn abort(&mut self, s: StreamId) {
+        self.0.abort(s)
+    }
+    fn poll(&mut self, now: Instant) -> bool {
+        self.0.poll(now)
+    }
+    fn flush(&mut self, now: Instant) -> bool {
+        self.0.flush(now)
+    }
+    fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
+        self.0.poll_delay(now)
+    }
+    fn wait(&mut self, timeout: Option<Duration>) {
+        self.0.wait(timeout)
+    }
+    fn listen_port(&self, l: ListenerId) -> Option<u16> {
+        self.0.listen_port(l)
+    }
+    fn waker(&self) -> Option<Waker> {
+        self.0.waker()
+    }
+}
+
+#[test]
+fn a_client_resetting_after_its_last_ping_ends_the_servers_run_cleanly() {
+    let cfg = MemoryLinkConfig::default();
+    let (a, b) = MemoryLink::pair(&cfg).unwrap();
+    let client = Device::new(Box::new(ResetOnClose(Box::new(a))));
+    let srv = spawn_server(
+        Device::new(Box::new(b)),
+        server_cfg(64),
+        ListenOptions::default(),
+        true,
+    );
+    let r = run_client(
+        &client,
+        cfg.endpoint_b(PORT),
+        rping_params(),
+        &client_cfg(64, 5),
+        &Log::capture(false),
+    );
+    assert_eq!(r.unwrap().pings, 5);
+    let (report, lines) = srv.join().unwrap();
+    assert!(
+        lines.iter().any(|l| l.contains("the connection was reset")),
+        "the server saw a reset: {lines:#?}"
+    );
+    assert_eq!(
+        report.unwrap_or_else(|e| panic!("{e:?}: {lines:#?}")),
+        ServerReport {
+            served: 1,
+            failed: 0,
+            pings: 5
+        }
+    );
 }

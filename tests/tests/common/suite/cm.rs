@@ -351,6 +351,39 @@ pub fn peer_to_peer_each_rtr(make: MakeNet) {
     }
 }
 
+/// A listener with default options grants peer-to-peer to an initiator
+/// that asks, as siw does (WRITE if offered, else READ); naming kinds
+/// narrows it, and an initiator offering none of them is rejected.
+pub fn peer_to_peer_granted_by_default(make: MakeNet) {
+    let cxgb_style = RtrSet {
+        send: false,
+        write: true,
+        read: true,
+    };
+    for (offered, granted) in [
+        (cxgb_style, Rtr::Write),
+        (RtrSet::only(Rtr::Read), Rtr::Read),
+        (RtrSet::only(Rtr::Send), Rtr::Send),
+    ] {
+        let mut opts = Opts::default();
+        opts.connect.mpa.p2p = offered;
+        let p = connect(make(), opts);
+        assert_eq!(
+            (p.client_info.rtr, p.server_info.rtr),
+            (Some(granted), Some(granted)),
+            "{}: {offered:?}",
+            p.name
+        );
+    }
+    let mut opts = Opts::default();
+    opts.connect.mpa.p2p = RtrSet::only(Rtr::Write);
+    opts.listen.mpa.p2p = RtrSet::only(Rtr::Read);
+    match try_connect(make(), opts) {
+        Err(e) => assert!(matches!(e.1, CmEvent::Rejected { .. }), "{:?}", e.1),
+        Ok(p) => panic!("{}: connected with {:?}", p.name, p.client_info.rtr),
+    }
+}
+
 /// Without the RTR of peer-to-peer mode the responder may not send first
 /// (RFC 5044 section 7.1.2): its Send waits for the initiator's first FPDU.
 pub fn responder_waits_for_the_first_fpdu(make: MakeNet) {
@@ -392,23 +425,30 @@ pub fn mpa_revision_1(make: MakeNet) {
 }
 
 /// CRC is used when either side asks; a side that never uses it refuses a
-/// side that requires it.
+/// side that requires it: a responder with a reject reply (which reaches
+/// the initiator before the stream closes), an initiator by failing.
 pub fn crc_policies(make: MakeNet) {
     use CrcPolicy::*;
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Refused {
+        ByResponder,
+        ByInitiator,
+    }
+    use Refused::*;
     for (client, server, want) in [
-        (Off, Off, Some(false)),
-        (Off, Preferred, Some(true)),
-        (Preferred, Off, Some(true)),
-        (Required, Required, Some(true)),
-        (Never, Never, Some(false)),
-        (Required, Never, None),
-        (Never, Required, None),
+        (Off, Off, Ok(false)),
+        (Off, Preferred, Ok(true)),
+        (Preferred, Off, Ok(true)),
+        (Required, Required, Ok(true)),
+        (Never, Never, Ok(false)),
+        (Required, Never, Err(ByResponder)),
+        (Never, Required, Err(ByInitiator)),
     ] {
         let mut opts = Opts::default();
         opts.connect.mpa.crc = client;
         opts.listen.mpa.crc = server;
         match (try_connect(make(), opts), want) {
-            (Ok(p), Some(crc)) => {
+            (Ok(p), Ok(crc)) => {
                 assert_eq!(
                     (p.client_info.crc, p.server_info.crc),
                     (crc, crc),
@@ -421,13 +461,16 @@ pub fn crc_policies(make: MakeNet) {
                 p.client_qp.post_send(wr::send(2, vec![])).unwrap();
                 assert!(p.server_completions(1)[0].is_success());
             }
-            (Err(e), None) => assert!(
-                matches!(e.1, CmEvent::Rejected { .. } | CmEvent::ConnectFailed(_)),
-                "{client:?}/{server:?}: {:?}",
-                e.1
-            ),
-            (Ok(_), None) => panic!("{client:?}/{server:?} connected"),
-            (Err(e), Some(_)) => panic!("{client:?}/{server:?}: {:?}", e.1),
+            (Err(e), Err(by)) => {
+                let got = match e.1 {
+                    CmEvent::Rejected { .. } => ByResponder,
+                    CmEvent::ConnectFailed(_) => ByInitiator,
+                    other => panic!("{client:?}/{server:?}: {other:?}"),
+                };
+                assert_eq!(got, by, "{}: {client:?}/{server:?}: {:?}", e.0, e.1);
+            }
+            (Ok(_), Err(_)) => panic!("{client:?}/{server:?} connected"),
+            (Err(e), Ok(_)) => panic!("{client:?}/{server:?}: {:?}", e.1),
         }
     }
 }

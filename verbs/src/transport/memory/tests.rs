@@ -344,6 +344,39 @@ fn syns_beyond_the_backlog_are_refused() {
 }
 
 #[test]
+fn sockets_held_for_a_listener_never_exceed_the_backlog() {
+    // Forty handshakes, one after the other, to a listener whose owner
+    // accepts none: only the backlog's worth of sockets (each with its
+    // rings) is ever held for it; the rest are refused.
+    let cfg = MemoryLinkConfig {
+        tuning: TcpTuning {
+            backlog: 4,
+            rx_buffer: 16 * 1024,
+            tx_buffer: 16 * 1024,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut net = MemoryNet::new(cfg).unwrap();
+    let _l = net.b.listen(PORT).unwrap();
+    let mut now = Instant::now();
+    let mut states = Vec::new();
+    for _ in 0..40 {
+        let c = net.a.connect(net.config().endpoint_b(PORT)).unwrap();
+        net.run_virtual(&mut now, 10_000, Duration::from_secs(5), |n| {
+            n.a.state(c) != StreamState::Connecting
+        });
+        states.push(net.a.state(c));
+        assert!(net.b.socket_count() <= 4, "{}", net.b.socket_count());
+    }
+    let est = states
+        .iter()
+        .filter(|&&s| s == StreamState::Established)
+        .count();
+    assert_eq!(est, 4, "{states:?}");
+}
+
+#[test]
 fn graceful_close_delivers_everything_then_frees_sockets() {
     let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
     let sockets_before = net.a.socket_count();

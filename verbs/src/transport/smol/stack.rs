@@ -211,7 +211,11 @@ impl<D: LinkDevice> SmolStack<D> {
                 }
                 _ => true,
             });
-            while armed.len() < self.tuning.backlog.max(1) {
+            // Sockets that took a SYN and were not accepted yet share the
+            // backlog with the armed ones: a SYN flood holds at most
+            // `backlog` sockets (each with its rings), and SYNs beyond them
+            // are refused with RST.
+            while armed.len() + pending.len() < self.tuning.backlog.max(1) {
                 match self.arm(port) {
                     Ok(h) => armed.push(h),
                     Err(_) => break,

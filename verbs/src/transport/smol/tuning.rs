@@ -39,8 +39,9 @@ pub struct TcpTuning {
     pub rx_buffer: usize,
     /// Send ring per socket.
     pub tx_buffer: usize,
-    /// Listening sockets kept armed per port (smoltcp has no backlog: a SYN
-    /// arriving when all are taken is answered with RST).
+    /// Sockets per listening port, armed or holding a connection not yet
+    /// accepted (smoltcp has no backlog: a SYN arriving when all are taken
+    /// is answered with RST). Bounds what a SYN flood can hold.
     pub backlog: usize,
     /// Congestion control algorithm.
     pub congestion: CongestionControl,
