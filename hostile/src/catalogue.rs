@@ -117,9 +117,18 @@ fn one(
     }
 }
 
-/// A Request the target refuses before answering, or answers with R.
+/// A Request the target refuses: a close, a Reply with R, or (RFC 6581
+/// section 7) a TERMINATE "invalid MPA Request" in place of the Reply.
 fn refused_request() -> Expectation {
-    Expectation::any_of(&[Outcome::CLOSED_UNANSWERED, Outcome::REJECTED])
+    Expectation::any_of(&[
+        Outcome::CLOSED_UNANSWERED,
+        Outcome::REJECTED,
+        Outcome {
+            answer: Answer::None,
+            terminate: Terminate::Matching(TermMatch::exactly(TermCode::LLP_INVALID_REQ_REP)),
+            end: End::Closed,
+        },
+    ])
 }
 
 fn start(t: &Target) -> Step {

@@ -278,3 +278,52 @@ fn outcomes_print_what_they_require() {
     };
     assert_eq!(o.to_string(), "Reply, TERMINATE 2/0/0x02, close");
 }
+
+/// A TERMINATE framed as the target's own policy frames it, with no Reply.
+fn bare_terminate(code: TermCode, crc: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    mpa::Framer::new(crc, false)
+        .frame_to_vec(&terminate(code, TermLayout::Rfc5040), &[], &mut out)
+        .unwrap();
+    out
+}
+
+#[test]
+fn a_terminate_in_place_of_the_reply_is_read_with_or_without_crc() {
+    for crc in [true, false] {
+        let bytes = bare_terminate(TermCode::LLP_INVALID_REQ_REP, crc);
+        let a = answered(bytes, Ending::Fin);
+        let obs = observe(&a, 3);
+        assert_eq!(obs.reply, None);
+        assert_eq!(obs.terminates.len(), 1, "crc {crc}: {obs}");
+        assert!(passes("bad-key", &a), "crc {crc}");
+        assert!(passes("garbage-request", &a), "crc {crc}");
+        // Not an answer to a Request the target should reject with R.
+        assert!(!passes("unknown-revision", &a), "crc {crc}");
+    }
+}
+
+#[test]
+fn a_bare_terminate_with_another_code_or_a_bad_crc_fails() {
+    let other = answered(bare_terminate(TermCode::LLP_CRC, true), Ending::Fin);
+    assert!(!passes("bad-key", &other));
+    let mut bytes = bare_terminate(TermCode::LLP_INVALID_REQ_REP, true);
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let broken = answered(bytes, Ending::Fin);
+    assert!(observe(&broken, 64).malformed.is_some());
+    assert!(!passes("bad-key", &broken));
+}
+
+#[test]
+fn a_close_inside_a_reply_or_fpdu_is_malformed() {
+    let reply = responder(false, &[]);
+    let cut = answered(reply[..reply.len() - 1].to_vec(), Ending::Fin);
+    assert!(observe(&cut, 5).malformed.is_some());
+    assert!(!passes("garbage-request", &cut));
+    let short = answered(b"no".to_vec(), Ending::Reset);
+    assert!(!passes("garbage-request", &short));
+    // Still open: the rest may be on its way, nothing to judge yet.
+    let open = answered(reply[..10].to_vec(), Ending::Open);
+    assert!(observe(&open, 5).malformed.is_none());
+}
