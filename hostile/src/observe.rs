@@ -229,7 +229,7 @@ impl Observer {
             return;
         };
         let ulpdu = usize::from(u16::from_be_bytes([hi, lo]));
-        let total = (2 + ulpdu + 3) / 4 * 4 + 4;
+        let total = (2 + ulpdu).div_ceil(4) * 4 + 4;
         let Some(fpdu) = buf.get(..total) else {
             return;
         };
