@@ -239,7 +239,7 @@ fn run_connection(data: &[u8]) -> Outcome {
                     completions.push(c);
                 }
                 Event::Terminated { .. } => terminations += 1,
-                Event::PeerClosed => {}
+                Event::PeerClosed | Event::FirstFpduTimeout => {}
             }
         }
         if used == 0 || rest.is_empty() {

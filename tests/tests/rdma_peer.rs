@@ -1,5 +1,5 @@
 //! A verbs device facing a hand-driven peer that breaks its agreed IRD,
-//! stays silent in start-up, or resets the stream mid-transfer; over the
+//! stays silent in start-up or after it, or resets the stream mid-transfer; over the
 //! memory link (real and virtual time) and kernel TCP.
 
 mod common;
@@ -23,4 +23,9 @@ macro_rules! cases {
     };
 }
 
-cases!(read_over_ird, responder_times_out, reset_during_a_read);
+cases!(
+    read_over_ird,
+    responder_times_out,
+    silent_after_accept_times_out,
+    reset_during_a_read
+);

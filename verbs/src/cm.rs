@@ -34,6 +34,12 @@ pub struct MpaOptions {
     /// in between sits unread until more bytes arrive: a few milliseconds
     /// here avoid that race. Zero sends at once.
     pub first_fpdu_delay: Duration,
+    /// Responder: how long after accepting the initiator has to send its
+    /// first FPDU (its RTR in peer-to-peer mode). Past it the queue pair
+    /// goes to error, its work requests flushed, and reports
+    /// [`DisconnectReason::FirstFpduTimeout`]; a peer that completes MPA
+    /// and then says nothing cannot hold a queue pair until TCP gives up.
+    pub first_fpdu_timeout: Duration,
 }
 
 impl Default for MpaOptions {
@@ -45,6 +51,7 @@ impl Default for MpaOptions {
             p2p: RtrSet::EMPTY,
             timeout: Duration::from_secs(10),
             first_fpdu_delay: Duration::ZERO,
+            first_fpdu_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -128,6 +135,9 @@ pub enum DisconnectReason {
     PeerClosed,
     /// The TCP stream was reset.
     Reset,
+    /// Responder: the initiator's first FPDU did not come within
+    /// [`MpaOptions::first_fpdu_timeout`] of accepting.
+    FirstFpduTimeout,
     /// A TERMINATE was sent or received: the layer/etype/code it carried.
     Terminated {
         by_peer: bool,

@@ -1,5 +1,7 @@
 //! Connection parameters: what MPA negotiated plus local limits.
 
+use std::time::Instant;
+
 use ddp::memory::PdId;
 
 pub use mpa::{Negotiated, Role};
@@ -28,6 +30,12 @@ pub struct ConnectionConfig {
     pub max_send_sge: usize,
     /// SGEs per receive work request.
     pub max_recv_sge: usize,
+    /// Responder: when to give up on the initiator's first FPDU (its RTR
+    /// in peer-to-peer mode). Past it the connection goes to
+    /// [`State::Error`](super::State::Error), flushing every work request,
+    /// and reports [`Event::FirstFpduTimeout`](super::Event::FirstFpduTimeout).
+    /// `None`: wait as long as TCP keeps the stream.
+    pub first_fpdu_deadline: Option<Instant>,
 }
 
 /// The smallest FPDU a connection builds: room for a TERMINATE carrying
@@ -48,6 +56,7 @@ impl ConnectionConfig {
             rq_depth: 128,
             max_send_sge: 6,
             max_recv_sge: 6,
+            first_fpdu_deadline: None,
         }
     }
 }

@@ -46,4 +46,9 @@ pub enum Event {
     },
     /// The peer closed its direction of the stream (TCP FIN).
     PeerClosed,
+    /// Responder: the initiator's first FPDU did not come by
+    /// [`ConnectionConfig::first_fpdu_deadline`](super::ConnectionConfig::first_fpdu_deadline).
+    /// The connection is in error and every work request flushed; nothing
+    /// is sent (no TERMINATE code fits a silent peer): close the stream.
+    FirstFpduTimeout,
 }

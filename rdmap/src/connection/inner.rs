@@ -2,6 +2,7 @@
 //! happens when the stream fails or closes.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use ddp::memory::PdId;
 use ddp::tagged::TaggedSequence;
@@ -54,6 +55,8 @@ pub(super) struct Inner {
     pub events: VecDeque<Event>,
     /// Posts are refused while this many events wait to be polled.
     pub event_cap: usize,
+    /// Responder: the initiator's first FPDU is due by then.
+    pub first_fpdu_deadline: Option<Instant>,
 }
 
 impl Inner {
@@ -90,6 +93,11 @@ impl Inner {
             rq_head_status: None,
             events: VecDeque::new(),
             event_cap: cfg.sq_depth + cfg.rq_depth + 4,
+            first_fpdu_deadline: if initiator {
+                None
+            } else {
+                cfg.first_fpdu_deadline
+            },
         }
     }
 
@@ -204,6 +212,15 @@ impl Inner {
             cause: cause.code,
             peer: None,
         });
+        self.enter_error();
+    }
+
+    /// The initiator never sent its first FPDU: error, flush, report.
+    pub fn first_fpdu_timed_out(&mut self) {
+        if self.state != State::AwaitingFirstFpdu {
+            return;
+        }
+        self.events.push_back(Event::FirstFpduTimeout);
         self.enter_error();
     }
 

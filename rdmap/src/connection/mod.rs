@@ -96,14 +96,23 @@ impl Connection {
         self.inner.events.pop_front()
     }
 
-    /// RDMAP keeps no timers (TCP retransmits, MPA start-up has its own);
-    /// always `None`.
+    /// The one timer RDMAP keeps (TCP retransmits, MPA start-up has its
+    /// own): a responder's wait for the initiator's first FPDU, while it
+    /// lasts.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        None
+        match self.inner.state {
+            State::AwaitingFirstFpdu => self.inner.first_fpdu_deadline,
+            _ => None,
+        }
     }
 
-    /// Nothing is time-driven; see [`poll_timeout`](Self::poll_timeout).
-    pub fn handle_timeout(&mut self, _now: Instant) {}
+    /// Gives up on the first FPDU if its deadline passed (see
+    /// [`ConnectionConfig::first_fpdu_deadline`]).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.poll_timeout().is_some_and(|d| now >= d) {
+            self.inner.first_fpdu_timed_out();
+        }
+    }
 
     /// The peer closed its direction (TCP FIN): every outstanding work
     /// request is flushed and [`Event::PeerClosed`] reported.

@@ -495,6 +495,9 @@ impl Engine {
         }
         let now = self.clock.unwrap_or_else(Instant::now);
         let mut inc = self.incoming.remove(&id).ok_or(VerbsError::RequestGone)?;
+        if let Some(l) = self.listeners.get(&inc.listener) {
+            slot.set_first_fpdu_timeout(l.opts.mpa.first_fpdu_timeout);
+        }
         if !matches!(inc.state, IncomingState::Offered(_)) {
             if let Some(t) = self.transport.as_deref_mut() {
                 t.abort(inc.stream);

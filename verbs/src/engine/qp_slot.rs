@@ -52,6 +52,9 @@ pub(super) struct QpSlot {
     reset: bool,
     /// Initiator: hold the first FPDU this long after start-up.
     first_fpdu_delay: Duration,
+    /// Responder: give up on the initiator's first FPDU this long after
+    /// start-up.
+    first_fpdu_timeout: Option<Duration>,
     /// Nothing is sent before this instant (see `first_fpdu_delay`).
     hold_until: Option<Instant>,
     /// Regions placed into and sent from last, kept between calls so a
@@ -73,6 +76,7 @@ impl QpSlot {
             events: VecDeque::new(),
             reset: false,
             first_fpdu_delay: Duration::ZERO,
+            first_fpdu_timeout: None,
             hold_until: None,
             rx_regions: RegionCache::default(),
             tx_regions: RegionCache::default(),
@@ -95,8 +99,16 @@ impl QpSlot {
     pub(super) fn deadline(&self) -> Option<Instant> {
         match &self.phase {
             Phase::Starting { startup, .. } => startup.poll_timeout(),
+            Phase::Connected { conn, .. } => match (conn.poll_timeout(), self.hold_until) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
             _ => self.hold_until,
         }
+    }
+
+    pub(super) fn set_first_fpdu_timeout(&mut self, timeout: Duration) {
+        self.first_fpdu_timeout = Some(timeout);
     }
 
     pub(super) fn set_first_fpdu_delay(&mut self, delay: Duration) {
@@ -224,6 +236,8 @@ impl QpSlot {
                 .unwrap_or(0);
             busy |= got > 0;
             drop(view);
+            // After reading: a first FPDU that came in time counts.
+            conn.handle_timeout(now);
             if !held {
                 busy |= send_fpdus(transport, stream, conn, registry, &mut self.tx_regions);
             }
@@ -332,6 +346,7 @@ impl QpSlot {
                 cfg.rq_depth = self.init.rq_depth;
                 cfg.max_send_sge = self.init.max_send_sge;
                 cfg.max_recv_sge = self.init.max_recv_sge;
+                cfg.first_fpdu_deadline = self.first_fpdu_timeout.map(|t| now + t);
                 let mut conn = Box::new(Connection::new(cfg));
                 for wr in self.early_recvs.drain(..) {
                     if let Err(e) = conn.post_recv(wr.clone()) {
@@ -489,6 +504,11 @@ impl QpSlot {
                             etype: cause.etype,
                             code: cause.code,
                         },
+                    });
+                }
+                Event::FirstFpduTimeout => {
+                    self.events.push_back(CmEvent::Disconnected {
+                        reason: DisconnectReason::FirstFpduTimeout,
                     });
                 }
                 Event::PeerClosed => {

@@ -69,6 +69,9 @@ pub fn describe(reason: &DisconnectReason) -> String {
         DisconnectReason::Local => "closed locally".into(),
         DisconnectReason::PeerClosed => "the peer closed the connection".into(),
         DisconnectReason::Reset => "the connection was reset".into(),
+        DisconnectReason::FirstFpduTimeout => {
+            "the peer sent nothing after the connection was accepted".into()
+        }
         DisconnectReason::Terminated {
             by_peer,
             layer,

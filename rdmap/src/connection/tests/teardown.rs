@@ -133,3 +133,69 @@ fn close_keeps_a_queued_terminate() {
     p.drive();
     assert_eq!(p.a.terminated().map(|t| t.0), Some(true));
 }
+
+/// A responder whose initiator never sends its first FPDU gives up at the
+/// deadline: error, everything flushed, one event, nothing sent.
+#[test]
+fn a_silent_initiator_times_the_responder_out() {
+    use std::time::{Duration, Instant};
+
+    use super::util::config;
+    use crate::connection::Role;
+
+    let setup = Setup::default();
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs(5);
+    let mut b = config(Role::Responder, &setup);
+    b.first_fpdu_deadline = Some(deadline);
+    let mut a = config(Role::Initiator, &setup);
+    a.first_fpdu_deadline = Some(deadline);
+    let mut p = Pair::with_configs(setup, a, b);
+    // An initiator has no such timer.
+    assert_eq!(p.a.conn.poll_timeout(), None);
+    p.b.recv(1, vec![]);
+    p.b.send(2, vec![]);
+    assert_eq!(p.b.conn.poll_timeout(), Some(deadline));
+    p.b.conn.handle_timeout(deadline - Duration::from_millis(1));
+    p.drive();
+    assert_eq!(p.b.conn.state(), State::AwaitingFirstFpdu);
+    p.b.conn.handle_timeout(deadline);
+    p.drive();
+    assert_eq!(p.b.conn.state(), State::Error);
+    assert_eq!(p.b.conn.poll_timeout(), None);
+    assert!(p.b.events.contains(&Event::FirstFpduTimeout));
+    let flushed: Vec<_> =
+        p.b.completions()
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect();
+    assert_eq!(
+        flushed.len(),
+        2,
+        "{flushed:?}: the posted receive and send, flushed"
+    );
+    assert!(flushed.iter().all(|&(_, s)| s == WcStatus::WrFlushErr));
+    assert!(p.b.wire.is_empty(), "nothing sent");
+}
+
+/// Once the first FPDU arrived the timer is gone.
+#[test]
+fn the_first_fpdu_stops_the_timer() {
+    use std::time::{Duration, Instant};
+
+    use super::util::config;
+    use crate::connection::Role;
+
+    let setup = Setup::default();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut b = config(Role::Responder, &setup);
+    b.first_fpdu_deadline = Some(deadline);
+    let mut p = Pair::with_configs(setup, config(Role::Initiator, &setup), b);
+    p.b.recv(1, vec![]);
+    p.a.send(2, vec![]);
+    p.drive();
+    assert_eq!(p.b.conn.state(), State::Established);
+    assert_eq!(p.b.conn.poll_timeout(), None);
+    p.b.conn.handle_timeout(deadline + Duration::from_secs(60));
+    assert_eq!(p.b.conn.state(), State::Established);
+}

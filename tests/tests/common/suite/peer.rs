@@ -333,6 +333,50 @@ pub fn responder_times_out(make: MakeRawNet) {
     );
 }
 
+/// A peer that completes MPA start-up and then never sends its first FPDU:
+/// at the listener's first-FPDU timeout the device's queue pair goes to
+/// error, says why, flushes what was posted, and closes the stream.
+pub fn silent_after_accept_times_out(make: MakeRawNet) {
+    let mut listen = ListenOptions::default();
+    listen.mpa.first_fpdu_timeout = Duration::from_millis(300);
+    let net = make();
+    let name = net.name;
+    let start = Instant::now();
+    let mut rig = Rig::new(net, listen, Default::default(), Some(honest_initiator()));
+    let pd = rig.qp.pd().clone();
+    let rx = guarded(&pd, 64, Access::LOCAL_WRITE);
+    rig.qp.post_recv(wr::recv(1, vec![rx.sge_all()])).unwrap();
+    let ev = loop {
+        match rig.device_event(true) {
+            CmEvent::Established(_) => continue,
+            ev => break ev,
+        }
+    };
+    assert_eq!(
+        ev,
+        CmEvent::Disconnected {
+            reason: DisconnectReason::FirstFpduTimeout
+        },
+        "{name}"
+    );
+    let took = if rig.virtual_elapsed() > Duration::ZERO {
+        rig.virtual_elapsed()
+    } else {
+        start.elapsed()
+    };
+    assert!(took >= Duration::from_millis(300), "{name}: after {took:?}");
+    assert_eq!(rig.qp.state(), verbs::QpState::Error);
+    let wcs = rig.device_completions(1, true);
+    assert_wc(&wcs[0], 1, WcStatus::WrFlushErr, WcOpcode::Recv, 0);
+    // The raw peer sees the stream close.
+    rig.drive_until(|r| {
+        matches!(
+            r.raw.state(),
+            StreamState::PeerClosed | StreamState::Closed | StreamState::Reset
+        )
+    });
+}
+
 /// The device READs 4 MiB from a peer that resets the stream half-way:
 /// the READ and every posted receive are flushed, nothing is reported as
 /// done, and what was placed is right.
