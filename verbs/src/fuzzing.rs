@@ -369,6 +369,10 @@ fn run(data: &[u8]) -> Outcome {
                 }
             }
         }
+        // A peer with bytes still to send is not idle: time only jumps
+        // once it has said everything (else the endpoint's timers, such
+        // as the wait for the first FPDU, would fire in between).
+        busy |= up && !closed;
         peer.drain();
         while let Some(wc) = cq.poll_one().expect("poll the completion queue") {
             outcome.completions.push(wc);
