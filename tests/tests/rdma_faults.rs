@@ -404,14 +404,23 @@ fn without_crc_the_same_damage_goes_unseen() {
 
 /// An idle connection outlives the TCP user timeout (30 s): smoltcp
 /// applies that timeout to idle connections too, so the transport sends
-/// keep-alives, and work after two idle minutes still goes through.
+/// keep-alives, and work after two idle minutes still goes through. (The
+/// initiator's first FPDU goes first: a responder gives up on one that
+/// never comes, `MpaOptions::first_fpdu_timeout`.)
 #[test]
 fn idle_connection_outlives_the_tcp_user_timeout() {
     let p = connect(
         Net::memory_virtual(&MemoryLinkConfig::default()),
         Opts::default(),
     );
-    p.drive_until(|p| p.virtual_elapsed() > Duration::from_secs(120));
+    let first = guarded(&p.server_pd, 8, Access::LOCAL_WRITE);
+    p.server_qp
+        .post_recv(wr::recv(3, vec![first.sge_all()]))
+        .unwrap();
+    p.client_qp.post_send(wr::send(4, vec![])).unwrap();
+    assert!(p.server_completions(1)[0].is_success());
+    let start = p.virtual_elapsed();
+    p.drive_until(|p| p.virtual_elapsed() > start + Duration::from_secs(120));
     assert_eq!(p.client_qp.try_event(), None);
     assert_eq!(p.server_qp.try_event(), None);
     let rx = guarded(&p.server_pd, 8, Access::LOCAL_WRITE);
