@@ -555,6 +555,8 @@ fn mutations(t: Target) -> usize {
             Target::MpaDeframer => 4_000,
             Target::DdpPlacement | Target::MpaStartup => 8_000,
             Target::DdpHeaders | Target::RdmapHeaders => 20_000,
+            // A whole endpoint on the memory link per run.
+            Target::VerbsEngine => 600,
         }
 }
 
@@ -594,6 +596,12 @@ fn mutated_seeds_pass_rdmap_targets() {
     for t in [Target::RdmapHeaders, Target::RdmapConnection] {
         mutate_target(t, corpus().get(t), 0x7264_6d61_705f_7364);
     }
+}
+
+#[test]
+fn mutated_seeds_pass_the_verbs_engine_target() {
+    let t = Target::VerbsEngine;
+    mutate_target(t, corpus().get(t), 0x7665_7262_735f_7364);
 }
 
 #[test]

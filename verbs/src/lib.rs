@@ -11,6 +11,9 @@ pub mod cq;
 mod device;
 mod engine;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod mr;
 pub mod pd;
 pub mod qp;

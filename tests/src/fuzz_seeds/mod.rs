@@ -17,6 +17,7 @@ pub mod capture;
 pub mod conversation;
 pub mod corpus;
 pub mod encode;
+pub mod engine;
 pub mod mutate;
 pub mod retarget;
 pub mod seeds;

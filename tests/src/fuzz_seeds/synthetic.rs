@@ -508,9 +508,9 @@ fn connection_seeds(out: &mut Vec<Seed>) {
     }
 }
 
-/// Every synthetic seed, for all six targets.
+/// Every synthetic seed, for all seven targets.
 pub fn synthetic_seeds() -> Vec<Seed> {
-    let mut out = Vec::new();
+    let mut out = super::engine::engine_seeds();
     startup_seeds(&mut out);
     deframer_seeds(&mut out);
     header_seeds(&mut out);

@@ -1,4 +1,4 @@
-//! The six fuzz targets of `fuzz/fuzz_targets/`, callable from tests: each
+//! The seven fuzz targets of `fuzz/fuzz_targets/`, callable from tests: each
 //! runs exactly the function its cargo-fuzz one-liner calls.
 
 use std::fmt;
@@ -12,16 +12,18 @@ pub enum Target {
     DdpPlacement,
     RdmapHeaders,
     RdmapConnection,
+    VerbsEngine,
 }
 
 impl Target {
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 7] = [
         Target::MpaStartup,
         Target::MpaDeframer,
         Target::DdpHeaders,
         Target::DdpPlacement,
         Target::RdmapHeaders,
         Target::RdmapConnection,
+        Target::VerbsEngine,
     ];
 
     /// The target's name: its cargo-fuzz binary and corpus directory.
@@ -33,6 +35,7 @@ impl Target {
             Target::DdpPlacement => "ddp_placement",
             Target::RdmapHeaders => "rdmap_headers",
             Target::RdmapConnection => "rdmap_connection",
+            Target::VerbsEngine => "verbs_engine",
         }
     }
 
@@ -49,6 +52,7 @@ impl Target {
             Target::DdpPlacement => "ddp::fuzzing::placement",
             Target::RdmapHeaders => "rdmap::fuzzing::headers",
             Target::RdmapConnection => "rdmap::fuzzing::connection",
+            Target::VerbsEngine => "verbs::fuzzing::engine",
         }
     }
 
@@ -62,6 +66,7 @@ impl Target {
             Target::DdpPlacement => ddp::fuzzing::placement(data),
             Target::RdmapHeaders => rdmap::fuzzing::headers(data),
             Target::RdmapConnection => rdmap::fuzzing::connection(data),
+            Target::VerbsEngine => verbs::fuzzing::engine(data),
         }
     }
 }

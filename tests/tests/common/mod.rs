@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod capture;
+pub mod fabric;
 pub mod net;
 pub mod pair;
 pub mod raw;

@@ -316,7 +316,8 @@ impl Lone {
     }
 }
 
-fn progress(client: &Device, server: &Device, clock: &Cell<Option<Instant>>) -> bool {
+/// One round of progress on both devices, at the virtual clock if set.
+pub fn progress(client: &Device, server: &Device, clock: &Cell<Option<Instant>>) -> bool {
     match clock.get() {
         None => {
             let a = client.progress();
@@ -331,7 +332,9 @@ fn progress(client: &Device, server: &Device, clock: &Cell<Option<Instant>>) -> 
     }
 }
 
-fn step(client: &Device, server: &Device, clock: &Cell<Option<Instant>>) -> bool {
+/// A round of progress on both devices; when nothing moved, virtual time
+/// jumps to the next deadline (or the thread yields on the real clock).
+pub fn step(client: &Device, server: &Device, clock: &Cell<Option<Instant>>) -> bool {
     let busy = progress(client, server, clock);
     if busy {
         return true;

@@ -1,0 +1,509 @@
+//! The hostile cases, each with the answer RFC 5040/5041/5044/6581 assign.
+//!
+//! Where an RFC names no single answer (a ULPDU too short for any header,
+//! a Read Response nobody asked for, random input) the case lists every
+//! outcome a careful implementation may choose; none of them allows the
+//! target to accept what it should refuse or to answer with bytes that do
+//! not parse.
+
+use std::time::Duration;
+
+use ddp::STag;
+use mpa::{InitiatorConfig, RtrSet};
+use rdmap::term::TermCode;
+use rdmap::wire::{ReadRequestRepr, TermControl};
+use rdmap::Opcode;
+
+use crate::build;
+use crate::expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
+use crate::script::{Case, Mangle, Step};
+
+/// What the hostile side knows about its target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// An MPA Request the target accepts: its revision, CRC and
+    /// peer-to-peer policy. Peer-to-peer offers are narrowed to a
+    /// zero-length WRITE RTR, which consumes no message number.
+    pub mpa: InitiatorConfig,
+    /// How long the target waits for an MPA Request before it gives up.
+    pub request_timeout: Duration,
+    /// How long a target that detected an error may take to say so.
+    pub answer_within: Duration,
+    /// Connections in the idle flood.
+    pub flood: usize,
+    /// Seed of the random-FPDU case.
+    pub seed: u64,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Target {
+            mpa: InitiatorConfig::default(),
+            request_timeout: Duration::from_secs(10),
+            answer_within: Duration::from_secs(5),
+            flood: 200,
+            seed: 0x1d1e_f00d,
+        }
+    }
+}
+
+impl Target {
+    /// The start-up configuration cases use.
+    pub fn initiator(&self) -> InitiatorConfig {
+        let mut cfg = self.mpa.clone();
+        if cfg.peer_to_peer.is_some() {
+            cfg.peer_to_peer = Some(RtrSet::only(mpa::Rtr::Write));
+        }
+        cfg.markers_rx = false;
+        cfg
+    }
+
+    /// The target's waiting time for a Request, and then some.
+    fn outlast_request_timeout(&self) -> Duration {
+        self.request_timeout * 2 + self.answer_within
+    }
+}
+
+/// A STag no target registered (index and key chosen to be unlikely).
+pub const UNKNOWN_STAG: STag = STag(0x00ba_d05a);
+/// A second one, for Read Request sources.
+pub const UNKNOWN_SOURCE_STAG: STag = STag(0x00ba_d15a);
+
+/// Every case, in a fixed order.
+pub fn catalogue(t: &Target) -> Vec<Case> {
+    vec![
+        garbage_request(t),
+        bad_key(t),
+        unknown_revision(t),
+        huge_private_data(t),
+        silence(t),
+        bad_crc(t),
+        write_to_unknown_stag(t),
+        read_larger_than_any_region(t),
+        bad_queue_number(t),
+        msn_gap(t),
+        wrong_ddp_version(t),
+        wrong_rdmap_version(t),
+        unknown_opcode(t),
+        ulpdu_too_short(t),
+        huge_ulpdu_then_silence(t),
+        idle_flood(t),
+        random_fpdus(t),
+        unsolicited_read_response(t),
+        terminate_mid_transfer(t),
+        fin_mid_fpdu(t),
+    ]
+}
+
+/// The case called `name`.
+pub fn case(t: &Target, name: &str) -> Option<Case> {
+    catalogue(t).into_iter().find(|c| c.name == name)
+}
+
+fn one(
+    t: &Target,
+    name: &'static str,
+    about: &'static str,
+    script: Vec<Step>,
+    expect: Expectation,
+) -> Case {
+    Case {
+        name,
+        about,
+        script,
+        expect,
+        patience: t.answer_within,
+        connections: 1,
+    }
+}
+
+/// A Request the target refuses: a close, a Reply with R, or (RFC 6581
+/// section 7) a TERMINATE "invalid MPA Request" in place of the Reply.
+fn refused_request() -> Expectation {
+    Expectation::any_of(&[
+        Outcome::CLOSED_UNANSWERED,
+        Outcome::REJECTED,
+        Outcome {
+            answer: Answer::None,
+            terminate: Terminate::Matching(TermMatch::exactly(TermCode::LLP_INVALID_REQ_REP)),
+            end: End::Closed,
+        },
+    ])
+}
+
+fn start(t: &Target) -> Step {
+    Step::StartUp(Box::new(t.initiator()))
+}
+
+/// Start-up, then `fpdus`; the target must answer with `code`.
+fn after_startup(
+    t: &Target,
+    name: &'static str,
+    about: &'static str,
+    fpdus: Vec<Vec<u8>>,
+    expect: Expectation,
+) -> Case {
+    let mut script = vec![start(t)];
+    script.extend(fpdus.into_iter().map(Step::fpdu));
+    one(t, name, about, script, expect)
+}
+
+fn terminated(code: TermCode) -> Expectation {
+    Expectation::only(Outcome::terminated(TermMatch::exactly(code)))
+}
+
+/// Rping's info message is 16 bytes; these fit any receive it posts.
+const SMALL: &[u8] = b"hostile peer....";
+
+pub fn garbage_request(t: &Target) -> Case {
+    one(
+        t,
+        "garbage-request",
+        "text instead of an MPA Request (RFC 5044 7.1: the key does not match)",
+        vec![Step::Bytes(
+            b"GET / HTTP/1.1\r\nHost: iwarp\r\n\r\n".to_vec(),
+        )],
+        refused_request(),
+    )
+}
+
+pub fn bad_key(t: &Target) -> Case {
+    let frame = build::request(&t.initiator());
+    let frame = build::with_key(frame, b"MPA ID Req Fram!");
+    one(
+        t,
+        "bad-key",
+        "a Request whose key differs in its last octet (RFC 5044 7.1)",
+        vec![Step::Bytes(frame)],
+        refused_request(),
+    )
+}
+
+pub fn unknown_revision(t: &Target) -> Case {
+    let frame = build::patch_request(build::request(&t.initiator()), |f| f.set_rev(3));
+    one(
+        t,
+        "unknown-revision",
+        "a Request with Rev 3, which no RFC defines (RFC 6581 7: reject)",
+        vec![Step::Bytes(frame)],
+        Expectation::only(Outcome::REJECTED),
+    )
+}
+
+pub fn huge_private_data(t: &Target) -> Case {
+    let mut frame = build::patch_request(build::request(&t.initiator()), |f| {
+        f.set_pd_length(u16::MAX)
+    });
+    // Some of the announced private data, so a target that buffers it
+    // before checking the limit has something to buffer.
+    frame.extend_from_slice(&[0x5a; 1024]);
+    one(
+        t,
+        "huge-private-data",
+        "PD_Length 65535 where RFC 5044 7.1 allows 512",
+        vec![Step::Bytes(frame)],
+        refused_request(),
+    )
+}
+
+pub fn silence(t: &Target) -> Case {
+    Case {
+        patience: t.outlast_request_timeout(),
+        ..one(
+            t,
+            "silence",
+            "a TCP connection that never sends a Request (RFC 5044 7.1: the Responder times out)",
+            Vec::new(),
+            Expectation::only(Outcome::CLOSED_UNANSWERED),
+        )
+    }
+}
+
+pub fn bad_crc(t: &Target) -> Case {
+    let mut cfg = t.initiator();
+    // C set: RFC 5044 7.1 obliges the Responder to use CRC then.
+    if !cfg.crc.asks() {
+        cfg.crc = mpa::CrcPolicy::Preferred;
+    }
+    one(
+        t,
+        "bad-crc",
+        "a Send whose CRC32c is off by one bit (RFC 5044 8: TERMINATE 2/0/2)",
+        vec![
+            Step::StartUp(Box::new(cfg)),
+            Step::Fpdu {
+                ulpdu: build::send(1, SMALL, true),
+                mangle: Mangle::FlipCrc,
+            },
+        ],
+        terminated(TermCode::LLP_CRC),
+    )
+}
+
+pub fn write_to_unknown_stag(t: &Target) -> Case {
+    after_startup(
+        t,
+        "write-unknown-stag",
+        "an RDMA Write to a STag the target never registered (RFC 5041 7.2: 1/1/0)",
+        vec![build::write(UNKNOWN_STAG, 0x1000, SMALL)],
+        terminated(TermCode::DDP_T_INVALID_STAG),
+    )
+}
+
+pub fn read_larger_than_any_region(t: &Target) -> Case {
+    let req = ReadRequestRepr {
+        sink_stag: STag(0x0000_0100),
+        sink_to: 0,
+        size: u32::MAX - 0xff,
+        source_stag: UNKNOWN_SOURCE_STAG,
+        source_to: 0,
+    };
+    after_startup(
+        t,
+        "read-larger-than-any-region",
+        "a Read Request for 4 GiB from an unknown source (RFC 5040 4.8: remote protection error)",
+        vec![build::read_request(1, req)],
+        Expectation::only(Outcome::terminated(TermMatch::any_code_of(
+            TermCode::RDMAP_INVALID_STAG,
+        ))),
+    )
+}
+
+pub fn bad_queue_number(t: &Target) -> Case {
+    let ulpdu = build::untagged(Opcode::Send, 5, 1, 0, true, rdmap::wire::Body::Data(SMALL));
+    after_startup(
+        t,
+        "bad-queue-number",
+        "a Send on untagged queue 5 (RFC 5041 7.2: 1/2/1)",
+        vec![ulpdu],
+        terminated(TermCode::DDP_UT_INVALID_QN),
+    )
+}
+
+pub fn msn_gap(t: &Target) -> Case {
+    after_startup(
+        t,
+        "msn-gap",
+        "a first Send numbered 5 instead of 1 (RFC 5041 7.2: 1/2/3)",
+        vec![build::send(5, SMALL, true)],
+        terminated(TermCode::DDP_UT_MSN_RANGE),
+    )
+}
+
+pub fn wrong_ddp_version(t: &Target) -> Case {
+    after_startup(
+        t,
+        "wrong-ddp-version",
+        "an untagged Send with DDP version 2 (RFC 5041 7.2: 1/2/6)",
+        vec![build::with_ddp_version(build::send(1, SMALL, true), 2)],
+        terminated(TermCode::DDP_UT_INVALID_VERSION),
+    )
+}
+
+pub fn wrong_rdmap_version(t: &Target) -> Case {
+    let ulpdu = build::with_rdmap_control(
+        build::send(1, SMALL, true),
+        build::rdmap_control(0, Opcode::Send),
+    );
+    after_startup(
+        t,
+        "wrong-rdmap-version",
+        "a Send with RDMAP version 0 (RFC 5040 4.8: 0/2/5)",
+        vec![ulpdu],
+        terminated(TermCode::RDMAP_INVALID_VERSION),
+    )
+}
+
+pub fn unknown_opcode(t: &Target) -> Case {
+    let ulpdu = build::with_rdmap_control(
+        build::send(1, SMALL, true),
+        build::rdmap_control(1, Opcode::Unknown(0xd)),
+    );
+    after_startup(
+        t,
+        "unknown-opcode",
+        "an untagged message with the reserved opcode 0xd (RFC 5040 4.8: 0/2/6)",
+        vec![ulpdu],
+        terminated(TermCode::RDMAP_UNEXPECTED_OPCODE),
+    )
+}
+
+pub fn ulpdu_too_short(t: &Target) -> Case {
+    let mut ulpdu = build::send(1, SMALL, true);
+    ulpdu.truncate(6);
+    // No RFC code for a segment too short for its header: the stream
+    // cannot go on, a catastrophic error at the layer that found it.
+    let expect = Expectation::any_of(&[
+        Outcome::terminated(TermMatch::any_code_of(TermCode::DDP_CATASTROPHIC)),
+        Outcome::terminated(TermMatch::any_code_of(
+            TermCode::RDMAP_OPERATION_UNSPECIFIED,
+        )),
+    ]);
+    after_startup(
+        t,
+        "ulpdu-too-short",
+        "a 6-octet ULPDU, shorter than any DDP header",
+        vec![ulpdu],
+        expect,
+    )
+}
+
+pub fn huge_ulpdu_then_silence(t: &Target) -> Case {
+    // The largest ULPDU MPA can announce, cut after 256 octets: the target
+    // may wait for the rest (holding at most 64 KiB) or refuse the length.
+    let ulpdu = build::send(1, &vec![0x5a; usize::from(u16::MAX) - 18], true);
+    let expect = Expectation::any_of(&[
+        Outcome::ACCEPTED_THEN_WAITING,
+        Outcome::terminated(TermMatch::exactly(TermCode::LLP_MARKER_MISMATCH)),
+    ]);
+    one(
+        t,
+        "huge-ulpdu-then-silence",
+        "ULPDU_Length 65535, 256 octets of it, then nothing",
+        vec![
+            start(t),
+            Step::Fpdu {
+                ulpdu,
+                mangle: Mangle::Cut(256),
+            },
+        ],
+        expect,
+    )
+}
+
+pub fn idle_flood(t: &Target) -> Case {
+    Case {
+        patience: t.outlast_request_timeout(),
+        connections: t.flood,
+        ..one(
+            t,
+            "idle-flood",
+            "hundreds of connections that never send a Request, all at once",
+            Vec::new(),
+            Expectation::only(Outcome::CLOSED_UNANSWERED),
+        )
+    }
+}
+
+pub fn random_fpdus(t: &Target) -> Case {
+    let mut fpdus = Vec::new();
+    let mut seed = t.seed;
+    for _ in 0..8 {
+        seed = seed.wrapping_add(1);
+        let len = 1 + usize::from(build::seeded_bytes(seed ^ 0xa5a5, 1)[0]);
+        fpdus.push(build::seeded_bytes(seed, len));
+    }
+    // Random bytes with valid CRCs: whichever check fires first, the
+    // answer is one TERMINATE the RFCs define, or a plain close.
+    let expect = Expectation::any_of(&[
+        Outcome {
+            answer: Answer::Accept,
+            terminate: Terminate::AnyKnown,
+            end: End::Closed,
+        },
+        Outcome::ACCEPTED_THEN_CLOSED,
+    ]);
+    after_startup(
+        t,
+        "random-fpdus",
+        "eight FPDUs of random octets, each with a valid CRC",
+        fpdus,
+        expect,
+    )
+}
+
+pub fn unsolicited_read_response(t: &Target) -> Case {
+    let ulpdu = build::tagged(Opcode::ReadResponse, UNKNOWN_STAG, 0, SMALL);
+    // RFC 5040 6.4: a Read Response with no Read outstanding is an
+    // unexpected opcode; its unknown STag is a tagged buffer error.
+    let expect = Expectation::any_of(&[
+        Outcome::terminated(TermMatch::exactly(TermCode::RDMAP_UNEXPECTED_OPCODE)),
+        Outcome::terminated(TermMatch::exactly(TermCode::DDP_T_INVALID_STAG)),
+    ]);
+    after_startup(
+        t,
+        "unsolicited-read-response",
+        "a Read Response nobody asked for",
+        vec![ulpdu],
+        expect,
+    )
+}
+
+pub fn terminate_mid_transfer(t: &Target) -> Case {
+    let control = TermControl {
+        layer: TermCode::RDMAP_OPERATION_UNSPECIFIED.layer.bits(),
+        etype: TermCode::RDMAP_OPERATION_UNSPECIFIED.etype,
+        code: TermCode::RDMAP_OPERATION_UNSPECIFIED.code,
+        ..TermControl::default()
+    };
+    // RFC 5040 5.4: a TERMINATE is not answered with another one.
+    after_startup(
+        t,
+        "terminate-mid-transfer",
+        "the first half of a Send, then a TERMINATE",
+        vec![
+            build::send(1, &SMALL[..8], false),
+            build::terminate(1, control),
+        ],
+        Expectation::only(Outcome::ACCEPTED_THEN_CLOSED),
+    )
+}
+
+pub fn fin_mid_fpdu(t: &Target) -> Case {
+    // The write side may still carry a TERMINATE (LLP, stream lost).
+    let expect = Expectation::any_of(&[
+        Outcome::ACCEPTED_THEN_CLOSED,
+        Outcome::terminated(TermMatch::exactly(TermCode::LLP_TCP_STREAM_LOST)),
+    ]);
+    one(
+        t,
+        "fin-mid-fpdu",
+        "ten octets of a Send's FPDU, then FIN",
+        vec![
+            start(t),
+            Step::Fpdu {
+                ulpdu: build::send(1, SMALL, true),
+                mangle: Mangle::Cut(10),
+            },
+            Step::Fin,
+        ],
+        expect,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::qn;
+
+    #[test]
+    fn names_are_unique_and_every_case_allows_something() {
+        let all = catalogue(&Target::default());
+        let mut names: Vec<_> = all.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        assert!(all.iter().all(|c| !c.expect.outcomes.is_empty()));
+        assert!(all.iter().all(|c| c.connections >= 1));
+    }
+
+    #[test]
+    fn the_queue_numbers_are_rdmaps() {
+        assert_eq!((qn::SEND, qn::READ_REQUEST, qn::TERMINATE), (0, 1, 2));
+    }
+
+    #[test]
+    fn peer_to_peer_offers_narrow_to_a_write_rtr() {
+        let t = Target {
+            mpa: InitiatorConfig {
+                peer_to_peer: Some(RtrSet::ALL),
+                ..InitiatorConfig::default()
+            },
+            ..Target::default()
+        };
+        assert_eq!(
+            t.initiator().peer_to_peer,
+            Some(RtrSet::only(mpa::Rtr::Write))
+        );
+    }
+}
