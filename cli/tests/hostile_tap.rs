@@ -16,13 +16,13 @@ use std::time::Duration;
 
 use hostile::catalogue;
 use hostile_support::{run_case, target, MPA_TIMEOUT_SECS, PINGS};
-use two_process::{NetNs, Proc};
+use two_process::{Netns, Proc};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Moves the calling thread into network namespace `ns`, so the sockets it
 /// opens from then on live there.
-fn enter(ns: &NetNs) -> Result<(), String> {
+fn enter(ns: &Netns) -> Result<(), String> {
     let f = File::open(format!("/var/run/netns/{}", ns.name())).map_err(|e| e.to_string())?;
     // SAFETY: setns on a namespace file we hold open; it changes only this
     // thread's network namespace.
@@ -39,7 +39,7 @@ fn check(index: u8, name: &'static str) {
         println!("skipping: no /dev/net/tun");
         return;
     }
-    let ns = match NetNs::create(&format!("h{index}")) {
+    let ns = match Netns::create(&format!("h{index}")) {
         Ok(ns) => ns,
         Err(e) => {
             println!("skipping: cannot make a network namespace: {e}");

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use verbs::transport::tap::netns::in_netns;
 
-use super::link::NetnsGuard;
 use super::nft_loss::{self, Hook};
+use capture::netns::Netns;
 
 const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 3, 1);
 const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 3, 2);
@@ -39,9 +39,9 @@ pub(crate) struct LinuxTcp {
 /// drops `loss` (a fraction) of the TCP packets each way. The namespaces
 /// go away on every path out, errors included.
 pub(crate) fn measure(mtu: usize, loss: f64, duration: Duration) -> Result<LinuxTcp, String> {
-    let sender = NetnsGuard::create()?;
-    let receiver = NetnsGuard::create()?;
-    sender.run(&[
+    let sender = Netns::create("bench-linux")?;
+    let receiver = Netns::create("bench-linux")?;
+    sender.ip(&[
         "link",
         "add",
         "lt0",
@@ -51,21 +51,21 @@ pub(crate) fn measure(mtu: usize, loss: f64, duration: Duration) -> Result<Linux
         "name",
         "lt1",
         "netns",
-        &receiver.name,
+        receiver.name(),
     ])?;
     let mut offloads_off = true;
     for (ns, dev, addr) in [
         (&sender, "lt0", SENDER_ADDR),
         (&receiver, "lt1", RECEIVER_ADDR),
     ] {
-        ns.run(&["link", "set", dev, "mtu", &mtu.to_string()])?;
-        ns.run(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
-        offloads_off &= offloads_off_on(&ns.name, dev);
-        ns.run(&["link", "set", dev, "up"])?;
-        ns.run(&["link", "set", "lo", "up"])?;
-        nft_loss::install(&ns.name, Hook::Output, loss)?;
+        ns.ip(&["link", "set", dev, "mtu", &mtu.to_string()])?;
+        ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
+        offloads_off &= offloads_off_on(ns.name(), dev);
+        ns.ip(&["link", "set", dev, "up"])?;
+        ns.ip(&["link", "set", "lo", "up"])?;
+        nft_loss::install(ns.name(), Hook::Output, loss)?;
     }
-    let gbps = stream(&sender.name, &receiver.name, duration)?;
+    let gbps = stream(sender.name(), receiver.name(), duration)?;
     Ok(LinuxTcp { gbps, offloads_off })
 }
 
