@@ -66,7 +66,10 @@ pub struct MemoryLinkConfig {
     /// Frames each direction holds before dropping new ones.
     pub queue_frames: usize,
     /// Socket settings of both hosts. The default is
-    /// [`TcpTuning::default`] with [`MEMORY_LINK_RING`]-byte rings.
+    /// [`TcpTuning::default`] with [`MEMORY_LINK_RING`]-byte rings and
+    /// a minimum RTO of [`TcpTuning::MEMORY_LINK_RTO_MIN`]: round trips on
+    /// the link take microseconds, so Linux's 200 ms floor would turn each
+    /// timeout into thousands of idle round trips.
     pub tuning: TcpTuning,
     /// Address of host A (host B is the next one); both in a /24.
     pub addr_a: Ipv4Addr,
@@ -82,6 +85,7 @@ impl Default for MemoryLinkConfig {
             tuning: TcpTuning {
                 rx_buffer: MEMORY_LINK_RING,
                 tx_buffer: MEMORY_LINK_RING,
+                rto_min: TcpTuning::MEMORY_LINK_RTO_MIN,
                 ..TcpTuning::default()
             },
             addr_a: Ipv4Addr::new(10, 77, 0, 1),
