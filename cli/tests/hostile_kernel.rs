@@ -136,8 +136,6 @@ cases! {
 /// left). Verdicts are the per-case tests' business; this one is about
 /// the server surviving all of them.
 #[test]
-#[ignore = "each connection of an idle flood leaves about 0.6 MiB resident that the next flood does not reuse, \
-            and each refused Request leaves its socket open"]
 fn one_server_survives_the_whole_catalogue_twice_with_bounded_memory() {
     let server = Server::start();
     server.ping().expect("a first legitimate client");
