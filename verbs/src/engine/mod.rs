@@ -11,6 +11,9 @@ mod incoming;
 mod qp_slot;
 mod startup;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
