@@ -62,6 +62,7 @@
 pub mod baseline;
 mod error;
 pub mod kernel;
+mod linger;
 pub mod memory;
 #[cfg(test)]
 mod pcap_check;
@@ -76,6 +77,7 @@ mod testutil;
 mod wake;
 
 pub use error::TransportError;
+pub use linger::CLOSE_LINGER;
 pub use seam::{ListenerId, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};
 pub use wake::Waker;

@@ -89,6 +89,13 @@ impl<T> Slab<T> {
         })
     }
 
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            let key = (u64::from(s.generation) << 32) | i as u64;
+            s.value.as_ref().map(|v| (key, v))
+        })
+    }
+
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut T)> {
         self.slots.iter_mut().enumerate().filter_map(|(i, s)| {
             let key = (u64::from(s.generation) << 32) | i as u64;

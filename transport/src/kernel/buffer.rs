@@ -1,20 +1,55 @@
-//! A fixed-capacity linear byte buffer: filled at the back, drained from
-//! the front, compacted only when a caller needs the room.
+//! A bounded linear byte buffer: filled at the back, drained from the
+//! front, compacted only when a caller needs the room.
+//!
+//! Its memory grows on demand up to the bound: a stream that never carries
+//! more than an MPA Request (or nothing, in an idle flood) holds a few KiB,
+//! not the megabytes a busy stream is allowed.
+
+/// Bytes allocated when a buffer is made: room for any MPA Request or Reply.
+const INITIAL: usize = 4 << 10;
 
 #[derive(Debug)]
 pub(crate) struct LinearBuf {
-    data: Box<[u8]>,
+    data: Vec<u8>,
+    /// What `data` may grow to.
+    limit: usize,
     start: usize,
     end: usize,
 }
 
 impl LinearBuf {
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
+        let limit = limit.max(1);
         LinearBuf {
-            data: vec![0u8; capacity.max(1)].into_boxed_slice(),
+            data: vec![0u8; limit.min(INITIAL)],
+            limit,
             start: 0,
             end: 0,
         }
+    }
+
+    /// Bytes allocated now, at most the bound given to [`LinearBuf::new`].
+    #[cfg(test)]
+    pub(crate) fn allocated(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Compacts, then doubles the allocation (up to the bound) if that
+    /// leaves no room at the back. False if the buffer is full to its bound.
+    pub(crate) fn make_room(&mut self) -> bool {
+        self.compact();
+        if self.tail_room() == 0 && self.data.len() < self.limit {
+            let grown = (self.data.len() * 2).min(self.limit);
+            self.data.resize(grown, 0);
+        }
+        self.tail_room() > 0
+    }
+
+    /// Grows the allocation to the whole bound, compacted, so all free
+    /// space is one tail.
+    pub(crate) fn grow_to_limit(&mut self) {
+        self.compact();
+        self.data.resize(self.limit, 0);
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -25,9 +60,10 @@ impl LinearBuf {
         self.start == self.end
     }
 
-    /// Total free space, at the back and (after compaction) at the front.
+    /// Total free space up to the bound: at the back, at the front (after
+    /// compaction) and not yet allocated.
     pub(crate) fn free(&self) -> usize {
-        self.data.len() - self.len()
+        self.limit - self.len()
     }
 
     /// Free space at the back, without moving anything.
@@ -92,6 +128,24 @@ mod tests {
         assert_eq!(b.tail_room(), 8, "empty buffer rewinds");
     }
 
+    #[test]
+    fn grows_on_demand_up_to_its_bound() {
+        let mut b = LinearBuf::new(64 << 10);
+        assert_eq!(b.allocated(), INITIAL, "small until needed");
+        assert_eq!(b.free(), 64 << 10, "free counts what it may grow to");
+        let n = b.tail_room();
+        b.commit(n);
+        assert!(b.make_room());
+        assert_eq!(b.allocated(), 2 * INITIAL);
+        assert_eq!(b.len(), INITIAL, "bytes kept across growth");
+        b.grow_to_limit();
+        assert_eq!(b.allocated(), 64 << 10);
+        let n = b.tail_room();
+        b.commit(n);
+        assert!(!b.make_room(), "full to its bound");
+        assert_eq!(b.free(), 0);
+    }
+
     proptest! {
         /// Against a VecDeque model under random fills, drains, compactions.
         #[test]
@@ -115,7 +169,9 @@ mod tests {
                         b.consume(n);
                         model.drain(..n);
                     }
-                    _ => b.compact(),
+                    _ => {
+                        b.make_room();
+                    }
                 }
                 let want: Vec<u8> = model.iter().copied().collect();
                 prop_assert_eq!(b.filled(), &want[..]);

@@ -5,7 +5,9 @@
 //! `write` per stream per turn, so many small FPDUs cost one syscall;
 //! `poll` reads into a reusable per-stream buffer that `recv_with` lends
 //! out. `wait` sleeps in poll(2) on every socket that can make progress.
-//! A capture, if set, is synthesized from the bytes written and read
+//! A stream the user closed is released once both sides finished, or at
+//! the latest [`CLOSE_LINGER`] after its close, reset if its bytes were
+//! not all delivered by then. A capture, if set, is synthesized from the bytes written and read
 //! ([`super::synth`]): real TCP framing, but not the kernel's segments.
 
 mod buffer;
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use buffer::LinearBuf;
 
+use super::linger::Linger;
 use super::slab::Slab;
 use super::synth::TcpSynth;
 use super::wake::WakeFd;
@@ -35,9 +38,11 @@ const READS_PER_TURN: usize = 4;
 pub struct KernelConfig {
     /// Address listeners bind to.
     pub bind_ip: IpAddr,
-    /// Staging bytes per stream for `send_with`.
+    /// Staging bytes per stream for `send_with`, at most; allocated as
+    /// the stream needs them.
     pub send_buffer: usize,
-    /// Read buffer per stream for `recv_with`.
+    /// Read buffer per stream for `recv_with`, at most; allocated as the
+    /// stream needs it.
     pub recv_buffer: usize,
     /// SO_SNDBUF/SO_RCVBUF for every socket; `None` keeps the kernel's
     /// autotuning.
@@ -70,6 +75,8 @@ struct KStream {
     rx: LinearBuf,
     peer_fin: bool,
     user_closed: bool,
+    /// Runs from `close`: bounds how long the stream may stay.
+    linger: Linger,
     shut_wr: bool,
     local: Option<SocketAddr>,
     peer: Option<SocketAddr>,
@@ -86,6 +93,7 @@ impl KStream {
             rx: LinearBuf::new(cfg.recv_buffer),
             peer_fin: false,
             user_closed: false,
+            linger: Linger::default(),
             shut_wr: false,
             local: None,
             peer: None,
@@ -171,13 +179,10 @@ impl KStream {
             if self.peer_fin {
                 break;
             }
-            if self.rx.tail_room() == 0 {
-                self.rx.compact();
-            }
-            let room = self.rx.tail_room();
-            if room == 0 {
+            if self.rx.tail_room() == 0 && !self.rx.make_room() {
                 break;
             }
+            let room = self.rx.tail_room();
             match self.sock.read(self.rx.tail_mut()) {
                 Ok(0) => {
                     self.peer_fin = true;
@@ -307,15 +312,37 @@ impl KernelTransport {
         self.now.unwrap_or_else(Instant::now)
     }
 
-    fn reclaim(&mut self) {
+    /// Streams held by the transport, closed ones still lingering included.
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Releases closed streams that are over or whose linger ran out.
+    fn reclaim(&mut self, now: Instant) {
         let done: Vec<u64> = self
             .streams
             .iter_mut()
-            .filter(|(_, s)| s.user_closed && s.state().is_terminal())
+            .filter(|(_, s)| s.user_closed && (s.state().is_terminal() || s.linger.expired(now)))
             .map(|(k, _)| k)
             .collect();
         for k in done {
-            self.streams.remove(k);
+            let Some(mut st) = self.streams.remove(k) else {
+                continue;
+            };
+            if st.state().is_terminal() || st.phase != Phase::Open {
+                continue;
+            }
+            // The peer never finished. Bytes all delivered: the kernel may
+            // see the close through alone. Otherwise nobody will wait for
+            // them: reset, so nothing stays behind in the kernel either.
+            let delivered = st.shut_wr && sys::unacknowledged(&st.sock).is_ok_and(|n| n == 0);
+            if !delivered {
+                // Best effort: if SO_LINGER fails the close is a FIN instead.
+                let _ = sys::set_linger_zero(&st.sock);
+                if let (Some(sink), Some(syn)) = (self.pcap.as_mut(), st.synth.as_mut()) {
+                    syn.rst_sent(sink, now);
+                }
+            }
         }
     }
 
@@ -407,26 +434,24 @@ impl Transport for KernelTransport {
             return Err(TransportError::InvalidState(state));
         }
         let mut total = 0;
-        for attempt in 0..2 {
+        let mut grown = false;
+        loop {
             let lent = st.tx.tail_room();
-            if lent > 0 {
-                let n = f(st.tx.tail_mut());
-                if n > lent {
-                    return Err(TransportError::ClosureOverrun { claimed: n, lent });
-                }
-                st.tx.commit(n);
-                total += n;
-                if n > 0 {
-                    break;
-                }
+            let n = if lent > 0 { f(st.tx.tail_mut()) } else { 0 };
+            if n > lent {
+                return Err(TransportError::ClosureOverrun { claimed: n, lent });
             }
-            // Nothing fitted behind the unsent bytes: move them to the front
-            // so the whole free space is one slice, and offer it once more.
-            if attempt == 0 && st.tx.free() > lent {
-                st.tx.compact();
-            } else {
+            st.tx.commit(n);
+            total += n;
+            // Nothing fitted, or the slice was filled: if more space is
+            // free (in front of the unsent bytes or not yet allocated),
+            // offer all of it as one slice, once.
+            let wants_more = n == 0 || n == lent;
+            if grown || !wants_more || st.tx.free() <= st.tx.tail_room() {
                 break;
             }
+            st.tx.grow_to_limit();
+            grown = true;
         }
         self.dirty |= total > 0;
         Ok(total)
@@ -477,6 +502,7 @@ impl Transport for KernelTransport {
             return;
         };
         st.user_closed = true;
+        st.linger.start(self.now.unwrap_or_else(Instant::now));
         if st.phase != Phase::Open {
             // Nothing to deliver: a pending connect is simply dropped.
             self.streams.remove(s.0);
@@ -507,7 +533,7 @@ impl Transport for KernelTransport {
         for (_, st) in self.streams.iter_mut() {
             moved |= st.turn(pcap.as_mut(), now);
         }
-        self.reclaim();
+        self.reclaim(now);
         moved
     }
 
@@ -546,10 +572,16 @@ impl Transport for KernelTransport {
         moved
     }
 
-    fn poll_delay(&mut self, _now: Instant) -> Option<Duration> {
+    fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         // The kernel keeps the TCP timers; only work staged since the last
-        // poll is due.
-        self.dirty.then_some(Duration::ZERO)
+        // poll is due, and the end of a closed stream's linger.
+        if self.dirty {
+            return Some(Duration::ZERO);
+        }
+        self.streams
+            .iter()
+            .filter_map(|(_, s)| s.linger.remaining(now))
+            .min()
     }
 
     fn wait(&mut self, timeout: Option<Duration>) {

@@ -3,6 +3,7 @@
 use super::*;
 use crate::testutil::{drive, Pattern, Receiver, Sender};
 use crate::testutil::{parse, SharedBuf};
+use crate::CLOSE_LINGER;
 
 const MIB: u64 = 1 << 20;
 const LIMIT: Duration = Duration::from_secs(30);
@@ -534,9 +535,13 @@ fn corked_flushes_never_strand_bytes() {
     let pattern = Pattern::new(3);
     let (mut sent, rec) = (0u64, 64u64);
     for _ in 0..200 {
+        // One record per post, however often the closure is called.
+        let mut left = rec as usize;
         let q = t.send_with(c, &mut |b| {
-            pattern.fill(sent, &mut b[..rec as usize]);
-            rec as usize
+            let n = left.min(b.len());
+            pattern.fill(sent + rec - left as u64, &mut b[..n]);
+            left -= n;
+            n
         });
         assert_eq!(q.unwrap(), rec as usize);
         sent += rec;
@@ -552,4 +557,126 @@ fn corked_flushes_never_strand_bytes() {
         rx.done()
     }));
     assert_eq!(rx.bad_bytes, 0);
+}
+
+/// A transport listening on loopback, and a plain socket connected to it
+/// that the test drives by hand (a peer that may never answer).
+fn with_raw_peer(t: &mut KernelTransport) -> (StreamId, std::net::TcpStream) {
+    let l = t.listen(0).unwrap();
+    let peer = std::net::TcpStream::connect(t.listener_addr(l).unwrap()).unwrap();
+    let mut s = None;
+    assert!(drive(t, LIMIT, |t| {
+        s = s.or_else(|| t.accept(l));
+        s.is_some()
+    }));
+    (s.unwrap(), peer)
+}
+
+#[test]
+fn a_closed_stream_whose_peer_never_closes_is_released_after_the_linger() {
+    let mut t = loopback();
+    let (s, mut peer) = with_raw_peer(&mut t);
+    t.send_with(s, &mut |b| {
+        b[..3].copy_from_slice(b"bye");
+        3
+    })
+    .unwrap();
+    t.close(s);
+    peer.set_nonblocking(true).unwrap();
+    let (mut got, mut fin) = (Vec::new(), false);
+    assert!(drive(&mut t, LIMIT, |_| {
+        let mut buf = [0u8; 8];
+        match peer.read(&mut buf) {
+            Ok(0) => fin = true,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => assert!(is_transient(&e), "{e}"),
+        }
+        fin
+    }));
+    assert_eq!(got, b"bye", "bytes before the close, then the FIN");
+    let mut got = [0u8; 8];
+    peer.set_nonblocking(false).unwrap();
+    peer.set_read_timeout(Some(LIMIT)).unwrap();
+    // The peer says nothing more and keeps its end open.
+    let now = Instant::now();
+    t.poll(now);
+    assert_eq!(t.state(s), StreamState::Closing);
+    assert_eq!(t.stream_count(), 1, "lingering while the peer may answer");
+    assert!(t.poll_delay(now).is_some_and(|d| d <= CLOSE_LINGER));
+    t.poll(now + CLOSE_LINGER);
+    assert_eq!(t.stream_count(), 0, "released once the linger is over");
+    assert_eq!(t.state(s), StreamState::Closed);
+    // The socket is gone too: what the peer sends now is refused.
+    let refused = |r: io::Result<usize>| {
+        r.is_err_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+            )
+        })
+    };
+    assert!(
+        (0..100).any(|_| {
+            if refused(peer.write(b"late")) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            refused(peer.read(&mut got))
+        }),
+        "the released socket resets the late peer"
+    );
+}
+
+#[test]
+fn a_closed_stream_nobody_reads_is_released_and_resets_its_peer() {
+    let mut t = KernelTransport::new(KernelConfig {
+        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        send_buffer: 64 << 10,
+        recv_buffer: 64 << 10,
+        socket_buffers: Some(64 << 10),
+    });
+    let (s, mut peer) = with_raw_peer(&mut t);
+    // The peer floods and never reads: the stream's receive buffer fills,
+    // so its FIN could never be seen, and what it sends is never taken.
+    peer.set_nonblocking(true).unwrap();
+    let junk = vec![0x55u8; 64 << 10];
+    let mut tx = Sender::new(5, 16 * MIB);
+    for _ in 0..200 {
+        let _ = peer.write(&junk);
+        let _ = tx.pump(&mut t, s);
+        t.poll(Instant::now());
+    }
+    assert!(t.recv_queued(s) > 0);
+    t.close(s);
+    let now = Instant::now();
+    t.poll(now);
+    assert_eq!(t.stream_count(), 1);
+    t.poll(now + CLOSE_LINGER);
+    assert_eq!(t.stream_count(), 0, "released with its bytes undelivered");
+    peer.set_nonblocking(false).unwrap();
+    peer.set_read_timeout(Some(LIMIT)).unwrap();
+    let mut buf = vec![0u8; 64 << 10];
+    let reset = loop {
+        match peer.read(&mut buf) {
+            Ok(0) => break false,
+            Ok(_) => {}
+            Err(e) => break e.kind() == io::ErrorKind::ConnectionReset,
+        }
+    };
+    assert!(reset, "undelivered bytes end in a reset, not a FIN");
+}
+
+#[test]
+fn streams_in_start_up_hold_small_buffers() {
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    for id in [c, s] {
+        let st = t.streams.get(id.0).unwrap();
+        assert!(st.tx.allocated() <= 4 << 10 && st.rx.allocated() <= 4 << 10);
+        assert_eq!(t.send_capacity(id), 1 << 20, "the whole bound is offered");
+    }
+    // A bulk transfer grows them to what it needs, at most the bound.
+    transfer(&mut t, (c, s), 4 * MIB, 0);
+    let st = t.streams.get(s.0).unwrap();
+    assert!(st.rx.allocated() > 4 << 10 && st.rx.allocated() <= 1 << 20);
 }

@@ -972,3 +972,44 @@ fn waker_ends_a_wait_and_listen_port_is_the_port() {
         "wake consumed"
     );
 }
+
+#[test]
+fn a_closed_stream_whose_peer_never_closes_is_released_after_the_linger() {
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    net.b
+        .send_with(cb, &mut |b| {
+            b[..3].copy_from_slice(b"bye");
+            3
+        })
+        .unwrap();
+    net.b.close(cb);
+    // A takes the bytes and the FIN, then neither reads nor closes again.
+    let mut got = Vec::new();
+    assert!(
+        net.run_virtual(&mut now, 10_000, Duration::from_secs(5), |n| {
+            let _ = n.a.recv_with(ca, &mut |d| {
+                got.extend_from_slice(d);
+                d.len()
+            });
+            n.a.state(ca) == StreamState::PeerClosed
+        })
+    );
+    assert_eq!(got, b"bye");
+    assert_eq!(net.b.state(cb), StreamState::Closing, "FIN-WAIT-2");
+    assert_eq!(net.b.stream_count(), 1);
+    let closed_at = now;
+    assert!(
+        net.run_virtual(&mut now, 100_000, 2 * crate::CLOSE_LINGER, |n| {
+            n.b.stream_count() == 0
+        }),
+        "a closed stream outlived its linger"
+    );
+    assert!(now.saturating_duration_since(closed_at) >= crate::CLOSE_LINGER);
+    assert_eq!(net.b.state(cb), StreamState::Closed);
+    assert!(
+        net.run_virtual(&mut now, 10_000, Duration::from_secs(5), |n| {
+            n.a.state(ca) == StreamState::Reset
+        }),
+        "the silent peer is reset"
+    );
+}

@@ -10,6 +10,7 @@ use smoltcp::socket::tcp;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Cidr};
 
 use super::tuning::TcpTuning;
+use crate::linger::Linger;
 use crate::slab::Slab;
 use crate::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
 
@@ -53,6 +54,9 @@ struct Stream {
     handle: SocketHandle,
     /// `close()` was called: ending in CLOSED is then a clean close.
     user_closed: bool,
+    /// Runs from the first poll after `close`: bounds how long the socket
+    /// may wait for a peer that never finishes.
+    linger: Linger,
 }
 
 /// One smoltcp interface with its sockets, driven through [`Transport`].
@@ -230,12 +234,26 @@ impl<D: LinkDevice> SmolStack<D> {
         moved
     }
 
-    /// Frees sockets of streams the user closed once they are done.
-    fn reclaim(&mut self) {
+    /// Streams held, closed ones still lingering included.
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Frees sockets of streams the user closed once they are done, and
+    /// resets those whose linger ran out at `now` (no clock: none does).
+    fn reclaim(&mut self, now: Option<Instant>) {
         let mut done = Vec::new();
+        let mut expired = Vec::new();
         for (key, s) in self.streams.iter_mut() {
             if !s.user_closed {
                 continue;
+            }
+            if let Some(now) = now {
+                s.linger.start(now);
+                if s.linger.expired(now) {
+                    expired.push((key, s.handle));
+                    continue;
+                }
             }
             let sock = self.sockets.get::<tcp::Socket>(s.handle);
             // TIME-WAIT only guards against stray old segments; holding the
@@ -249,6 +267,13 @@ impl<D: LinkDevice> SmolStack<D> {
         for (key, h) in done {
             self.streams.remove(key);
             self.sockets.remove(h);
+        }
+        // The peer never finished (or its last bytes were never read):
+        // reset, and free the socket once the RST is out.
+        for (key, h) in expired {
+            self.streams.remove(key);
+            self.sockets.get_mut::<tcp::Socket>(h).abort();
+            self.doomed.push(h);
         }
     }
 
@@ -431,6 +456,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         let key = self.streams.insert(Stream {
             handle,
             user_closed: false,
+            linger: Linger::default(),
         })?;
         Some(StreamId(key))
     }
@@ -460,6 +486,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         match self.streams.insert(Stream {
             handle,
             user_closed: false,
+            linger: Linger::default(),
         }) {
             Some(key) => Ok(StreamId(key)),
             None => {
@@ -610,7 +637,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         stream.user_closed = true;
         let h = stream.handle;
         self.sockets.get_mut::<tcp::Socket>(h).close();
-        self.reclaim();
+        self.reclaim(None);
     }
 
     fn abort(&mut self, s: StreamId) {
@@ -641,7 +668,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             self.sockets.remove(h);
         }
         let listeners_moved = self.maintain_listeners();
-        self.reclaim();
+        self.reclaim(Some(now));
         let frames_moved = self.device.end_poll();
         changed || listeners_moved || frames_moved
     }
@@ -656,10 +683,12 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             .poll_delay(ts, &self.sockets)
             .map(|d| Duration::from_micros(d.total_micros()));
         let device = self.device.poll_delay(now);
-        match (sockets, device) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let linger = self
+            .streams
+            .iter()
+            .filter_map(|(_, s)| s.linger.remaining(now))
+            .min();
+        [sockets, device, linger].into_iter().flatten().min()
     }
 
     fn wait(&mut self, timeout: Option<Duration>) {

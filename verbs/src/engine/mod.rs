@@ -11,6 +11,9 @@ mod incoming;
 mod qp_slot;
 mod startup;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -77,6 +80,10 @@ pub(crate) struct Engine {
     qp_order: Vec<u32>,
     listeners: HashMap<u32, ListenerSlot>,
     incoming: HashMap<u64, Incoming>,
+    /// Start-ups this side refused and closed: what the peer still sends is
+    /// read and dropped, so the close completes instead of waiting on
+    /// bytes nobody will read. Each is released once its stream is over.
+    closing: Vec<StreamId>,
     next_qp: u32,
     next_listener: u32,
     next_request: u64,
@@ -93,6 +100,7 @@ impl std::fmt::Debug for Engine {
             .field("qps", &self.qps.len())
             .field("listeners", &self.listeners.len())
             .field("incoming", &self.incoming.len())
+            .field("closing", &self.closing.len())
             .finish()
     }
 }
@@ -106,6 +114,7 @@ impl Engine {
             qp_order: Vec::new(),
             listeners: HashMap::new(),
             incoming: HashMap::new(),
+            closing: Vec::new(),
             next_qp: 1,
             next_listener: 1,
             next_request: 1,
@@ -181,6 +190,7 @@ impl Engine {
         let mut busy = transport.poll(now);
         busy |= self.accept_streams(now);
         busy |= self.drive_incoming(now);
+        busy |= self.drain_closing();
         busy |= self.drive_qps(now);
         if busy {
             if let Some(t) = self.transport.as_deref_mut() {
@@ -460,9 +470,29 @@ impl Engine {
                 }
                 if !matches!(inc.state, IncomingState::Handed) {
                     transport.close(inc.stream);
+                    self.closing.push(inc.stream);
                 }
             }
         }
+        busy
+    }
+
+    /// Drops what refused start-ups still receive; releases those over.
+    fn drain_closing(&mut self) -> bool {
+        let Some(transport) = self.transport.as_deref_mut() else {
+            return false;
+        };
+        let mut busy = false;
+        self.closing.retain(|&s| {
+            busy |= transport
+                .recv_with(s, &mut |b| b.len())
+                .is_ok_and(|n| n > 0);
+            if transport.state(s).is_terminal() {
+                transport.abort(s);
+                return false;
+            }
+            true
+        });
         busy
     }
 

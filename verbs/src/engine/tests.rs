@@ -1,0 +1,70 @@
+//! The engine against a hand-driven peer on the memory link.
+
+use super::*;
+use crate::transport::memory::{MemoryLink, MemoryLinkConfig};
+use crate::transport::{StreamState, CLOSE_LINGER};
+
+const PORT: u16 = 7174;
+
+/// Runs the engine and the peer on virtual time until `done`, at most
+/// `steps` turns of 1 ms each.
+fn run(
+    engine: &mut Engine,
+    peer: &mut dyn Transport,
+    now: &mut Instant,
+    steps: usize,
+    mut done: impl FnMut(&mut Engine, &mut dyn Transport) -> bool,
+) -> bool {
+    for _ in 0..steps {
+        if done(engine, peer) {
+            return true;
+        }
+        engine.turn(*now);
+        peer.poll(*now);
+        *now += Duration::from_millis(1);
+    }
+    done(engine, peer)
+}
+
+#[test]
+fn a_refused_request_closes_cleanly_although_the_peer_sent_more() {
+    let cfg = MemoryLinkConfig::default();
+    let (a, mut peer) = MemoryLink::pair(&cfg).unwrap();
+    let mut engine = Engine::new(Box::new(a), Registry::new());
+    engine.listen(PORT, ListenOptions::default()).unwrap();
+    let mut now = Instant::now();
+    let s = peer.connect(cfg.endpoint_a(PORT)).unwrap();
+    assert!(run(&mut engine, &mut peer, &mut now, 10_000, |_, p| {
+        p.state(s) == StreamState::Established
+    }));
+    // Not an MPA Request (the key differs), and more bytes behind it than
+    // start-up reads before it refuses.
+    let junk = b"GET / HTTP/1.1\r\nHost: iwarp\r\n\r\n".repeat(8);
+    let queued = peer
+        .send_with(s, &mut |b| {
+            b[..junk.len()].copy_from_slice(&junk);
+            junk.len()
+        })
+        .unwrap();
+    assert_eq!(queued, junk.len());
+    assert!(run(&mut engine, &mut peer, &mut now, 10_000, |_, p| {
+        let _ = p.recv_with(s, &mut |b| b.len());
+        p.state(s) == StreamState::PeerClosed
+    }));
+    assert_eq!(engine.closing.len(), 1, "refused and closed");
+    peer.close(s);
+    let closed_at = now;
+    assert!(run(&mut engine, &mut peer, &mut now, 100_000, |e, p| {
+        e.closing.is_empty() && p.state(s).is_terminal()
+    }));
+    assert_eq!(
+        peer.state(s),
+        StreamState::Closed,
+        "FINs both ways, not a reset"
+    );
+    assert!(
+        now.saturating_duration_since(closed_at) < CLOSE_LINGER,
+        "released by the close, not by the linger"
+    );
+    assert!(engine.incoming.is_empty());
+}
