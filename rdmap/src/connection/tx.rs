@@ -4,14 +4,16 @@
 use ddp::memory::{Access, Memory, PdId, STag};
 use ddp::tagged::check;
 use ddp::untagged::{QN_READ_REQUEST, QN_SEND};
-use ddp::wire::{SegmentRepr, TaggedRepr, UntaggedRepr, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+use ddp::wire::{
+    EmitError, SegmentRepr, TaggedRepr, UntaggedRepr, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
+};
 
 use crate::completion::WcStatus;
 use crate::opcode::Opcode;
 use crate::read_queue::{ReadOwner, ReadSink};
 use crate::term::{Attach, Layer, TermCause, TermCode};
 use crate::wire::read_request::HEADER_LEN as READ_REQUEST_LEN;
-use crate::wire::{Control, ReadRequestRepr};
+use crate::wire::{Control, ReadRequest, ReadRequestRepr};
 use crate::work_request::{SendOp, Sge};
 
 use super::event::State;
@@ -24,6 +26,8 @@ pub(crate) const NULL_STAG: STag = STag(1);
 
 /// Header bytes of one FPDU: the DDP header and a Read Request.
 const MAX_HEADER: usize = UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
+// The larger DDP header is the untagged one, so every header fits.
+const _: () = assert!(UNTAGGED_HEADER_LEN >= TAGGED_HEADER_LEN);
 
 /// What one attempt to produce an FPDU did.
 enum Step {
@@ -74,18 +78,23 @@ fn gather<M: Memory + ?Sized>(
     }
 }
 
+/// Writes the DDP header and, after it, the Read Request into `out`,
+/// returning their length. `out` holds the largest pair (`MAX_HEADER`), so
+/// this does not fail; were it to, callers end the stream rather than send
+/// a header with a field missing.
 fn header_bytes(
     ddp: &SegmentRepr,
     extra: Option<&ReadRequestRepr>,
     out: &mut [u8; MAX_HEADER],
-) -> usize {
-    let n = ddp.emit(out).unwrap_or(0);
-    match (extra, out.get_mut(n..n + READ_REQUEST_LEN)) {
-        (Some(r), Some(slot)) => {
-            slot.copy_from_slice(&r.to_bytes());
-            n + READ_REQUEST_LEN
+) -> Result<usize, EmitError> {
+    let n = ddp.emit(out)?;
+    match extra {
+        Some(r) => {
+            let rest = out.get_mut(n..).unwrap_or_default();
+            r.emit(&mut ReadRequest::new_unchecked(rest))?;
+            Ok(n + r.buffer_len())
         }
-        _ => n,
+        None => Ok(n),
     }
 }
 
@@ -212,7 +221,9 @@ impl Inner {
                 }),
             ),
         };
-        let n = header_bytes(&ddp, read.as_ref(), &mut hdr);
+        let Ok(n) = header_bytes(&ddp, read.as_ref(), &mut hdr) else {
+            return self.header_overflow();
+        };
         let Some(w) = self.tx.frame(&hdr[..n], &[], out) else {
             return Step::Blocked;
         };
@@ -239,6 +250,17 @@ impl Inner {
     /// catastrophic error).
     fn local_sq_error(&mut self, status: WcStatus) -> Step {
         self.sq.finish_current(Progress::Done(status));
+        self.terminate_local(
+            TermCause::with_attach(LOCAL_CATASTROPHIC, Attach::Nothing),
+            &[],
+        );
+        Step::Again
+    }
+
+    /// A header did not fit the buffer sized for every header: a local
+    /// fault, so the stream ends with a local catastrophic error instead of
+    /// carrying a header with a field missing.
+    fn header_overflow(&mut self) -> Step {
         self.terminate_local(
             TermCause::with_attach(LOCAL_CATASTROPHIC, Attach::Nothing),
             &[],
@@ -328,7 +350,9 @@ impl Inner {
             source_to: remote_to,
         };
         let mut hdr = [0u8; MAX_HEADER];
-        let n = header_bytes(&ddp, Some(&request), &mut hdr);
+        let Ok(n) = header_bytes(&ddp, Some(&request), &mut hdr) else {
+            return self.header_overflow();
+        };
         if !self.fits(n, out) {
             return Step::Blocked;
         }
@@ -381,7 +405,9 @@ impl Inner {
             SegmentRepr::Tagged(t) => t.last = last,
         }
         let mut hdr = [0u8; MAX_HEADER];
-        let n = header_bytes(&ddp, None, &mut hdr);
+        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
+            return self.header_overflow();
+        };
         if !self.fits(n + chunk as usize, out) {
             return Step::Blocked;
         }
@@ -430,7 +456,9 @@ impl Inner {
             r.sink_to.wrapping_add(u64::from(p.sent)),
         ));
         let mut hdr = [0u8; MAX_HEADER];
-        let n = header_bytes(&ddp, None, &mut hdr);
+        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
+            return self.header_overflow();
+        };
         if !self.fits(n + chunk as usize, out) {
             return Step::Blocked;
         }
@@ -472,7 +500,8 @@ impl Inner {
                     0,
                 ));
                 let mut offending = [0u8; MAX_HEADER];
-                let len = header_bytes(&request, Some(&r), &mut offending);
+                // Sized for it; were it not, the TERMINATE quotes nothing.
+                let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
                 self.terminate_local(
                     TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
                     &offending[..len],
