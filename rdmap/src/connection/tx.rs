@@ -29,6 +29,23 @@ const MAX_HEADER: usize = UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
 // The larger DDP header is the untagged one, so every header fits.
 const _: () = assert!(UNTAGGED_HEADER_LEN >= TAGGED_HEADER_LEN);
 
+/// Which outbound stream the scheduler serves next when both are ready:
+/// they alternate FPDU by FPDU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Turn {
+    SendQueue,
+    ReadResponses,
+}
+
+impl Turn {
+    const fn other(self) -> Turn {
+        match self {
+            Turn::SendQueue => Turn::ReadResponses,
+            Turn::ReadResponses => Turn::SendQueue,
+        }
+    }
+}
+
 /// What one attempt to produce an FPDU did.
 enum Step {
     /// An FPDU of this many bytes is in the buffer.
@@ -123,7 +140,7 @@ impl Inner {
         };
         match e.wr.op {
             SendOp::Read { .. } => self.orq.has_room(),
-            SendOp::Write { .. } => !self.irq_started,
+            SendOp::Write { .. } => !self.read_response_started(),
             SendOp::Send { .. } => true,
         }
     }
@@ -132,6 +149,13 @@ impl Inner {
     pub fn irq_eligible(&self) -> bool {
         let tagged_busy = self.sq_current_is_write() && self.sq.current_started();
         self.irq.front().is_some() && !tagged_busy
+    }
+
+    /// The oldest Read Response has segments out and more to send: a Write
+    /// may not start between them (one tagged message at a time). Derived
+    /// from the queue, so it cannot disagree with it.
+    fn read_response_started(&self) -> bool {
+        self.irq.front().is_some_and(|p| p.sent > 0)
     }
 
     fn sq_current_is_write(&self) -> bool {
@@ -158,19 +182,18 @@ impl Inner {
             return self.emit_rtr(kind, out);
         }
         let (sq, irq) = (self.sq_eligible(), self.irq_eligible());
-        let use_sq = match (sq, irq) {
-            (true, true) => self.sq_turn,
-            (true, false) => true,
-            (false, true) => false,
+        let serve = match (sq, irq) {
+            (true, true) => self.turn,
+            (true, false) => Turn::SendQueue,
+            (false, true) => Turn::ReadResponses,
             (false, false) => return Step::Blocked,
         };
-        let step = if use_sq {
-            self.emit_sq(mem, out)
-        } else {
-            self.emit_irq(mem, out)
+        let step = match serve {
+            Turn::SendQueue => self.emit_sq(mem, out),
+            Turn::ReadResponses => self.emit_irq(mem, out),
         };
         if matches!(step, Step::Wrote(_)) && sq && irq {
-            self.sq_turn = !use_sq;
+            self.turn = serve.other();
         }
         step
     }
@@ -511,12 +534,9 @@ impl Inner {
         };
         if last {
             self.irq.pop_front();
-            self.irq_started = false;
-        } else {
-            if let Some(front) = self.irq.front_mut() {
-                front.sent += chunk;
-            }
-            self.irq_started = true;
+        } else if let Some(front) = self.irq.front_mut() {
+            // chunk > 0: a segment that is not the last carries data.
+            front.sent += chunk;
         }
         Step::Wrote(w)
     }
