@@ -3,17 +3,21 @@
 //! `Repr`s that hold their meaning ([`TaggedRepr`], [`UntaggedRepr`]).
 //!
 //! Panic contract: once `new_checked` (or [`Segment::new_checked`]) has
-//! accepted a buffer, no accessor panics; `emit` does not panic into a buffer
-//! of at least `buffer_len()` bytes. Every bit of a header survives
-//! parse-then-emit, reserved bits included.
+//! accepted a buffer, no accessor panics. Every `emit` checks the buffer
+//! first and returns [`EmitError`], writing nothing, when it is shorter than
+//! `buffer_len()`; it never panics. Every bit of a header survives
+//! parse-then-emit, reserved bits included. Field offsets live in each
+//! header's private `field` module; nothing indexes by number.
 
 pub mod control;
+mod emit_error;
 mod segment;
 mod tagged;
 mod untagged;
 
 pub use control::{Control, DDP_VERSION};
-pub use segment::{parse_segment, EmitError, Segment, SegmentRepr};
+pub use emit_error::EmitError;
+pub use segment::{parse_segment, Segment, SegmentRepr};
 pub use tagged::{TaggedHeader, TaggedRepr};
 pub use untagged::{UntaggedHeader, UntaggedRepr};
 

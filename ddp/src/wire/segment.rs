@@ -1,7 +1,7 @@
 //! One DDP segment of either model: dispatch on the T bit.
 
 use super::control::{Control, DDP_VERSION};
-use super::{TaggedHeader, TaggedRepr, UntaggedHeader, UntaggedRepr};
+use super::{EmitError, TaggedHeader, TaggedRepr, UntaggedHeader, UntaggedRepr};
 use crate::error::DdpError;
 
 /// A checked view of a ULPDU as one DDP segment of either model.
@@ -81,14 +81,6 @@ pub enum SegmentRepr {
     Untagged(UntaggedRepr),
 }
 
-/// `emit` was given a buffer shorter than the header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("buffer of {len} bytes cannot hold a {needed}-byte DDP header")]
-pub struct EmitError {
-    pub len: usize,
-    pub needed: usize,
-}
-
 impl SegmentRepr {
     pub fn parse(segment: &Segment<'_>) -> Result<Self, DdpError> {
         Ok(match segment {
@@ -123,20 +115,14 @@ impl SegmentRepr {
     }
 
     /// Writes the header into the front of `buf`, returning its length.
-    /// Bytes after the header are untouched.
+    /// Bytes after the header are untouched; a buffer shorter than
+    /// [`buffer_len`](Self::buffer_len) is refused with nothing written.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
-        let needed = self.buffer_len();
-        if buf.len() < needed {
-            return Err(EmitError {
-                len: buf.len(),
-                needed,
-            });
-        }
         match self {
-            SegmentRepr::Tagged(r) => r.emit(&mut TaggedHeader::new_unchecked(&mut *buf)),
-            SegmentRepr::Untagged(r) => r.emit(&mut UntaggedHeader::new_unchecked(&mut *buf)),
+            SegmentRepr::Tagged(r) => r.emit(&mut TaggedHeader::new_unchecked(&mut *buf))?,
+            SegmentRepr::Untagged(r) => r.emit(&mut UntaggedHeader::new_unchecked(&mut *buf))?,
         }
-        Ok(needed)
+        Ok(self.buffer_len())
     }
 }
 

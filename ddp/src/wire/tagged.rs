@@ -15,6 +15,7 @@
 //! ```
 
 use super::control::{Control, DDP_VERSION};
+use super::EmitError;
 use super::{read_u32, read_u64, TAGGED_HEADER_LEN};
 use crate::error::DdpError;
 use crate::memory::STag;
@@ -190,13 +191,19 @@ impl TaggedRepr {
         }
     }
 
-    /// Writes the header. Panics if the view's buffer is shorter than
-    /// [`buffer_len`](Self::buffer_len); the payload is left untouched.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut TaggedHeader<T>) {
+    /// Writes the header into the front of the view's buffer; the payload is
+    /// left untouched. A buffer shorter than [`buffer_len`](Self::buffer_len)
+    /// is refused with nothing written.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        header: &mut TaggedHeader<T>,
+    ) -> Result<(), EmitError> {
+        EmitError::check(header.buffer.as_ref(), self.buffer_len())?;
         header.set_control(self.control());
         header.set_rsvd_ulp(self.rsvd_ulp);
         header.set_stag(self.stag);
         header.set_to(self.to);
+        Ok(())
     }
 }
 
@@ -239,11 +246,50 @@ mod tests {
     }
 
     #[test]
+    fn emit_refuses_a_buffer_one_byte_short() {
+        let r = TaggedRepr::new(true, 0x40, STag(0x0102_0304), 0x1112_1314_1516_1718);
+        let mut short = vec![0xa5u8; r.buffer_len() - 1];
+        assert_eq!(
+            r.emit(&mut TaggedHeader::new_unchecked(&mut short[..])),
+            Err(EmitError {
+                len: r.buffer_len() - 1,
+                needed: r.buffer_len()
+            })
+        );
+        assert!(
+            short.iter().all(|&b| b == 0xa5),
+            "nothing written on failure"
+        );
+        assert!(r
+            .emit(&mut TaggedHeader::new_unchecked(&mut [][..]))
+            .is_err());
+    }
+
+    #[test]
+    fn emit_fills_exactly_buffer_len() {
+        // Two different pre-fills give the same bytes: every byte of the
+        // header is written, no field is forgotten.
+        let r = TaggedRepr::new(true, 0x40, STag(0x0102_0304), 0x1112_1314_1516_1718);
+        let mut a = vec![0xa5u8; r.buffer_len()];
+        let mut b = vec![0x5au8; r.buffer_len()];
+        r.emit(&mut TaggedHeader::new_unchecked(&mut a[..]))
+            .unwrap();
+        r.emit(&mut TaggedHeader::new_unchecked(&mut b[..]))
+            .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            TaggedRepr::parse(&TaggedHeader::new_checked(&a[..]).unwrap()),
+            Ok(r)
+        );
+    }
+
+    #[test]
     fn emit_into_prefilled_buffer_is_byte_exact() {
         for bytes in [WRITE, RRESP_MIDDLE] {
             let r = TaggedRepr::parse(&TaggedHeader::new_checked(&bytes[..]).unwrap()).unwrap();
             let mut buf = [0xa5u8; 14];
-            r.emit(&mut TaggedHeader::new_unchecked(&mut buf[..]));
+            r.emit(&mut TaggedHeader::new_unchecked(&mut buf[..]))
+                .unwrap();
             assert_eq!(buf, bytes);
         }
     }
@@ -251,7 +297,9 @@ mod tests {
     #[test]
     fn emit_leaves_payload_alone() {
         let mut buf = [0xa5u8; 20];
-        TaggedRepr::new(false, 0, STag(1), 0).emit(&mut TaggedHeader::new_unchecked(&mut buf[..]));
+        TaggedRepr::new(false, 0, STag(1), 0)
+            .emit(&mut TaggedHeader::new_unchecked(&mut buf[..]))
+            .unwrap();
         assert_eq!(&buf[14..], &[0xa5; 6]);
         assert_eq!(buf[0], 0x81);
     }
@@ -267,7 +315,8 @@ mod tests {
             ddp_rsvd: 0x9,
         };
         let mut buf = [0xa5u8; 14];
-        r.emit(&mut TaggedHeader::new_unchecked(&mut buf[..]));
+        r.emit(&mut TaggedHeader::new_unchecked(&mut buf[..]))
+            .unwrap();
         assert_eq!(
             buf,
             [
@@ -335,7 +384,8 @@ mod tests {
         let r = TaggedRepr::parse(&TaggedHeader::new_checked(&b[..]).unwrap()).unwrap();
         assert_eq!(r.ddp_rsvd, 0xf);
         let mut out = [0xa5u8; 14];
-        r.emit(&mut TaggedHeader::new_unchecked(&mut out[..]));
+        r.emit(&mut TaggedHeader::new_unchecked(&mut out[..]))
+            .unwrap();
         assert_eq!(out, b);
     }
 
@@ -361,7 +411,7 @@ mod tests {
         fn parse_emit_round_trip(r in any_repr(), payload in proptest::collection::vec(any::<u8>(), 0..32)) {
             let mut buf = vec![0xa5u8; r.buffer_len() + payload.len()];
             let mut h = TaggedHeader::new_unchecked(&mut buf[..]);
-            r.emit(&mut h);
+            r.emit(&mut h).unwrap();
             h.payload_mut().copy_from_slice(&payload);
             let h = TaggedHeader::new_checked(&buf[..]).unwrap();
             prop_assert_eq!(TaggedRepr::parse(&h).unwrap(), r);
@@ -373,7 +423,7 @@ mod tests {
             bytes[0] = (bytes[0] | 0x80) & !0x03 | 0x01;
             let r = TaggedRepr::parse(&TaggedHeader::new_checked(&bytes[..]).unwrap()).unwrap();
             let mut out = [0xa5u8; 14];
-            r.emit(&mut TaggedHeader::new_unchecked(&mut out[..]));
+            r.emit(&mut TaggedHeader::new_unchecked(&mut out[..])).unwrap();
             prop_assert_eq!(out, bytes);
         }
     }

@@ -20,6 +20,7 @@
 //! `rsvd_ulp`, the next four (RDMAP: the STag to invalidate) as `rsvd_ulp2`.
 
 use super::control::{Control, DDP_VERSION};
+use super::EmitError;
 use super::{read_u32, UNTAGGED_HEADER_LEN};
 use crate::error::DdpError;
 
@@ -225,15 +226,21 @@ impl UntaggedRepr {
         }
     }
 
-    /// Writes the header. Panics if the view's buffer is shorter than
-    /// [`buffer_len`](Self::buffer_len); the payload is left untouched.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut UntaggedHeader<T>) {
+    /// Writes the header into the front of the view's buffer; the payload is
+    /// left untouched. A buffer shorter than [`buffer_len`](Self::buffer_len)
+    /// is refused with nothing written.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        header: &mut UntaggedHeader<T>,
+    ) -> Result<(), EmitError> {
+        EmitError::check(header.buffer.as_ref(), self.buffer_len())?;
         header.set_control(self.control());
         header.set_rsvd_ulp(self.rsvd_ulp);
         header.set_rsvd_ulp2(self.rsvd_ulp2);
         header.set_qn(self.qn);
         header.set_msn(self.msn);
         header.set_mo(self.mo);
+        Ok(())
     }
 }
 
@@ -273,11 +280,50 @@ mod tests {
     }
 
     #[test]
+    fn emit_refuses_a_buffer_one_byte_short() {
+        let r = UntaggedRepr::new(true, 0x44, 0x00ab_cd00, 1, 7, 9);
+        let mut short = vec![0xa5u8; r.buffer_len() - 1];
+        assert_eq!(
+            r.emit(&mut UntaggedHeader::new_unchecked(&mut short[..])),
+            Err(EmitError {
+                len: r.buffer_len() - 1,
+                needed: r.buffer_len()
+            })
+        );
+        assert!(
+            short.iter().all(|&b| b == 0xa5),
+            "nothing written on failure"
+        );
+        assert!(r
+            .emit(&mut UntaggedHeader::new_unchecked(&mut [][..]))
+            .is_err());
+    }
+
+    #[test]
+    fn emit_fills_exactly_buffer_len() {
+        // Two different pre-fills give the same bytes: every byte of the
+        // header is written, no field is forgotten.
+        let r = UntaggedRepr::new(true, 0x44, 0x00ab_cd00, 1, 7, 9);
+        let mut a = vec![0xa5u8; r.buffer_len()];
+        let mut b = vec![0x5au8; r.buffer_len()];
+        r.emit(&mut UntaggedHeader::new_unchecked(&mut a[..]))
+            .unwrap();
+        r.emit(&mut UntaggedHeader::new_unchecked(&mut b[..]))
+            .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            UntaggedRepr::parse(&UntaggedHeader::new_checked(&a[..]).unwrap()),
+            Ok(r)
+        );
+    }
+
+    #[test]
     fn emit_into_prefilled_buffer_is_byte_exact() {
         for bytes in [&SEND[..18], &READ_REQ[..], &SEND2[..]] {
             let r = UntaggedRepr::parse(&UntaggedHeader::new_checked(bytes).unwrap()).unwrap();
             let mut buf = [0xa5u8; 18];
-            r.emit(&mut UntaggedHeader::new_unchecked(&mut buf[..]));
+            r.emit(&mut UntaggedHeader::new_unchecked(&mut buf[..]))
+                .unwrap();
             assert_eq!(&buf[..], bytes);
         }
     }
@@ -294,7 +340,8 @@ mod tests {
             ddp_rsvd: 0x3,
         };
         let mut buf = [0xa5u8; 18];
-        r.emit(&mut UntaggedHeader::new_unchecked(&mut buf[..]));
+        r.emit(&mut UntaggedHeader::new_unchecked(&mut buf[..]))
+            .unwrap();
         assert_eq!(
             buf,
             [
@@ -325,7 +372,8 @@ mod tests {
         // RDMAP Send with Invalidate (opcode 4) of STag 0x00abcd00.
         let r = UntaggedRepr::new(true, 0x44, 0x00ab_cd00, 0, 7, 0);
         let mut buf = [0xa5u8; 18];
-        r.emit(&mut UntaggedHeader::new_unchecked(&mut buf[..]));
+        r.emit(&mut UntaggedHeader::new_unchecked(&mut buf[..]))
+            .unwrap();
         assert_eq!(&buf[..6], &[0x41, 0x44, 0x00, 0xab, 0xcd, 0x00]);
     }
 
@@ -396,7 +444,7 @@ mod tests {
         fn parse_emit_round_trip(r in any_repr(), payload in proptest::collection::vec(any::<u8>(), 0..32)) {
             let mut buf = vec![0xa5u8; r.buffer_len() + payload.len()];
             let mut h = UntaggedHeader::new_unchecked(&mut buf[..]);
-            r.emit(&mut h);
+            r.emit(&mut h).unwrap();
             h.payload_mut().copy_from_slice(&payload);
             let h = UntaggedHeader::new_checked(&buf[..]).unwrap();
             prop_assert_eq!(UntaggedRepr::parse(&h).unwrap(), r);
@@ -408,7 +456,7 @@ mod tests {
             bytes[0] = bytes[0] & !0x80 & !0x03 | 0x01;
             let r = UntaggedRepr::parse(&UntaggedHeader::new_checked(&bytes[..]).unwrap()).unwrap();
             let mut out = [0xa5u8; 18];
-            r.emit(&mut UntaggedHeader::new_unchecked(&mut out[..]));
+            r.emit(&mut UntaggedHeader::new_unchecked(&mut out[..])).unwrap();
             prop_assert_eq!(out, bytes);
         }
     }

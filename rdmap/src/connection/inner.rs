@@ -19,6 +19,7 @@ use super::event::{Event, State};
 use super::framing::FrameTx;
 use super::send_queue::SendQueue;
 use super::terminate::{self, Offender, TermFrame};
+use super::tx::Turn;
 
 #[derive(Debug)]
 pub(super) struct Inner {
@@ -36,8 +37,6 @@ pub(super) struct Inner {
     pub tagged_rx: TaggedSequence,
     pub orq: OutboundReads,
     pub irq: InboundReads,
-    /// A Read Response has segments out and more to send.
-    pub irq_started: bool,
     pub msn_send: MsnCounter,
     pub msn_read: MsnCounter,
     pub msn_term: MsnCounter,
@@ -47,8 +46,8 @@ pub(super) struct Inner {
     pub rtr_in: bool,
     /// Zero-length Send RTRs swallowed: MSNs the receive queue never saw.
     pub send_msn_skip: u32,
-    /// Scheduler: the send queue goes next when both streams could.
-    pub sq_turn: bool,
+    /// Scheduler: which stream goes next when both could.
+    pub turn: Turn,
     pub pending_term: Option<TermFrame>,
     /// Status for the receive buffer a failed Send was landing in.
     pub rq_head_status: Option<WcStatus>,
@@ -81,14 +80,13 @@ impl Inner {
             tagged_rx: TaggedSequence::new(),
             orq: OutboundReads::new(usize::from(n.ord)),
             irq: InboundReads::new(usize::from(n.ird)),
-            irq_started: false,
             msn_send: MsnCounter::new(),
             msn_read: MsnCounter::new(),
             msn_term: MsnCounter::new(),
             rtr_out: if initiator { n.rtr } else { None },
             rtr_in: !initiator && n.rtr.is_some(),
             send_msn_skip: 0,
-            sq_turn: true,
+            turn: Turn::SendQueue,
             pending_term: None,
             rq_head_status: None,
             events: VecDeque::new(),
@@ -189,7 +187,6 @@ impl Inner {
         }
         self.orq.drain().for_each(drop);
         self.irq.clear();
-        self.irq_started = false;
         self.rtr_out = None;
     }
 

@@ -4,14 +4,16 @@
 use ddp::memory::{Access, Memory, PdId, STag};
 use ddp::tagged::check;
 use ddp::untagged::{QN_READ_REQUEST, QN_SEND};
-use ddp::wire::{SegmentRepr, TaggedRepr, UntaggedRepr, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+use ddp::wire::{
+    EmitError, SegmentRepr, TaggedRepr, UntaggedRepr, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
+};
 
 use crate::completion::WcStatus;
 use crate::opcode::Opcode;
 use crate::read_queue::{ReadOwner, ReadSink};
 use crate::term::{Attach, Layer, TermCause, TermCode};
 use crate::wire::read_request::HEADER_LEN as READ_REQUEST_LEN;
-use crate::wire::{Control, ReadRequestRepr};
+use crate::wire::{Control, ReadRequest, ReadRequestRepr};
 use crate::work_request::{SendOp, Sge};
 
 use super::event::State;
@@ -24,6 +26,25 @@ pub(crate) const NULL_STAG: STag = STag(1);
 
 /// Header bytes of one FPDU: the DDP header and a Read Request.
 const MAX_HEADER: usize = UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
+// The larger DDP header is the untagged one, so every header fits.
+const _: () = assert!(UNTAGGED_HEADER_LEN >= TAGGED_HEADER_LEN);
+
+/// Which outbound stream the scheduler serves next when both are ready:
+/// they alternate FPDU by FPDU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Turn {
+    SendQueue,
+    ReadResponses,
+}
+
+impl Turn {
+    const fn other(self) -> Turn {
+        match self {
+            Turn::SendQueue => Turn::ReadResponses,
+            Turn::ReadResponses => Turn::SendQueue,
+        }
+    }
+}
 
 /// What one attempt to produce an FPDU did.
 enum Step {
@@ -74,18 +95,23 @@ fn gather<M: Memory + ?Sized>(
     }
 }
 
+/// Writes the DDP header and, after it, the Read Request into `out`,
+/// returning their length. `out` holds the largest pair (`MAX_HEADER`), so
+/// this does not fail; were it to, callers end the stream rather than send
+/// a header with a field missing.
 fn header_bytes(
     ddp: &SegmentRepr,
     extra: Option<&ReadRequestRepr>,
     out: &mut [u8; MAX_HEADER],
-) -> usize {
-    let n = ddp.emit(out).unwrap_or(0);
-    match (extra, out.get_mut(n..n + READ_REQUEST_LEN)) {
-        (Some(r), Some(slot)) => {
-            slot.copy_from_slice(&r.to_bytes());
-            n + READ_REQUEST_LEN
+) -> Result<usize, EmitError> {
+    let n = ddp.emit(out)?;
+    match extra {
+        Some(r) => {
+            let rest = out.get_mut(n..).unwrap_or_default();
+            r.emit(&mut ReadRequest::new_unchecked(rest))?;
+            Ok(n + r.buffer_len())
         }
-        _ => n,
+        None => Ok(n),
     }
 }
 
@@ -114,7 +140,7 @@ impl Inner {
         };
         match e.wr.op {
             SendOp::Read { .. } => self.orq.has_room(),
-            SendOp::Write { .. } => !self.irq_started,
+            SendOp::Write { .. } => !self.read_response_started(),
             SendOp::Send { .. } => true,
         }
     }
@@ -123,6 +149,13 @@ impl Inner {
     pub fn irq_eligible(&self) -> bool {
         let tagged_busy = self.sq_current_is_write() && self.sq.current_started();
         self.irq.front().is_some() && !tagged_busy
+    }
+
+    /// The oldest Read Response has segments out and more to send: a Write
+    /// may not start between them (one tagged message at a time). Derived
+    /// from the queue, so it cannot disagree with it.
+    fn read_response_started(&self) -> bool {
+        self.irq.front().is_some_and(|p| p.sent > 0)
     }
 
     fn sq_current_is_write(&self) -> bool {
@@ -149,19 +182,18 @@ impl Inner {
             return self.emit_rtr(kind, out);
         }
         let (sq, irq) = (self.sq_eligible(), self.irq_eligible());
-        let use_sq = match (sq, irq) {
-            (true, true) => self.sq_turn,
-            (true, false) => true,
-            (false, true) => false,
+        let serve = match (sq, irq) {
+            (true, true) => self.turn,
+            (true, false) => Turn::SendQueue,
+            (false, true) => Turn::ReadResponses,
             (false, false) => return Step::Blocked,
         };
-        let step = if use_sq {
-            self.emit_sq(mem, out)
-        } else {
-            self.emit_irq(mem, out)
+        let step = match serve {
+            Turn::SendQueue => self.emit_sq(mem, out),
+            Turn::ReadResponses => self.emit_irq(mem, out),
         };
         if matches!(step, Step::Wrote(_)) && sq && irq {
-            self.sq_turn = !use_sq;
+            self.turn = serve.other();
         }
         step
     }
@@ -212,7 +244,9 @@ impl Inner {
                 }),
             ),
         };
-        let n = header_bytes(&ddp, read.as_ref(), &mut hdr);
+        let Ok(n) = header_bytes(&ddp, read.as_ref(), &mut hdr) else {
+            return self.header_overflow();
+        };
         let Some(w) = self.tx.frame(&hdr[..n], &[], out) else {
             return Step::Blocked;
         };
@@ -239,6 +273,17 @@ impl Inner {
     /// catastrophic error).
     fn local_sq_error(&mut self, status: WcStatus) -> Step {
         self.sq.finish_current(Progress::Done(status));
+        self.terminate_local(
+            TermCause::with_attach(LOCAL_CATASTROPHIC, Attach::Nothing),
+            &[],
+        );
+        Step::Again
+    }
+
+    /// A header did not fit the buffer sized for every header: a local
+    /// fault, so the stream ends with a local catastrophic error instead of
+    /// carrying a header with a field missing.
+    fn header_overflow(&mut self) -> Step {
         self.terminate_local(
             TermCause::with_attach(LOCAL_CATASTROPHIC, Attach::Nothing),
             &[],
@@ -328,7 +373,9 @@ impl Inner {
             source_to: remote_to,
         };
         let mut hdr = [0u8; MAX_HEADER];
-        let n = header_bytes(&ddp, Some(&request), &mut hdr);
+        let Ok(n) = header_bytes(&ddp, Some(&request), &mut hdr) else {
+            return self.header_overflow();
+        };
         if !self.fits(n, out) {
             return Step::Blocked;
         }
@@ -381,7 +428,9 @@ impl Inner {
             SegmentRepr::Tagged(t) => t.last = last,
         }
         let mut hdr = [0u8; MAX_HEADER];
-        let n = header_bytes(&ddp, None, &mut hdr);
+        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
+            return self.header_overflow();
+        };
         if !self.fits(n + chunk as usize, out) {
             return Step::Blocked;
         }
@@ -430,7 +479,9 @@ impl Inner {
             r.sink_to.wrapping_add(u64::from(p.sent)),
         ));
         let mut hdr = [0u8; MAX_HEADER];
-        let n = header_bytes(&ddp, None, &mut hdr);
+        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
+            return self.header_overflow();
+        };
         if !self.fits(n + chunk as usize, out) {
             return Step::Blocked;
         }
@@ -472,7 +523,8 @@ impl Inner {
                     0,
                 ));
                 let mut offending = [0u8; MAX_HEADER];
-                let len = header_bytes(&request, Some(&r), &mut offending);
+                // Sized for it; were it not, the TERMINATE quotes nothing.
+                let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
                 self.terminate_local(
                     TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
                     &offending[..len],
@@ -482,12 +534,9 @@ impl Inner {
         };
         if last {
             self.irq.pop_front();
-            self.irq_started = false;
-        } else {
-            if let Some(front) = self.irq.front_mut() {
-                front.sent += chunk;
-            }
-            self.irq_started = true;
+        } else if let Some(front) = self.irq.front_mut() {
+            // chunk > 0: a segment that is not the last carries data.
+            front.sent += chunk;
         }
         Step::Wrote(w)
     }

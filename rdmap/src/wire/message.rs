@@ -7,7 +7,7 @@ use ddp::DdpError;
 
 use super::read_request::{ReadRequest, ReadRequestRepr, HEADER_LEN as READ_REQUEST_LEN};
 use super::terminate::TerminateRepr;
-use super::{Control, WireError};
+use super::{Control, EmitError, WireError};
 use crate::opcode::Opcode;
 
 /// What follows the DDP header.
@@ -95,14 +95,17 @@ impl<'a> MessageRepr<'a> {
     }
 
     /// Writes the whole ULPDU into the front of `out`, returning its length.
-    pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+    /// A buffer shorter than [`buffer_len`](Self::buffer_len) is refused
+    /// with nothing written.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, EmitError> {
         let len = self.buffer_len();
-        let out = out.get_mut(..len).ok_or(WireError::Truncated)?;
-        let h = self.ddp.emit(out).map_err(|_| WireError::Truncated)?;
-        let rest = out.get_mut(h..).ok_or(WireError::Truncated)?;
+        EmitError::check(out, len)?;
+        let out = &mut out[..len];
+        let h = self.ddp.emit(out)?;
+        let rest = &mut out[h..];
         match &self.body {
             Body::Data(d) => rest.copy_from_slice(d),
-            Body::ReadRequest(r) => r.emit(&mut ReadRequest::new_checked(rest)?),
+            Body::ReadRequest(r) => r.emit(&mut ReadRequest::new_unchecked(rest))?,
             Body::Terminate(t) => {
                 t.emit(rest)?;
             }
@@ -214,6 +217,33 @@ mod tests {
             assert_eq!(m.emit(&mut out), Ok(b.len()));
             assert_eq!(&out[..b.len()], &b[..]);
             assert_eq!(&out[b.len()..], &[0xa5; 3]);
+        }
+    }
+
+    #[test]
+    fn emit_refuses_a_buffer_one_byte_short() {
+        for b in [
+            capture_send(),
+            capture_read_request(),
+            capture_terminate(),
+            capture_write_rtr(),
+        ] {
+            let m = MessageRepr::parse(&b).unwrap();
+            let n = m.buffer_len();
+            let mut short = vec![0xa5u8; n - 1];
+            assert_eq!(
+                m.emit(&mut short),
+                Err(EmitError {
+                    len: n - 1,
+                    needed: n
+                })
+            );
+            assert!(short.iter().all(|&x| x == 0xa5), "nothing written");
+            let (mut a, mut c) = (vec![0xa5u8; n], vec![0x5au8; n]);
+            assert_eq!(m.emit(&mut a), Ok(n));
+            assert_eq!(m.emit(&mut c), Ok(n));
+            assert_eq!(a, c, "every byte written");
+            assert_eq!(MessageRepr::parse(&a), Ok(m));
         }
     }
 

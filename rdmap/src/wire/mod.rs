@@ -1,9 +1,12 @@
 //! RDMAP wire formats as checked views and `Repr`s.
 //!
 //! Panic contract (as in smoltcp's `wire`): once `new_checked`/`check_len`
-//! succeeded no accessor panics, and `emit` into a buffer of `buffer_len()`
-//! bytes never panics. Parsers take bytes from the peer and return
-//! [`WireError`]; nothing here indexes unchecked.
+//! succeeded no accessor panics. Every `emit` checks its buffer before the
+//! first write and returns [`EmitError`] (DDP's, so both layers share one
+//! contract), writing nothing, when it is shorter than `buffer_len()`; it
+//! never panics. Parsers take bytes from the peer and return [`WireError`];
+//! nothing here indexes unchecked, and field offsets live in each header's
+//! private `field` module.
 
 pub mod control;
 pub mod message;
@@ -11,6 +14,7 @@ pub mod read_request;
 pub mod terminate;
 
 pub use control::{Control, RDMAP_VERSION};
+pub use ddp::wire::EmitError;
 pub use message::{Body, MessageRepr, ParseError};
 pub use read_request::{ReadRequest, ReadRequestRepr};
 pub use terminate::{Attached, TermControl, TermLayout, TerminateRepr};

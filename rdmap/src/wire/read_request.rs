@@ -12,6 +12,7 @@
 //! ```
 
 use ddp::memory::STag;
+use ddp::wire::EmitError;
 
 use super::WireError;
 
@@ -143,21 +144,31 @@ impl ReadRequestRepr {
         HEADER_LEN
     }
 
-    /// Writes the header. Panics only if the view is shorter than
-    /// [`HEADER_LEN`], which `new_checked` rules out.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, view: &mut ReadRequest<T>) {
+    /// Writes the header into the front of the view's buffer. A buffer
+    /// shorter than [`HEADER_LEN`] is refused with nothing written.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        view: &mut ReadRequest<T>,
+    ) -> Result<(), EmitError> {
+        EmitError::check(view.buffer.as_ref(), self.buffer_len())?;
+        self.write_fields(view);
+        Ok(())
+    }
+
+    /// The header as bytes (the array's length is the check `emit` makes).
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        self.write_fields(&mut ReadRequest::new_unchecked(&mut out[..]));
+        out
+    }
+
+    /// Every field; the caller has checked the length.
+    fn write_fields<T: AsRef<[u8]> + AsMut<[u8]>>(&self, view: &mut ReadRequest<T>) {
         view.set_sink_stag(self.sink_stag.0);
         view.set_sink_to(self.sink_to);
         view.set_read_size(self.size);
         view.set_source_stag(self.source_stag.0);
         view.set_source_to(self.source_to);
-    }
-
-    /// The header as bytes.
-    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
-        let mut out = [0u8; HEADER_LEN];
-        self.emit(&mut ReadRequest::new_unchecked(&mut out[..]));
-        out
     }
 }
 
@@ -193,9 +204,38 @@ mod tests {
     fn emit_into_poisoned_buffer() {
         let r = ReadRequestRepr::parse(&ReadRequest::new_unchecked(&SIW_READ_REQUEST[..])).unwrap();
         let mut buf = [0xa5u8; HEADER_LEN];
-        r.emit(&mut ReadRequest::new_checked(&mut buf[..]).unwrap());
+        r.emit(&mut ReadRequest::new_checked(&mut buf[..]).unwrap())
+            .unwrap();
         assert_eq!(buf, SIW_READ_REQUEST);
         assert_eq!(r.to_bytes(), SIW_READ_REQUEST);
+    }
+
+    #[test]
+    fn emit_refuses_a_buffer_one_byte_short() {
+        let r = ReadRequestRepr::parse(&ReadRequest::new_checked(&SIW_READ_REQUEST[..]).unwrap())
+            .unwrap();
+        let mut short = [0xa5u8; HEADER_LEN - 1];
+        assert_eq!(
+            r.emit(&mut ReadRequest::new_unchecked(&mut short[..])),
+            Err(EmitError {
+                len: HEADER_LEN - 1,
+                needed: HEADER_LEN
+            })
+        );
+        assert_eq!(short, [0xa5u8; HEADER_LEN - 1], "nothing written");
+    }
+
+    #[test]
+    fn emit_fills_exactly_buffer_len() {
+        // Two pre-fills, one result: no byte of the header is left unwritten.
+        let r = ReadRequestRepr::parse(&ReadRequest::new_checked(&SIW_READ_REQUEST[..]).unwrap())
+            .unwrap();
+        let mut a = vec![0xa5u8; r.buffer_len()];
+        let mut b = vec![0x5au8; r.buffer_len()];
+        r.emit(&mut ReadRequest::new_unchecked(&mut a[..])).unwrap();
+        r.emit(&mut ReadRequest::new_unchecked(&mut b[..])).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, SIW_READ_REQUEST);
     }
 
     #[test]
@@ -232,7 +272,9 @@ mod tests {
         #[test]
         fn round_trip(a in any::<u32>(), b in any::<u64>(), c in any::<u32>(), d in any::<u32>(), e in any::<u64>()) {
             let r = ReadRequestRepr { sink_stag: STag(a), sink_to: b, size: c, source_stag: STag(d), source_to: e };
-            let bytes = r.to_bytes();
+            let mut bytes = [0xa5u8; HEADER_LEN];
+            r.emit(&mut ReadRequest::new_unchecked(&mut bytes[..])).unwrap();
+            prop_assert_eq!(bytes, r.to_bytes());
             let back = ReadRequestRepr::parse(&ReadRequest::new_checked(&bytes[..]).unwrap()).unwrap();
             prop_assert_eq!(back, r);
         }

@@ -26,13 +26,22 @@
 //! length (header included), as Intel's nes/irdma do (they copy the MPA
 //! ULPDU_Length of the offending FPDU) and as RFC 5040 names it.
 
-use super::WireError;
+use super::{EmitError, WireError};
 use crate::opcode::Opcode;
 
+mod field {
+    use core::ops::{Range, RangeFrom};
+    pub const CONTROL: Range<usize> = 0..4;
+    /// Present when any of M, D, R is set.
+    pub const SEGMENT_LEN: Range<usize> = 4..6;
+    /// The quoted DDP header, then the quoted RDMA header.
+    pub const QUOTED: RangeFrom<usize> = 6..;
+}
+
 /// Length of the control word.
-pub const CONTROL_LEN: usize = 4;
+pub const CONTROL_LEN: usize = field::CONTROL.end;
 /// Length of the DDP Segment Length field.
-pub const SEGMENT_LEN_LEN: usize = 2;
+pub const SEGMENT_LEN_LEN: usize = field::SEGMENT_LEN.end - field::SEGMENT_LEN.start;
 /// A tagged DDP header, control byte included.
 pub const TAGGED_DDP_HEADER_LEN: usize = 14;
 /// An untagged DDP header, control byte included.
@@ -299,18 +308,19 @@ impl<'a> TerminateRepr<'a> {
         c
     }
 
-    /// Writes the header in `self.layout` into `out`, returning the length.
-    pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+    /// Writes the header in `self.layout` into the front of `out`, returning
+    /// its length. A buffer shorter than [`buffer_len`](Self::buffer_len) is
+    /// refused with nothing written.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, EmitError> {
         let len = self.buffer_len();
-        let out = out.get_mut(..len).ok_or(WireError::Truncated)?;
-        let (word, rest) = out.split_at_mut(CONTROL_LEN);
-        word.copy_from_slice(&self.effective_control().encode(self.layout));
+        EmitError::check(out, len)?;
+        let out = &mut out[..len];
+        out[field::CONTROL].copy_from_slice(&self.effective_control().encode(self.layout));
         if let Some(a) = self.attached {
-            let (l, rest) = rest.split_at_mut(SEGMENT_LEN_LEN);
-            l.copy_from_slice(&a.segment_len.to_be_bytes());
+            out[field::SEGMENT_LEN].copy_from_slice(&a.segment_len.to_be_bytes());
             let d = a.ddp_header.unwrap_or(&[]);
             let r = a.rdma_header.unwrap_or(&[]);
-            let (dd, rr) = rest.split_at_mut(d.len());
+            let (dd, rr) = out[field::QUOTED].split_at_mut(d.len());
             dd.copy_from_slice(d);
             rr.copy_from_slice(r);
         }
@@ -450,10 +460,33 @@ mod tests {
     }
 
     #[test]
-    fn emit_needs_room() {
-        let t = TerminateRepr::parse(&SIW_TERMINATE).unwrap();
-        let mut small = [0u8; 19];
-        assert_eq!(t.emit(&mut small), Err(WireError::Truncated));
+    fn emit_refuses_a_buffer_one_byte_short() {
+        let mut bytes = vec![0x01, 0x00, 0xe0, 0x00, 0x00, 0x2e];
+        bytes.extend_from_slice(&[0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]);
+        bytes.extend_from_slice(&[7u8; 28]);
+        for t in [
+            TerminateRepr::parse(&SIW_TERMINATE).unwrap(),
+            TerminateRepr::parse(&bytes).unwrap(),
+            TerminateRepr::parse(&[0x00, 0xff, 0x00, 0x00]).unwrap(),
+        ] {
+            let n = t.buffer_len();
+            let mut small = vec![0xa5u8; n - 1];
+            assert_eq!(
+                t.emit(&mut small),
+                Err(EmitError {
+                    len: n - 1,
+                    needed: n
+                })
+            );
+            assert!(small.iter().all(|&b| b == 0xa5), "nothing written");
+            // Exactly buffer_len() succeeds, and two pre-fills agree: no
+            // byte is left unwritten.
+            let (mut a, mut b) = (vec![0xa5u8; n], vec![0x5au8; n]);
+            assert_eq!(t.emit(&mut a), Ok(n));
+            assert_eq!(t.emit(&mut b), Ok(n));
+            assert_eq!(a, b);
+            assert_eq!(TerminateRepr::parse(&a), Ok(t));
+        }
     }
 
     #[test]

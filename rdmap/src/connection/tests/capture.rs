@@ -87,8 +87,9 @@ pub fn streams(name: &str) -> Option<Vec<(Flow, Vec<u8>)>> {
 
 /// Length of the MPA Request/Reply at the front of a stream.
 pub fn mpa_frame_len(stream: &[u8]) -> usize {
-    assert_eq!(&stream[..4], b"MPA ");
-    20 + usize::from(u16::from_be_bytes([stream[18], stream[19]]))
+    let frame = mpa::wire::Frame::new_checked(stream).expect("a whole MPA frame");
+    assert!(frame.kind().is_some(), "the stream starts with an MPA key");
+    frame.frame_len()
 }
 
 /// The FPDUs of a stream (after its MPA frame), without markers.
