@@ -2123,7 +2123,12 @@ impl<'a> Socket<'a> {
         // [...] an empty acknowledgment segment containing the current send-sequence number
         // and an acknowledgment indicating the next sequence number expected
         // to be received.
-        reply_repr.seq_number = self.remote_last_seq;
+        //
+        // SND.NXT here is SND.MAX: after a timeout `remote_last_seq` steps
+        // back to resend, and the peer may already hold what it steps over;
+        // an ACK numbered below its RCV.NXT would fail its acceptability
+        // test and be dropped with its acknowledgement (RFC 9293 3.10.7.4).
+        reply_repr.seq_number = self.snd_max();
         reply_repr.ack_number = Some(self.remote_seq_no + self.rx_buffer.len());
         self.remote_last_ack = reply_repr.ack_number;
 
@@ -3388,6 +3393,14 @@ impl<'a> Socket<'a> {
             State::FinWait2 | State::TimeWait => {}
         }
 
+        // A segment without sequence space (an ACK or window update) is
+        // numbered SND.MAX, as `ack_reply` explains, not at the resend
+        // cursor: if both ends timed out spuriously, ACKs numbered below
+        // each other's RCV.NXT are all dropped until the user timeout.
+        if repr.segment_len() == 0 && repr.control == TcpControl::None {
+            repr.seq_number = self.snd_max();
+        }
+
         // There might be more than one reason to send a packet. E.g. the keep-alive timer
         // has expired, and we also have data in transmit buffer. Since any packet that occupies
         // sequence space will elicit an ACK, we only need to send an explicit packet if we
@@ -3486,7 +3499,9 @@ impl<'a> Socket<'a> {
                 self.head_rxt_mark = Some(snd_max);
             }
         }
-        self.remote_last_seq = self.remote_last_seq.max(seg_end);
+        if repr.segment_len() > 0 {
+            self.remote_last_seq = self.remote_last_seq.max(seg_end);
+        }
         if self.remote_last_seq < snd_max {
             // Resending after a timeout: step over what the receiver holds.
             self.remote_last_seq = self.scoreboard.skip(self.remote_last_seq).min(snd_max);
@@ -8209,6 +8224,67 @@ mod test {
             seq_number: LOCAL_SEQ + 1 + 9,
             ack_number: Some(REMOTE_SEQ + 1),
             payload:    &b"DDD"[..],
+            ..RECV_TEMPL
+        }]);
+    }
+
+    /// After a timeout the resend cursor steps back below SND.MAX, maybe
+    /// below the peer's RCV.NXT; ACKs must still be numbered SND.MAX, or a
+    /// peer that holds the data drops them with their acknowledgement.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_ack_after_rto_numbered_snd_max() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        s.congestion_controller.inner_mut().set_mss(3);
+        recv!(s, time 2000, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 1);
+        // Data from the peer, acknowledged by a pure ACK from `dispatch`.
+        send!(s, time 2001, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload:    &b"xyz"[..],
+            ..SEND_TEMPL
+        });
+        recv!(s, time 2001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 12,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            window_len: 61,
+            ..RECV_TEMPL
+        }]);
+        // Its duplicate, answered at once by `ack_reply`.
+        send!(s, time 2002, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload:    &b"xyz"[..],
+            ..SEND_TEMPL
+        }, Some(TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 12,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            window_len: 61,
+            sack_ranges: [Some((REMOTE_SEQ.0 as u32 + 1, REMOTE_SEQ.0 as u32 + 4)), None, None],
+            ..RECV_TEMPL
+        }));
+        // The ACKs moved nothing: the resend goes on where it stopped.
+        send!(s, time 2010, TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 3,
+            ..sack_ack(3, &[])
+        });
+        recv!(s, time 2010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            payload:    &b"BBB"[..],
+            window_len: 61,
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            payload:    &b"ccc"[..],
+            window_len: 61,
             ..RECV_TEMPL
         }]);
     }
