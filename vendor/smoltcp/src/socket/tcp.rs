@@ -2255,6 +2255,11 @@ impl<'a> Socket<'a> {
         let control_len = (sent_syn as usize) + (sent_fin as usize);
 
         // Reject unacceptable acknowledgements.
+        // An acknowledgement below SND.UNA on a segment with text: the ACK
+        // is ignored, the text still processed (RFC 9293 3.10.7.4). Under
+        // reordering with data both ways such segments are common, and
+        // dropping them would throw good data away.
+        let mut stale_ack = false;
         match (self.state, repr.control, repr.ack_number) {
             // An RST received in response to initial SYN is acceptable if it acknowledges
             // the initial SYN.
@@ -2340,7 +2345,10 @@ impl<'a> Socket<'a> {
                         ack_min,
                         ack_max
                     );
-                    return None;
+                    if repr.payload.is_empty() || repr.control != TcpControl::None {
+                        return None;
+                    }
+                    stale_ack = true;
                 }
 
                 if ack_number > ack_max {
@@ -2499,6 +2507,7 @@ impl<'a> Socket<'a> {
         let mut ack_of_fin = false;
         let mut ack_all = false;
         if repr.control != TcpControl::Rst
+            && !stale_ack
             && let Some(ack_number) = repr.ack_number
         {
             // Sequence number corresponding to the first byte in `tx_buffer`.
@@ -2727,12 +2736,14 @@ impl<'a> Socket<'a> {
             _ => self.remote_win_scale.unwrap_or(0),
         };
         let new_remote_win_len = (repr.window_len as usize) << (scale as usize);
-        let is_window_update = new_remote_win_len != self.remote_win_len;
-        self.remote_win_len = new_remote_win_len;
-
-        self.congestion_controller
-            .inner_mut()
-            .set_remote_window(new_remote_win_len);
+        let is_window_update = !stale_ack && new_remote_win_len != self.remote_win_len;
+        // An old ACK's window is old too (RFC 9293 3.10.7.4, SND.WL1/WL2).
+        if !stale_ack {
+            self.remote_win_len = new_remote_win_len;
+            self.congestion_controller
+                .inner_mut()
+                .set_remote_window(new_remote_win_len);
+        }
 
         if ack_len > 0 {
             // Dequeue acknowledged octets.
@@ -2749,7 +2760,7 @@ impl<'a> Socket<'a> {
             self.tx_waker.wake();
         }
 
-        if let Some(ack_number) = repr.ack_number {
+        if let Some(ack_number) = repr.ack_number.filter(|_| !stale_ack) {
             self.process_ack(cx.now(), repr, ack_number, ack_len, is_window_update);
         }
 
@@ -8226,6 +8237,35 @@ mod test {
             payload:    &b"DDD"[..],
             ..RECV_TEMPL
         }]);
+    }
+
+    /// Reordered data from the peer may carry an ACK below SND.UNA: the ACK
+    /// is ignored, the data kept.
+    #[test]
+    fn test_data_with_old_ack_is_received() {
+        let mut s = socket_sack_sent(b"aaaBBB", 3);
+        send!(s, time 1010, sack_ack(6, &[]));
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1 + 6);
+        send!(s, time 1011, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            window_len: 1,
+            payload:    &b"xyz"[..],
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1 + 6);
+        // The old segment's window is old too.
+        assert_eq!(s.remote_win_len, usize::from(SEND_TEMPL.window_len));
+        let mut buf = [0; 8];
+        assert_eq!(s.recv_slice(&mut buf), Ok(3));
+        assert_eq!(&buf[..3], b"xyz");
+        // Without text the segment says nothing and is dropped.
+        send!(s, time 1012, TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 3,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.remote_seq_no, REMOTE_SEQ + 1 + 3);
     }
 
     /// After a timeout the resend cursor steps back below SND.MAX, maybe
