@@ -287,12 +287,7 @@ impl RttEstimator {
             self.rttvar = new_rtt / 2;
         }
 
-        // RFC 6298 (2.2), (2.3)
-        let min_margin = micros_u32(RTTE_MIN_MARGIN.min(self.config.min));
-        let margin = min_margin.max(self.rttvar.saturating_mul(RTTE_K));
-        self.rto = self.bounded(self.srtt.saturating_add(margin));
-
-        self.rto_count = 0;
+        self.set_rto_from_estimate();
 
         tcp_trace!(
             "rtte: sample={:?}us srtt={:?}us rttvar={:?}us rto={:?}us",
@@ -301,6 +296,27 @@ impl RttEstimator {
             self.rttvar,
             self.rto
         );
+    }
+
+    /// RTO = SRTT + max(margin, K * RTTVAR), without backoff.
+    fn set_rto_from_estimate(&mut self) {
+        // RFC 6298 (2.2), (2.3)
+        let min_margin = micros_u32(RTTE_MIN_MARGIN.min(self.config.min));
+        let margin = min_margin.max(self.rttvar.saturating_mul(RTTE_K));
+        self.rto = self.bounded(self.srtt.saturating_add(margin));
+        self.rto_count = 0;
+    }
+
+    /// SND.UNA advanced: the path delivers, so the timer's backoff ends.
+    /// RFC 6298 (5.7) ends it with the next RTT sample, but Karn's rule
+    /// allows none while every segment in flight is a resend, as after a
+    /// timeout with a full window: each further timeout then doubled the
+    /// RTO until it passed the user timeout. Linux gets the sample from
+    /// the timestamp the resend echoes; this is the same without one.
+    fn on_progress(&mut self) {
+        if self.srtt > 0 {
+            self.set_rto_from_estimate();
+        }
     }
 
     fn on_send(&mut self, timestamp: Instant, seq: TcpSeqNumber) {
@@ -1680,6 +1696,7 @@ impl<'a> Socket<'a> {
             self.local_rx_dup_acks = 0;
             self.local_rx_last_ack = Some(ack_number);
             self.rtte.on_ack(now, ack_number);
+            self.rtte.on_progress();
 
             match self.recovery_point {
                 Some(point) if ack_number < point => {
