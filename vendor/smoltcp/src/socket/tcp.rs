@@ -287,12 +287,7 @@ impl RttEstimator {
             self.rttvar = new_rtt / 2;
         }
 
-        // RFC 6298 (2.2), (2.3)
-        let min_margin = micros_u32(RTTE_MIN_MARGIN.min(self.config.min));
-        let margin = min_margin.max(self.rttvar.saturating_mul(RTTE_K));
-        self.rto = self.bounded(self.srtt.saturating_add(margin));
-
-        self.rto_count = 0;
+        self.set_rto_from_estimate();
 
         tcp_trace!(
             "rtte: sample={:?}us srtt={:?}us rttvar={:?}us rto={:?}us",
@@ -301,6 +296,27 @@ impl RttEstimator {
             self.rttvar,
             self.rto
         );
+    }
+
+    /// RTO = SRTT + max(margin, K * RTTVAR), without backoff.
+    fn set_rto_from_estimate(&mut self) {
+        // RFC 6298 (2.2), (2.3)
+        let min_margin = micros_u32(RTTE_MIN_MARGIN.min(self.config.min));
+        let margin = min_margin.max(self.rttvar.saturating_mul(RTTE_K));
+        self.rto = self.bounded(self.srtt.saturating_add(margin));
+        self.rto_count = 0;
+    }
+
+    /// SND.UNA advanced: the path delivers, so the timer's backoff ends.
+    /// RFC 6298 (5.7) ends it with the next RTT sample, but Karn's rule
+    /// allows none while every segment in flight is a resend, as after a
+    /// timeout with a full window: each further timeout then doubled the
+    /// RTO until it passed the user timeout. Linux gets the sample from
+    /// the timestamp the resend echoes; this is the same without one.
+    fn on_progress(&mut self) {
+        if self.srtt > 0 {
+            self.set_rto_from_estimate();
+        }
     }
 
     fn on_send(&mut self, timestamp: Instant, seq: TcpSeqNumber) {
@@ -1680,6 +1696,7 @@ impl<'a> Socket<'a> {
             self.local_rx_dup_acks = 0;
             self.local_rx_last_ack = Some(ack_number);
             self.rtte.on_ack(now, ack_number);
+            self.rtte.on_progress();
 
             match self.recovery_point {
                 Some(point) if ack_number < point => {
@@ -2123,7 +2140,12 @@ impl<'a> Socket<'a> {
         // [...] an empty acknowledgment segment containing the current send-sequence number
         // and an acknowledgment indicating the next sequence number expected
         // to be received.
-        reply_repr.seq_number = self.remote_last_seq;
+        //
+        // SND.NXT here is SND.MAX: after a timeout `remote_last_seq` steps
+        // back to resend, and the peer may already hold what it steps over;
+        // an ACK numbered below its RCV.NXT would fail its acceptability
+        // test and be dropped with its acknowledgement (RFC 9293 3.10.7.4).
+        reply_repr.seq_number = self.snd_max();
         reply_repr.ack_number = Some(self.remote_seq_no + self.rx_buffer.len());
         self.remote_last_ack = reply_repr.ack_number;
 
@@ -2250,6 +2272,11 @@ impl<'a> Socket<'a> {
         let control_len = (sent_syn as usize) + (sent_fin as usize);
 
         // Reject unacceptable acknowledgements.
+        // An acknowledgement below SND.UNA on a segment with text: the ACK
+        // is ignored, the text still processed (RFC 9293 3.10.7.4). Under
+        // reordering with data both ways such segments are common, and
+        // dropping them would throw good data away.
+        let mut stale_ack = false;
         match (self.state, repr.control, repr.ack_number) {
             // An RST received in response to initial SYN is acceptable if it acknowledges
             // the initial SYN.
@@ -2335,7 +2362,10 @@ impl<'a> Socket<'a> {
                         ack_min,
                         ack_max
                     );
-                    return None;
+                    if repr.payload.is_empty() || repr.control != TcpControl::None {
+                        return None;
+                    }
+                    stale_ack = true;
                 }
 
                 if ack_number > ack_max {
@@ -2494,6 +2524,7 @@ impl<'a> Socket<'a> {
         let mut ack_of_fin = false;
         let mut ack_all = false;
         if repr.control != TcpControl::Rst
+            && !stale_ack
             && let Some(ack_number) = repr.ack_number
         {
             // Sequence number corresponding to the first byte in `tx_buffer`.
@@ -2722,12 +2753,14 @@ impl<'a> Socket<'a> {
             _ => self.remote_win_scale.unwrap_or(0),
         };
         let new_remote_win_len = (repr.window_len as usize) << (scale as usize);
-        let is_window_update = new_remote_win_len != self.remote_win_len;
-        self.remote_win_len = new_remote_win_len;
-
-        self.congestion_controller
-            .inner_mut()
-            .set_remote_window(new_remote_win_len);
+        let is_window_update = !stale_ack && new_remote_win_len != self.remote_win_len;
+        // An old ACK's window is old too (RFC 9293 3.10.7.4, SND.WL1/WL2).
+        if !stale_ack {
+            self.remote_win_len = new_remote_win_len;
+            self.congestion_controller
+                .inner_mut()
+                .set_remote_window(new_remote_win_len);
+        }
 
         if ack_len > 0 {
             // Dequeue acknowledged octets.
@@ -2744,7 +2777,7 @@ impl<'a> Socket<'a> {
             self.tx_waker.wake();
         }
 
-        if let Some(ack_number) = repr.ack_number {
+        if let Some(ack_number) = repr.ack_number.filter(|_| !stale_ack) {
             self.process_ack(cx.now(), repr, ack_number, ack_len, is_window_update);
         }
 
@@ -3388,6 +3421,14 @@ impl<'a> Socket<'a> {
             State::FinWait2 | State::TimeWait => {}
         }
 
+        // A segment without sequence space (an ACK or window update) is
+        // numbered SND.MAX, as `ack_reply` explains, not at the resend
+        // cursor: if both ends timed out spuriously, ACKs numbered below
+        // each other's RCV.NXT are all dropped until the user timeout.
+        if repr.segment_len() == 0 && repr.control == TcpControl::None {
+            repr.seq_number = self.snd_max();
+        }
+
         // There might be more than one reason to send a packet. E.g. the keep-alive timer
         // has expired, and we also have data in transmit buffer. Since any packet that occupies
         // sequence space will elicit an ACK, we only need to send an explicit packet if we
@@ -3486,7 +3527,9 @@ impl<'a> Socket<'a> {
                 self.head_rxt_mark = Some(snd_max);
             }
         }
-        self.remote_last_seq = self.remote_last_seq.max(seg_end);
+        if repr.segment_len() > 0 {
+            self.remote_last_seq = self.remote_last_seq.max(seg_end);
+        }
         if self.remote_last_seq < snd_max {
             // Resending after a timeout: step over what the receiver holds.
             self.remote_last_seq = self.scoreboard.skip(self.remote_last_seq).min(snd_max);
@@ -8209,6 +8252,96 @@ mod test {
             seq_number: LOCAL_SEQ + 1 + 9,
             ack_number: Some(REMOTE_SEQ + 1),
             payload:    &b"DDD"[..],
+            ..RECV_TEMPL
+        }]);
+    }
+
+    /// Reordered data from the peer may carry an ACK below SND.UNA: the ACK
+    /// is ignored, the data kept.
+    #[test]
+    fn test_data_with_old_ack_is_received() {
+        let mut s = socket_sack_sent(b"aaaBBB", 3);
+        send!(s, time 1010, sack_ack(6, &[]));
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1 + 6);
+        send!(s, time 1011, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            window_len: 1,
+            payload:    &b"xyz"[..],
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1 + 6);
+        // The old segment's window is old too.
+        assert_eq!(s.remote_win_len, usize::from(SEND_TEMPL.window_len));
+        let mut buf = [0; 8];
+        assert_eq!(s.recv_slice(&mut buf), Ok(3));
+        assert_eq!(&buf[..3], b"xyz");
+        // Without text the segment says nothing and is dropped.
+        send!(s, time 1012, TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 3,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.remote_seq_no, REMOTE_SEQ + 1 + 3);
+    }
+
+    /// After a timeout the resend cursor steps back below SND.MAX, maybe
+    /// below the peer's RCV.NXT; ACKs must still be numbered SND.MAX, or a
+    /// peer that holds the data drops them with their acknowledgement.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_ack_after_rto_numbered_snd_max() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        s.congestion_controller.inner_mut().set_mss(3);
+        recv!(s, time 2000, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 1);
+        // Data from the peer, acknowledged by a pure ACK from `dispatch`.
+        send!(s, time 2001, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload:    &b"xyz"[..],
+            ..SEND_TEMPL
+        });
+        recv!(s, time 2001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 12,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            window_len: 61,
+            ..RECV_TEMPL
+        }]);
+        // Its duplicate, answered at once by `ack_reply`.
+        send!(s, time 2002, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload:    &b"xyz"[..],
+            ..SEND_TEMPL
+        }, Some(TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 12,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            window_len: 61,
+            sack_ranges: [Some((REMOTE_SEQ.0 as u32 + 1, REMOTE_SEQ.0 as u32 + 4)), None, None],
+            ..RECV_TEMPL
+        }));
+        // The ACKs moved nothing: the resend goes on where it stopped.
+        send!(s, time 2010, TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 3,
+            ..sack_ack(3, &[])
+        });
+        recv!(s, time 2010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            payload:    &b"BBB"[..],
+            window_len: 61,
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1 + 3),
+            payload:    &b"ccc"[..],
+            window_len: 61,
             ..RECV_TEMPL
         }]);
     }
