@@ -3,6 +3,7 @@
 //! and a close in bounded time, and the server keeps serving legitimate
 //! clients with bounded memory.
 
+#[macro_use]
 mod hostile_support;
 mod two_process;
 
@@ -90,44 +91,7 @@ fn open_files(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
 }
 
-/// One test per case, so each reports on its own.
-macro_rules! cases {
-    ($($(#[$attr:meta])* $test:ident => $name:literal,)*) => {
-        $( $(#[$attr])* #[test] fn $test() { check($name); } )*
-
-        #[test]
-        fn every_case_of_the_catalogue_has_a_test() {
-            let mut listed = vec![$($name),*];
-            let mut all: Vec<_> = catalogue::catalogue(&target()).iter().map(|c| c.name).collect();
-            listed.sort_unstable();
-            all.sort_unstable();
-            assert_eq!(listed, all);
-        }
-    };
-}
-
-cases! {
-    garbage_request => "garbage-request",
-    bad_key => "bad-key",
-    unknown_revision => "unknown-revision",
-    huge_private_data => "huge-private-data",
-    silence => "silence",
-    bad_crc => "bad-crc",
-    write_to_an_unknown_stag => "write-unknown-stag",
-    read_larger_than_any_region => "read-larger-than-any-region",
-    bad_queue_number => "bad-queue-number",
-    msn_gap => "msn-gap",
-    wrong_ddp_version => "wrong-ddp-version",
-    wrong_rdmap_version => "wrong-rdmap-version",
-    unknown_opcode => "unknown-opcode",
-    ulpdu_too_short => "ulpdu-too-short",
-    huge_ulpdu_then_silence => "huge-ulpdu-then-silence",
-    idle_flood => "idle-flood",
-    random_fpdus => "random-fpdus",
-    unsolicited_read_response => "unsolicited-read-response",
-    terminate_mid_transfer => "terminate-mid-transfer",
-    fin_mid_fpdu => "fin-mid-fpdu",
-}
+catalogue_tests!(check);
 
 /// The whole catalogue in turn, twice, against one server: it keeps
 /// serving, and its resident memory is bounded (a high-water mark set by

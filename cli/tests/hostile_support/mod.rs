@@ -72,3 +72,48 @@ pub fn run_case(addr: SocketAddr, case: &Case, legit: impl FnOnce() -> Result<()
         panic!("{}: the next legitimate client failed: {e}", case.name);
     }
 }
+
+/// One `#[test]` per case of the catalogue, each calling `$check(NAME)`,
+/// and a test that the list covers the whole catalogue: every transport's
+/// suite runs the same list.
+macro_rules! catalogue_tests {
+    ($check:ident) => {
+        catalogue_tests!(@cases $check;
+            garbage_request => "garbage-request",
+            bad_key => "bad-key",
+            unknown_revision => "unknown-revision",
+            huge_private_data => "huge-private-data",
+            silence => "silence",
+            bad_crc => "bad-crc",
+            write_to_an_unknown_stag => "write-unknown-stag",
+            read_larger_than_any_region => "read-larger-than-any-region",
+            bad_queue_number => "bad-queue-number",
+            msn_gap => "msn-gap",
+            wrong_ddp_version => "wrong-ddp-version",
+            wrong_rdmap_version => "wrong-rdmap-version",
+            unknown_opcode => "unknown-opcode",
+            ulpdu_too_short => "ulpdu-too-short",
+            huge_ulpdu_then_silence => "huge-ulpdu-then-silence",
+            idle_flood => "idle-flood",
+            random_fpdus => "random-fpdus",
+            unsolicited_read_response => "unsolicited-read-response",
+            terminate_mid_transfer => "terminate-mid-transfer",
+            fin_mid_fpdu => "fin-mid-fpdu",
+        );
+    };
+    (@cases $check:ident; $($test:ident => $name:literal,)*) => {
+        $( #[test] fn $test() { $check($name); } )*
+
+        #[test]
+        fn every_case_of_the_catalogue_has_a_test() {
+            let mut listed = vec![$($name),*];
+            let mut all: Vec<_> = hostile::catalogue::catalogue(&hostile_support::target())
+                .iter()
+                .map(|c| c.name)
+                .collect();
+            listed.sort_unstable();
+            all.sort_unstable();
+            assert_eq!(listed, all);
+        }
+    };
+}
