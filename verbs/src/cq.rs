@@ -6,104 +6,24 @@
 //! device's progress while it waits when no progress thread does, so an idle
 //! wait sleeps in the transport's readiness wait instead of spinning.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::device::DeviceShared;
-use crate::error::VerbsError;
+use crate::device::{Device, DeviceShared};
+use crate::engine::CqShared;
+use crate::types::VerbsError;
+use crate::types::PLACEHOLDER;
 
-pub use rdmap::{WcOpcode, WcStatus};
+pub use crate::types::{WcOpcode, WcStatus, WorkCompletion};
 
-/// One completed work request, shaped like `struct ibv_wc`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct WorkCompletion {
-    pub wr_id: u64,
-    pub status: WcStatus,
-    pub opcode: WcOpcode,
-    /// Bytes received (Recv), read (RDMA Read) or sent (Send, Write).
-    pub byte_len: u32,
-    /// The queue pair the work request was posted to.
-    pub qp_num: u32,
-    /// The local STag a peer's Send with Invalidate invalidated (Recv only).
-    pub invalidated: Option<ddp::memory::STag>,
-    /// The peer's Send asked for a solicited event (Recv only).
-    pub solicited: bool,
-}
-
-impl WorkCompletion {
-    pub(crate) fn from_rdmap(wc: rdmap::WorkCompletion, qp_num: u32) -> Self {
-        WorkCompletion {
-            wr_id: wc.wr_id,
-            status: wc.status,
-            opcode: wc.opcode,
-            byte_len: wc.byte_len,
-            qp_num,
-            invalidated: wc.invalidated,
-            solicited: wc.solicited,
+impl Device {
+    /// A completion queue holding up to `capacity` completions before it
+    /// reports an overflow (nothing is dropped).
+    pub fn create_cq(&self, capacity: usize) -> CompletionQueue {
+        CompletionQueue {
+            shared: CqShared::new(capacity.max(1)),
+            device: self.shared.clone(),
         }
-    }
-
-    pub fn is_success(&self) -> bool {
-        self.status.is_success()
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct CqState {
-    entries: VecDeque<WorkCompletion>,
-    capacity: usize,
-    /// Completions that arrived while the queue was full. They are kept (no
-    /// completion is ever lost) and the overflow is reported once by `poll`.
-    overflowed: bool,
-}
-
-/// The completion-queue storage, shared between the queue's handles and the
-/// device's engine that fills it.
-#[derive(Debug)]
-pub(crate) struct CqShared {
-    state: Mutex<CqState>,
-}
-
-impl CqShared {
-    pub(crate) fn new(capacity: usize) -> Arc<Self> {
-        Arc::new(CqShared {
-            state: Mutex::new(CqState {
-                entries: VecDeque::with_capacity(capacity.min(4096)),
-                capacity,
-                overflowed: false,
-            }),
-        })
-    }
-
-    pub(crate) fn push(&self, wc: WorkCompletion) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if s.entries.len() >= s.capacity {
-            s.overflowed = true;
-        }
-        s.entries.push_back(wc);
-    }
-
-    fn pop_into(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if std::mem::take(&mut s.overflowed) {
-            return Err(VerbsError::CqOverflow {
-                capacity: s.capacity,
-            });
-        }
-        let n = out.len().min(s.entries.len());
-        for (slot, wc) in out.iter_mut().zip(s.entries.drain(..n)) {
-            *slot = wc;
-        }
-        Ok(n)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entries
-            .len()
     }
 }
 
@@ -163,61 +83,5 @@ impl CompletionQueue {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// Filler for output arrays; never returned to the caller as a completion.
-pub(crate) const PLACEHOLDER: WorkCompletion = WorkCompletion {
-    wr_id: 0,
-    status: WcStatus::GeneralErr,
-    opcode: WcOpcode::Send,
-    byte_len: 0,
-    qp_num: 0,
-    invalidated: None,
-    solicited: false,
-};
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn wc(id: u64) -> WorkCompletion {
-        WorkCompletion {
-            wr_id: id,
-            status: WcStatus::Success,
-            ..PLACEHOLDER
-        }
-    }
-
-    #[test]
-    fn fifo_and_partial_takes() {
-        let cq = CqShared::new(8);
-        for i in 0..5 {
-            cq.push(wc(i));
-        }
-        let mut out = [PLACEHOLDER; 3];
-        assert_eq!(cq.pop_into(&mut out).unwrap(), 3);
-        assert_eq!(out.map(|w| w.wr_id), [0, 1, 2]);
-        assert_eq!(cq.pop_into(&mut out).unwrap(), 2);
-        assert_eq!(out[..2].iter().map(|w| w.wr_id).collect::<Vec<_>>(), [3, 4]);
-        assert_eq!(cq.pop_into(&mut out).unwrap(), 0);
-    }
-
-    #[test]
-    fn overflow_is_reported_once_and_nothing_is_lost() {
-        let cq = CqShared::new(2);
-        for i in 0..4 {
-            cq.push(wc(i));
-        }
-        let mut out = [PLACEHOLDER; 8];
-        assert!(matches!(
-            cq.pop_into(&mut out),
-            Err(VerbsError::CqOverflow { capacity: 2 })
-        ));
-        assert_eq!(cq.pop_into(&mut out).unwrap(), 4);
-        assert_eq!(
-            out[..4].iter().map(|w| w.wr_id).collect::<Vec<_>>(),
-            [0, 1, 2, 3]
-        );
     }
 }

@@ -1,5 +1,28 @@
 //! The verbs facade: devices, protection domains, memory regions, completion
 //! queues, queue pairs and a connection manager over pluggable transports.
+//!
+//! The modules form layers, and each uses only the layers below it:
+//!
+//! ```text
+//! handles   cm, cq, qp, mr, pd    what the program holds; each also adds
+//!                                 its constructor to `Device`
+//!   |
+//! device    device                the engine behind a lock, waits without
+//!                                 it, the progress thread, counters
+//!   |
+//! engine    engine                queue pairs, listeners and start-ups on
+//!                                 one transport; owns the completion-queue
+//!                                 storage and the registration table
+//!   |
+//! types     types                 plain data: parameters, events,
+//!                                 completions, states, work requests, errors
+//! ```
+//!
+//! So the engine never names a handle, and a handle is never kept inside
+//! the engine (a queue pair's slot holds its completion queues' storage,
+//! not the queue handles, which hold the device). The public paths
+//! (`verbs::cm::CmEvent`, `verbs::cq::WorkCompletion`, `verbs::qp::wr`...)
+//! re-export the plain types from the handle module they belong with.
 #![forbid(unsafe_code)]
 
 /// The transports a [`Device`] runs over, re-exported so that a program
@@ -10,13 +33,13 @@ pub mod cm;
 pub mod cq;
 mod device;
 mod engine;
-mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mr;
 pub mod pd;
 pub mod qp;
+mod types;
 
 pub use cm::{
     AcceptParams, CmEvent, ConnectParams, ConnectRequest, ConnectionInfo, CrcPolicy,
@@ -24,8 +47,8 @@ pub use cm::{
 };
 pub use cq::{CompletionQueue, WcOpcode, WcStatus, WorkCompletion};
 pub use ddp::memory::{Access, PdId, STag};
-pub use device::{Device, ProgressThread};
-pub use error::VerbsError;
+pub use device::{Device, DeviceStats, ProgressThread};
 pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
+pub use types::VerbsError;

@@ -13,37 +13,15 @@
 //! Deregistration invalidates the STag at once; the bytes live on only while
 //! an in-flight placement still holds them.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
-use ddp::memory::{Access, InvalidateError, Memory, OutOfRange, PdId, RegionInfo, STag};
+use ddp::memory::{Access, PdId, STag};
 use ddp::untagged::Sge;
 
-use crate::error::VerbsError;
+use crate::engine::Region;
+use crate::types::VerbsError;
 
-/// One registered region.
-#[derive(Debug)]
-pub(crate) struct Region {
-    stag: STag,
-    info: RegionInfo,
-    valid: AtomicBool,
-    /// Whether a peer's Send with Invalidate may invalidate this STag.
-    remote_invalidate: bool,
-    bytes: RwLock<Box<[u8]>>,
-}
-
-impl Region {
-    fn is_valid(&self) -> bool {
-        self.valid.load(Ordering::Acquire)
-    }
-
-    fn range(&self, offset: u64, len: usize) -> Option<core::ops::Range<usize>> {
-        let start = usize::try_from(offset).ok()?;
-        let end = start.checked_add(len)?;
-        (end as u64 <= self.info.len).then_some(start..end)
-    }
-}
+pub use crate::engine::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
 
 /// A registered memory region: its STag serves as both lkey and rkey.
 #[derive(Debug, Clone)]
@@ -161,126 +139,10 @@ impl MemoryRegion {
     }
 }
 
-/// The device-wide registration table: STag index -> region.
-///
-/// STag = 24-bit index << 8 | 8-bit key. Index 0 is never used, so no STag is
-/// 0 on the wire (hardware peers refuse STag 0). STags are hard to guess
-/// (RFC 5042 section 5): each registry draws from its own seeded generator
-/// the key of every fresh slot and the order in which slots are handed out
-/// (the table grows [`INDEX_BATCH`] slots at a time, taken in random
-/// order). Each time a slot is reused its key moves by the slot's own
-/// random odd step, so a stale STag from a deregistered region is refused
-/// for the next 255 reuses of its slot.
-#[derive(Debug)]
-pub struct Registry {
-    slots: RwLock<Slots>,
-    /// Serialises registration.
-    register_lock: Mutex<()>,
-}
-
-#[derive(Debug)]
-struct Slots {
-    regions: Vec<Option<Arc<Region>>>,
-    keys: Vec<u8>,
-    /// Per slot, the odd amount its key moves by on each reuse.
-    steps: Vec<u8>,
-    free: Vec<u32>,
-    rng: StagRng,
-}
-
-impl Slots {
-    /// Adds up to [`INDEX_BATCH`] free slots, each with a random key.
-    fn grow(&mut self) -> Result<(), VerbsError> {
-        if self.regions.is_empty() {
-            self.regions.push(None); // index 0 is never handed out
-            self.keys.push(0);
-            self.steps.push(1);
-        }
-        let room = (MAX_REGIONS + 1).saturating_sub(self.regions.len());
-        if room == 0 {
-            return Err(VerbsError::TooManyRegions);
-        }
-        for _ in 0..room.min(INDEX_BATCH) {
-            self.free.push(self.regions.len() as u32);
-            self.regions.push(None);
-            let r = self.rng.next();
-            self.keys.push(r as u8);
-            self.steps.push((r >> 8) as u8 | 1);
-        }
-        Ok(())
-    }
-}
-
-/// The most regions one device holds (24-bit STag index, index 0 unused).
-pub const MAX_REGIONS: usize = (1 << 24) - 1;
-
-/// Slots the table grows by when none is free; a new region takes one of
-/// them at random.
-pub const INDEX_BATCH: usize = 64;
-
-/// The registry's own generator for STag keys and index order (SplitMix64:
-/// unpredictable enough to make a blind guess fail, not a secret).
-#[derive(Debug)]
-struct StagRng(u64);
-
-impl StagRng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next()) * n as u128) >> 64) as usize
-    }
-}
-
-/// A seed no other registry shares: the standard library's per-instance
-/// hash keys (random per thread, then stepped), the time, and where this
-/// registry is being built.
-fn fresh_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        h.write_u128(t.as_nanos());
-    }
-    let here = 0u8;
-    h.write_usize(&here as *const u8 as usize);
-    h.finish()
-}
-
-impl Default for Registry {
-    fn default() -> Self {
-        Registry::with_seed_inner(fresh_seed())
-    }
-}
-
+/// Registration hands out [`MemoryRegion`] handles. It is written here,
+/// beside the handle, so that the table itself (owned by the engine) knows
+/// nothing of handles.
 impl Registry {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
-    }
-
-    /// A registry whose STags follow from `seed` (for reproducible tests).
-    pub fn with_seed(seed: u64) -> Arc<Self> {
-        Arc::new(Self::with_seed_inner(seed))
-    }
-
-    fn with_seed_inner(seed: u64) -> Self {
-        Registry {
-            slots: RwLock::new(Slots {
-                regions: Vec::new(),
-                keys: Vec::new(),
-                steps: Vec::new(),
-                free: Vec::new(),
-                rng: StagRng(seed),
-            }),
-            register_lock: Mutex::new(()),
-        }
-    }
-
     /// Registers a zero-filled region of `len` bytes.
     pub fn register(
         self: &Arc<Self>,
@@ -298,190 +160,19 @@ impl Registry {
         bytes: Vec<u8>,
         access: Access,
     ) -> Result<MemoryRegion, VerbsError> {
-        let _serial = self.register_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let bytes = bytes.into_boxed_slice();
-        let base = bytes.as_ptr() as u64;
-        let info = RegionInfo {
-            pd,
-            base,
-            len: bytes.len() as u64,
-            access,
-        };
-        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
-        if slots.free.is_empty() {
-            slots.grow()?;
-        }
-        let free = slots.free.len();
-        let pick = slots.rng.below(free);
-        let index = slots.free.swap_remove(pick);
-        let key = slots.keys[index as usize];
-        let stag = STag::new(index, key);
-        let region = Arc::new(Region {
-            stag,
-            info,
-            valid: AtomicBool::new(true),
-            remote_invalidate: access.contains(Access::REMOTE_WRITE)
-                || access.contains(Access::REMOTE_READ),
-            bytes: RwLock::new(bytes),
-        });
-        slots.regions[index as usize] = Some(region.clone());
+        let region = self.insert(pd, bytes, access)?;
         Ok(MemoryRegion {
             region,
             registry: self.clone(),
         })
-    }
-
-    fn lookup(&self, stag: STag) -> Option<Arc<Region>> {
-        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
-        let region = slots.regions.get(stag.index() as usize)?.as_ref()?;
-        (region.stag == stag && region.is_valid()).then(|| region.clone())
-    }
-
-    fn remove(&self, stag: STag) -> bool {
-        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
-        let index = stag.index() as usize;
-        let Some(Some(region)) = slots.regions.get(index) else {
-            return false;
-        };
-        if region.stag != stag {
-            return false;
-        }
-        region.valid.store(false, Ordering::Release);
-        slots.regions[index] = None;
-        // The slot's own odd step: 256 reuses before a key comes back.
-        let step = slots.steps[index];
-        slots.keys[index] = slots.keys[index].wrapping_add(step);
-        slots.free.push(index as u32);
-        true
-    }
-
-    /// Number of live registrations.
-    pub fn len(&self) -> usize {
-        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
-        slots.regions.iter().filter(|r| r.is_some()).count()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// A view the protocol places through; caches the last region it used,
-    /// so a stream of segments to one region costs one table lookup.
-    pub fn view(&self) -> RegistryView<'_> {
-        RegistryView {
-            registry: self,
-            last: RefCell::new(None),
-            home: None,
-        }
-    }
-
-    /// A view whose cache starts from, and is left in, `cache`: a queue
-    /// pair that keeps one across calls looks a region up once, not once
-    /// per call (a post of a small message is one call).
-    pub(crate) fn view_cached<'a>(&'a self, cache: &'a mut RegionCache) -> RegistryView<'a> {
-        RegistryView {
-            registry: self,
-            last: RefCell::new(cache.0.take()),
-            home: Some(cache),
-        }
-    }
-}
-
-/// The region a queue pair used last, kept between [`RegistryView`]s.
-///
-/// Holding it keeps nothing alive for long: a view checks the region is
-/// still registered at every use, and one that was deregistered is dropped
-/// from the cache when the view ends.
-#[derive(Debug, Default)]
-pub(crate) struct RegionCache(Option<Arc<Region>>);
-
-/// [`Memory`] over a [`Registry`], for the duration of one protocol call.
-///
-/// The last region used is cached (reads as well as writes go through the
-/// cache), and a cache hit costs no reference-count traffic: per segment
-/// the only shared-memory operations left are the region lock itself.
-#[derive(Debug)]
-pub struct RegistryView<'a> {
-    registry: &'a Registry,
-    last: RefCell<Option<Arc<Region>>>,
-    /// Where the cache goes back to when the view ends.
-    home: Option<&'a mut RegionCache>,
-}
-
-impl Drop for RegistryView<'_> {
-    fn drop(&mut self) {
-        if let Some(home) = self.home.take() {
-            home.0 = self.last.get_mut().take().filter(|r| r.is_valid());
-        }
-    }
-}
-
-impl RegistryView<'_> {
-    /// Runs `f` on the valid region `stag` names, if any.
-    fn with_region<R>(&self, stag: STag, f: impl FnOnce(&Region) -> R) -> Option<R> {
-        {
-            let last = self.last.borrow();
-            if let Some(r) = last.as_ref().filter(|r| r.stag == stag && r.is_valid()) {
-                return Some(f(r));
-            }
-        }
-        let r = self.registry.lookup(stag)?;
-        let out = f(&r);
-        *self.last.borrow_mut() = Some(r);
-        Some(out)
-    }
-}
-
-impl Memory for RegistryView<'_> {
-    fn region(&self, stag: STag) -> Option<RegionInfo> {
-        self.with_region(stag, |r| r.info)
-    }
-
-    fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange> {
-        let err = OutOfRange {
-            stag: stag.0,
-            offset,
-            len: data.len(),
-        };
-        self.with_region(stag, |region| {
-            let range = region.range(offset, data.len()).ok_or(err)?;
-            region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
-            Ok(())
-        })
-        .unwrap_or(Err(err))
-    }
-
-    fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange> {
-        let err = OutOfRange {
-            stag: stag.0,
-            offset,
-            len: out.len(),
-        };
-        self.with_region(stag, |region| {
-            let range = region.range(offset, out.len()).ok_or(err)?;
-            out.copy_from_slice(&region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
-            Ok(())
-        })
-        .unwrap_or(Err(err))
-    }
-
-    fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError> {
-        let region = self.registry.lookup(stag).ok_or(InvalidateError::Invalid)?;
-        if region.info.pd != pd {
-            return Err(InvalidateError::WrongPd);
-        }
-        if !region.remote_invalidate {
-            return Err(InvalidateError::NotAllowed);
-        }
-        *self.last.get_mut() = None;
-        self.registry.remove(stag);
-        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::RegionCache;
+    use ddp::memory::{InvalidateError, Memory};
 
     const PD: PdId = PdId(1);
 
@@ -662,7 +353,7 @@ mod tests {
             .read(a.rkey(), 0, &mut out)
             .unwrap();
         assert_eq!(out, [1, 2, 3]);
-        assert!(cache.0.as_ref().is_some_and(|r| r.stag == a.rkey()), "kept");
+        assert!(cache.cached() == Some(a.rkey()), "kept");
         // The next view starts from it and still checks it.
         a.write(0, &[7]).unwrap();
         reg.view_cached(&mut cache)
@@ -675,7 +366,7 @@ mod tests {
             let v = reg.view_cached(&mut cache);
             assert!(v.read(stale, 0, &mut out).is_err(), "deregistered");
         }
-        assert!(cache.0.is_none(), "not kept once deregistered");
+        assert!(cache.cached().is_none(), "not kept once deregistered");
     }
 
     #[test]

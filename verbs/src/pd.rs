@@ -5,9 +5,19 @@ use std::sync::Arc;
 
 use ddp::memory::{Access, PdId};
 
-use crate::device::DeviceShared;
-use crate::error::VerbsError;
+use crate::device::{Device, DeviceShared};
 use crate::mr::MemoryRegion;
+use crate::types::VerbsError;
+
+impl Device {
+    /// A new protection domain.
+    pub fn alloc_pd(&self) -> ProtectionDomain {
+        ProtectionDomain {
+            id: self.shared.next_pd(),
+            device: self.shared.clone(),
+        }
+    }
+}
 
 /// A protection domain. Cloning gives another handle to the same domain.
 #[derive(Debug, Clone)]

@@ -5,15 +5,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cm::{CmEvent, ConnectParams, ConnectionInfo};
 use crate::cq::CompletionQueue;
-use crate::device::DeviceShared;
-use crate::error::VerbsError;
+use crate::device::{Device, DeviceShared};
 use crate::pd::ProtectionDomain;
+use crate::types::{CmEvent, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
-pub use ddp::memory::STag;
-pub use ddp::untagged::Sge;
-pub use rdmap::work_request::{RecvWr, SendOp, SendWr};
+pub use crate::types::QpState;
+pub use crate::types::{wr, RecvWr, STag, SendOp, SendWr, Sge};
 
 /// Sizes and completion queues of a new queue pair.
 #[derive(Debug, Clone)]
@@ -46,17 +44,28 @@ impl QpInit {
     }
 }
 
-/// Where a queue pair stands (the ibv_qp_state a user would see).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum QpState {
-    /// Created, not connected: receives may be posted.
-    Init,
-    /// TCP or MPA start-up under way.
-    Connecting,
-    /// Connected: ready to send.
-    Rts,
-    /// Terminated or disconnected: every work request is flushed.
-    Error,
+impl Device {
+    /// A queue pair in `pd`, reporting into the completion queues of `init`.
+    pub fn create_qp(&self, pd: &ProtectionDomain, init: QpInit) -> Result<QueuePair, VerbsError> {
+        if !Arc::ptr_eq(&pd.device, &self.shared) {
+            return Err(VerbsError::WrongDevice);
+        }
+        let limits = QpLimits {
+            sq_depth: init.sq_depth,
+            rq_depth: init.rq_depth,
+            max_send_sge: init.max_send_sge,
+            max_recv_sge: init.max_recv_sge,
+        };
+        let (send_cq, recv_cq) = (init.send_cq.shared.clone(), init.recv_cq.shared.clone());
+        let num = self
+            .shared
+            .with_engine(|e| e.create_qp(pd.id, send_cq, recv_cq, limits));
+        Ok(QueuePair {
+            num,
+            pd: pd.clone(),
+            device: self.shared.clone(),
+        })
+    }
 }
 
 /// A reliable connected queue pair.
@@ -160,71 +169,26 @@ impl Drop for QueuePair {
     }
 }
 
-/// Convenience constructors for work requests.
-pub mod wr {
+#[cfg(test)]
+mod tests {
     use super::*;
+    use crate::transport::memory::{MemoryLink, MemoryLinkConfig};
 
-    pub fn send(wr_id: u64, sgl: Vec<Sge>) -> SendWr {
-        SendWr {
-            wr_id,
-            op: SendOp::Send {
-                solicited: false,
-                invalidate: None,
-            },
-            sgl,
-            signaled: true,
-        }
-    }
-
-    pub fn send_solicited(wr_id: u64, sgl: Vec<Sge>) -> SendWr {
-        SendWr {
-            wr_id,
-            op: SendOp::Send {
-                solicited: true,
-                invalidate: None,
-            },
-            sgl,
-            signaled: true,
-        }
-    }
-
-    pub fn send_invalidate(wr_id: u64, sgl: Vec<Sge>, invalidate: STag) -> SendWr {
-        SendWr {
-            wr_id,
-            op: SendOp::Send {
-                solicited: false,
-                invalidate: Some(invalidate),
-            },
-            sgl,
-            signaled: true,
-        }
-    }
-
-    pub fn write(wr_id: u64, sgl: Vec<Sge>, remote_stag: STag, remote_to: u64) -> SendWr {
-        SendWr {
-            wr_id,
-            op: SendOp::Write {
-                remote_stag,
-                remote_to,
-            },
-            sgl,
-            signaled: true,
-        }
-    }
-
-    pub fn read(wr_id: u64, sink: Sge, remote_stag: STag, remote_to: u64) -> SendWr {
-        SendWr {
-            wr_id,
-            op: SendOp::Read {
-                remote_stag,
-                remote_to,
-            },
-            sgl: vec![sink],
-            signaled: true,
-        }
-    }
-
-    pub fn recv(wr_id: u64, sgl: Vec<Sge>) -> RecvWr {
-        RecvWr { wr_id, sgl }
+    #[test]
+    fn a_queue_pair_slot_holds_no_device_handle() {
+        let (a, _b) = MemoryLink::pair(&MemoryLinkConfig::default()).unwrap();
+        let device = Device::new(Box::new(a));
+        let pd = device.alloc_pd();
+        let (send_cq, recv_cq) = (device.create_cq(8), device.create_cq(8));
+        let before = Arc::strong_count(&device.shared);
+        let qp = device
+            .create_qp(&pd, QpInit::with_cqs(&send_cq, &recv_cq))
+            .unwrap();
+        // The queue pair handle (and the protection domain it keeps) are the
+        // only new holders: the engine's slot keeps the queues' shared
+        // state, not their device-holding handles.
+        assert_eq!(Arc::strong_count(&device.shared), before + 2);
+        drop(qp);
+        assert_eq!(Arc::strong_count(&device.shared), before);
     }
 }

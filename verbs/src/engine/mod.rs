@@ -7,8 +7,10 @@
 //! straight into its send buffer), and closed. Incoming connections wait in
 //! [`incoming`] until the application accepts them onto a queue pair.
 
+mod completions;
 mod incoming;
 mod qp_slot;
+mod registry;
 mod startup;
 
 #[cfg(test)]
@@ -22,17 +24,19 @@ use std::time::{Duration, Instant};
 use ddp::memory::PdId;
 use rdmap::work_request::{RecvWr, SendWr};
 
-use crate::cm::{AcceptParams, CmEvent, ConnectParams, ListenOptions};
-use crate::cq::CqShared;
-use crate::error::VerbsError;
-use crate::mr::Registry;
-use crate::qp::QpState;
 use crate::transport::{ListenerId, StreamId, Transport};
+use crate::types::{
+    AcceptParams, CmEvent, ConnectParams, ListenOptions, QpLimits, QpState, VerbsError,
+};
 
+pub(crate) use completions::CqShared;
 pub(crate) use incoming::PendingRequest;
 use incoming::{Incoming, IncomingState};
-pub(crate) use qp_slot::QpLimits;
 use qp_slot::{Phase, QpSlot};
+pub(crate) use registry::Region;
+#[cfg(test)]
+pub(crate) use registry::RegionCache;
+pub use registry::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
 use startup::Startup;
 
 /// Connections completing start-up per listener when the caller names none.

@@ -10,13 +10,13 @@ use rdmap::connection::{Connection, ConnectionConfig, Event, State};
 use rdmap::work_request::{RecvWr, SendWr};
 use rdmap::{WcOpcode, WcStatus};
 
+use super::completions::CqShared;
+use super::registry::{RegionCache, Registry};
 use super::startup::{Startup, StartupOutcome};
-use crate::cm::{CmEvent, ConnectionInfo, DisconnectReason};
-use crate::cq::{CqShared, WorkCompletion};
-use crate::error::VerbsError;
-use crate::mr::{RegionCache, Registry};
-use crate::qp::QpState;
 use crate::transport::{StreamId, StreamState, Transport};
+use crate::types::{
+    CmEvent, ConnectionInfo, DisconnectReason, QpLimits, QpState, VerbsError, WorkCompletion,
+};
 
 pub(super) enum Phase {
     /// Not connected; receives collect in `early_recvs`.
@@ -37,18 +37,6 @@ pub(super) enum Phase {
         stream: Option<StreamId>,
         conn: Option<Box<Connection>>,
     },
-}
-
-/// What the engine keeps of a queue pair's creation parameters: queue
-/// depths and gather limits. The completion queues are held as their shared
-/// state alone, never as handles, which hold the device: a slot holding a
-/// handle would keep the device alive from inside its own engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct QpLimits {
-    pub(crate) sq_depth: usize,
-    pub(crate) rq_depth: usize,
-    pub(crate) max_send_sge: usize,
-    pub(crate) max_recv_sge: usize,
 }
 
 pub(super) struct QpSlot {

@@ -8,9 +8,8 @@ use mpa::{InitiatorConfig, Negotiated, ReplyParams, ResponderConfig, StartupEven
 use rdmap::connection::startup_terminate;
 use rdmap::{Layer, TermCode};
 
-use crate::cm::{AcceptParams, ConnectParams, ListenOptions};
-use crate::error::VerbsError;
 use crate::transport::{StreamId, Transport};
+use crate::types::{AcceptParams, ConnectParams, ListenOptions, VerbsError};
 
 /// The RTR kinds a listener grants: the ones named, or, when none are,
 /// any the initiator offers (WRITE, else READ, else SEND), as every siw

@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-use crate::cm::DisconnectReason;
+use super::connection::DisconnectReason;
 use crate::transport::TransportError;
 
 #[derive(Debug, Error)]

@@ -25,21 +25,20 @@
 //! is lost between a sleeper's last look and its sleep. A transport that
 //! cannot be woken is waited on in slices of a few milliseconds instead.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+mod stats;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ddp::memory::PdId;
 
-use crate::cm::{ListenOptions, Listener};
-use crate::cq::{CompletionQueue, CqShared};
-use crate::engine::{Engine, QpLimits};
-use crate::error::VerbsError;
-use crate::mr::Registry;
-use crate::pd::ProtectionDomain;
-use crate::qp::{QpInit, QueuePair};
+use crate::engine::{Engine, Registry};
 use crate::transport::{Transport, Waker};
+
+pub use stats::DeviceStats;
+use stats::{Counters, WakeCause};
 
 /// Longest one transport wait lasts when the transport cannot be woken
 /// from another thread, so that a poster is never held up for longer.
@@ -68,8 +67,8 @@ pub(crate) struct DeviceShared {
     /// Progress threads running (normally 0 or 1).
     threads: AtomicUsize,
     next_pd: AtomicU32,
-    /// Turns of the progress thread (busy or idle), for tests and tools.
-    thread_turns: AtomicU64,
+    /// Progress turns and what ended each transport wait (`Device::stats`).
+    counters: Counters,
 }
 
 impl std::fmt::Debug for DeviceShared {
@@ -115,10 +114,26 @@ impl DeviceShared {
         self.threads.load(Ordering::Acquire) > 0
     }
 
-    fn wake(&self) {
+    fn wake(&self, cause: WakeCause) {
         if let Some(w) = &self.waker {
+            self.counters.wake_requested(cause);
             w();
         }
+    }
+
+    /// The next protection domain number of this device.
+    pub(crate) fn next_pd(&self) -> PdId {
+        PdId(self.next_pd.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The lock for a call that does not need the transport; counts the
+    /// calls that got it while a waiter had the transport.
+    fn lock_for_call(&self) -> MutexGuard<'_, Engine> {
+        let e = self.lock();
+        if !e.has_transport() {
+            self.counters.call_during_wait();
+        }
+        e
     }
 
     /// The engine lock with the transport at home: if a waiting thread has
@@ -132,7 +147,7 @@ impl DeviceShared {
         // Bounded by the waiter's own timeout: it returns the transport
         // after at most one wait even if every wake were lost.
         while !e.has_transport() {
-            self.wake();
+            self.wake(WakeCause::Call);
             e = self.wait_signal(e, RECHECK);
         }
         self.wanting.fetch_sub(1, Ordering::AcqRel);
@@ -163,7 +178,10 @@ impl DeviceShared {
             return e;
         };
         drop(e);
+        let start = self.counters.wait_started();
+        let began = Instant::now();
         transport.wait(Some(delay));
+        self.counters.wait_ended(start, delay, began.elapsed());
         let mut e = self.lock();
         e.put_transport(transport);
         self.notify();
@@ -177,7 +195,7 @@ impl DeviceShared {
     }
 
     pub(crate) fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
-        let mut e = self.lock();
+        let mut e = self.lock_for_call();
         let r = f(&mut e);
         self.notify_if_changed(&mut e);
         r
@@ -196,11 +214,11 @@ impl DeviceShared {
     /// waiting thread holds the transport, it is woken to send instead;
     /// the poster never waits for it.
     pub(crate) fn post<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
-        let mut e = self.lock();
+        let mut e = self.lock_for_call();
         let r = f(&mut e);
         let now = e.now();
         if !e.flush(now) {
-            self.wake();
+            self.wake(WakeCause::Post);
         }
         self.notify_if_changed(&mut e);
         r
@@ -282,59 +300,9 @@ impl Device {
                 contenders: AtomicUsize::new(0),
                 threads: AtomicUsize::new(0),
                 next_pd: AtomicU32::new(1),
-                thread_turns: AtomicU64::new(0),
+                counters: Counters::default(),
             }),
         }
-    }
-
-    pub fn alloc_pd(&self) -> ProtectionDomain {
-        let id = PdId(self.shared.next_pd.fetch_add(1, Ordering::Relaxed));
-        ProtectionDomain {
-            id,
-            device: self.shared.clone(),
-        }
-    }
-
-    /// A completion queue holding up to `capacity` completions before it
-    /// reports an overflow (nothing is dropped).
-    pub fn create_cq(&self, capacity: usize) -> CompletionQueue {
-        CompletionQueue {
-            shared: CqShared::new(capacity.max(1)),
-            device: self.shared.clone(),
-        }
-    }
-
-    pub fn create_qp(&self, pd: &ProtectionDomain, init: QpInit) -> Result<QueuePair, VerbsError> {
-        if !Arc::ptr_eq(&pd.device, &self.shared) {
-            return Err(VerbsError::WrongDevice);
-        }
-        let limits = QpLimits {
-            sq_depth: init.sq_depth,
-            rq_depth: init.rq_depth,
-            max_send_sge: init.max_send_sge,
-            max_recv_sge: init.max_recv_sge,
-        };
-        let (send_cq, recv_cq) = (init.send_cq.shared.clone(), init.recv_cq.shared.clone());
-        let num = self
-            .shared
-            .with_engine(|e| e.create_qp(pd.id, send_cq, recv_cq, limits));
-        Ok(QueuePair {
-            num,
-            pd: pd.clone(),
-            device: self.shared.clone(),
-        })
-    }
-
-    /// Listens for connect requests on `port`.
-    pub fn listen(&self, port: u16, opts: ListenOptions) -> Result<Listener, VerbsError> {
-        let (id, port) = self
-            .shared
-            .with_transport_engine(|e| e.listen(port, opts))?;
-        Ok(Listener {
-            id,
-            port,
-            device: self.shared.clone(),
-        })
     }
 
     /// Runs one round of progress: moves packets, feeds received bytes to
@@ -401,7 +369,13 @@ impl Device {
     /// Turns the progress thread has run (each busy turn or idle wait
     /// counts once): an idle device's count grows by a few per second.
     pub fn progress_thread_turns(&self) -> u64 {
-        self.shared.thread_turns.load(Ordering::Relaxed)
+        self.shared.counters.thread_turns()
+    }
+
+    /// The device's progress counters: thread turns and what ended each
+    /// wait in the transport (see [`DeviceStats`]).
+    pub fn stats(&self) -> DeviceStats {
+        self.shared.counters.snapshot()
     }
 
     /// Registered memory regions.
@@ -424,7 +398,7 @@ impl Device {
 
 fn progress_loop(shared: &DeviceShared, stop: &AtomicBool) {
     while !stop.load(Ordering::Acquire) {
-        shared.thread_turns.fetch_add(1, Ordering::Relaxed);
+        shared.counters.thread_turn();
         let mut e = shared.lock_full();
         let now = e.now();
         let busy = e.turn(now);
@@ -457,34 +431,10 @@ pub struct ProgressThread {
 impl Drop for ProgressThread {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        self.shared.wake();
+        self.shared.wake(WakeCause::Call);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
         self.shared.threads.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::transport::memory::{MemoryLink, MemoryLinkConfig};
-
-    #[test]
-    fn a_queue_pair_slot_holds_no_device_handle() {
-        let (a, _b) = MemoryLink::pair(&MemoryLinkConfig::default()).unwrap();
-        let device = Device::new(Box::new(a));
-        let pd = device.alloc_pd();
-        let (send_cq, recv_cq) = (device.create_cq(8), device.create_cq(8));
-        let before = Arc::strong_count(&device.shared);
-        let qp = device
-            .create_qp(&pd, QpInit::with_cqs(&send_cq, &recv_cq))
-            .unwrap();
-        // The queue pair handle (and the protection domain it keeps) are the
-        // only new holders: the engine's slot keeps the queues' shared
-        // state, not their device-holding handles.
-        assert_eq!(Arc::strong_count(&device.shared), before + 2);
-        drop(qp);
-        assert_eq!(Arc::strong_count(&device.shared), before);
     }
 }

@@ -1,0 +1,112 @@
+//! The storage behind a completion queue: a bounded FIFO the engine fills
+//! and the queue's handles drain.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use crate::types::{VerbsError, WorkCompletion};
+
+#[derive(Debug)]
+pub(crate) struct CqState {
+    entries: VecDeque<WorkCompletion>,
+    capacity: usize,
+    /// Completions that arrived while the queue was full. They are kept (no
+    /// completion is ever lost) and the overflow is reported once by `poll`.
+    overflowed: bool,
+}
+
+/// The completion-queue storage, shared between the queue's handles and the
+/// device's engine that fills it.
+#[derive(Debug)]
+pub(crate) struct CqShared {
+    state: Mutex<CqState>,
+}
+
+impl CqShared {
+    pub(crate) fn new(capacity: usize) -> Arc<Self> {
+        Arc::new(CqShared {
+            state: Mutex::new(CqState {
+                entries: VecDeque::with_capacity(capacity.min(4096)),
+                capacity,
+                overflowed: false,
+            }),
+        })
+    }
+
+    pub(crate) fn push(&self, wc: WorkCompletion) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.entries.len() >= s.capacity {
+            s.overflowed = true;
+        }
+        s.entries.push_back(wc);
+    }
+
+    pub(crate) fn pop_into(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if std::mem::take(&mut s.overflowed) {
+            return Err(VerbsError::CqOverflow {
+                capacity: s.capacity,
+            });
+        }
+        let n = out.len().min(s.entries.len());
+        for (slot, wc) in out.iter_mut().zip(s.entries.drain(..n)) {
+            *slot = wc;
+        }
+        Ok(n)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::WcStatus;
+    use crate::types::PLACEHOLDER;
+
+    fn wc(id: u64) -> WorkCompletion {
+        WorkCompletion {
+            wr_id: id,
+            status: WcStatus::Success,
+            ..PLACEHOLDER
+        }
+    }
+
+    #[test]
+    fn fifo_and_partial_takes() {
+        let cq = CqShared::new(8);
+        for i in 0..5 {
+            cq.push(wc(i));
+        }
+        let mut out = [PLACEHOLDER; 3];
+        assert_eq!(cq.pop_into(&mut out).unwrap(), 3);
+        assert_eq!(out.map(|w| w.wr_id), [0, 1, 2]);
+        assert_eq!(cq.pop_into(&mut out).unwrap(), 2);
+        assert_eq!(out[..2].iter().map(|w| w.wr_id).collect::<Vec<_>>(), [3, 4]);
+        assert_eq!(cq.pop_into(&mut out).unwrap(), 0);
+    }
+
+    #[test]
+    fn overflow_is_reported_once_and_nothing_is_lost() {
+        let cq = CqShared::new(2);
+        for i in 0..4 {
+            cq.push(wc(i));
+        }
+        let mut out = [PLACEHOLDER; 8];
+        assert!(matches!(
+            cq.pop_into(&mut out),
+            Err(VerbsError::CqOverflow { capacity: 2 })
+        ));
+        assert_eq!(cq.pop_into(&mut out).unwrap(), 4);
+        assert_eq!(
+            out[..4].iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! The plain data of the verbs API: parameters, events, completions,
+//! states, work requests and errors. Values only, no handles and no
+//! behaviour that needs a device, so every other module may use them and
+//! they use none of those modules.
+
+mod completion;
+mod connection;
+mod error;
+mod queue_pair;
+mod work_request;
+
+pub(crate) use completion::PLACEHOLDER;
+pub use completion::{WcOpcode, WcStatus, WorkCompletion};
+pub use connection::{
+    AcceptParams, CmEvent, ConnectParams, ConnectionInfo, CrcPolicy, DisconnectReason,
+    ListenOptions, MpaOptions, Rtr, RtrSet,
+};
+pub use error::VerbsError;
+pub(crate) use queue_pair::QpLimits;
+pub use queue_pair::QpState;
+pub use work_request::{wr, RecvWr, STag, SendOp, SendWr, Sge};
