@@ -1,6 +1,10 @@
 //! The device: one transport, its registrations, queue pairs and the
 //! progress engine that moves their bytes.
 //!
+//! This module knows the engine, not the handles: the constructors of
+//! handles (`alloc_pd`, `create_cq`, `create_qp`, `listen`) are written in
+//! the handle's own module, as further `impl Device` blocks.
+//!
 //! Progress model. A userspace stack has no NIC moving bytes behind the
 //! program's back, so something must drive it:
 //! * caller-driven (the default): every polling or blocking call

@@ -37,6 +37,21 @@ pub struct DeviceStats {
 }
 
 impl DeviceStats {
+    /// What the counters moved by since `earlier`, a snapshot of the same
+    /// device.
+    pub fn since(&self, earlier: &DeviceStats) -> DeviceStats {
+        DeviceStats {
+            thread_turns: self.thread_turns.saturating_sub(earlier.thread_turns),
+            woken_by_timer: self.woken_by_timer.saturating_sub(earlier.woken_by_timer),
+            woken_by_post: self.woken_by_post.saturating_sub(earlier.woken_by_post),
+            woken_by_call: self.woken_by_call.saturating_sub(earlier.woken_by_call),
+            woken_by_io: self.woken_by_io.saturating_sub(earlier.woken_by_io),
+            calls_during_wait: self
+                .calls_during_wait
+                .saturating_sub(earlier.calls_during_wait),
+        }
+    }
+
     /// Waits in the transport that have ended, for whatever reason.
     pub fn waits(&self) -> u64 {
         self.woken_by_timer + self.woken_by_post + self.woken_by_call + self.woken_by_io
@@ -169,5 +184,13 @@ mod tests {
             (1, 1, 1, 2)
         );
         assert_eq!(st.waits(), 5);
+        let later = {
+            let s = c.wait_started();
+            c.wake_requested(WakeCause::Post);
+            c.wait_ended(s, LIMIT, EARLY);
+            c.snapshot()
+        };
+        let moved = later.since(&st);
+        assert_eq!((moved.woken_by_post, moved.waits()), (1, 1));
     }
 }
