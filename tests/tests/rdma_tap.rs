@@ -77,7 +77,7 @@ fn kernel_peer_exits_mid_transfer() {
 
 /// A progress thread on each side over TAP: idle without spinning, a post
 /// wakes it (the TAP transport waits in poll(2) on the TAP descriptor and
-/// an eventfd).
+/// an eventfd), counted by the devices' statistics rather than timed.
 #[test]
 fn progress_threads_over_tap() {
     use std::time::{Duration, Instant};
@@ -91,23 +91,43 @@ fn progress_threads_over_tap() {
         let _b = p.server.spawn_progress_thread();
         std::thread::sleep(Duration::from_millis(150));
         for dev in [&p.client, &p.server] {
-            let before = dev.progress_thread_turns();
+            let (before, start) = (dev.stats(), Instant::now());
             std::thread::sleep(Duration::from_millis(200));
-            let turns = dev.progress_thread_turns() - before;
-            assert!(turns <= 12, "{turns} turns while idle");
+            let (s, spell) = (dev.stats().since(&before), start.elapsed());
+            // At most 6 turns per started 100 ms that really passed: the
+            // thread wakes for deadlines only, it does not spin.
+            let budget = 6 * (spell.as_millis() as u64 / 100 + 1);
+            assert!(
+                s.thread_turns <= budget,
+                "{} turns in {spell:?} idle",
+                s.thread_turns
+            );
+            assert_eq!((s.woken_by_post, s.woken_by_call), (0, 0), "{s:?}");
         }
         let rx = suite::guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
         let src = suite::holding(&p.client_pd, 0, b"over the tap", 0, Access::NONE);
-        p.server_qp
-            .post_recv(wr::recv(1, vec![rx.sge_all()]))
-            .unwrap();
-        let start = Instant::now();
-        p.client_qp
-            .post_send(wr::send(2, vec![src.sge_all()]))
-            .unwrap();
-        let w = p.server_cq.wait_one(LIMIT).unwrap().expect("receive");
-        let took = start.elapsed();
-        assert_eq!((w.wr_id, w.status, w.byte_len), (1, WcStatus::Success, 12));
-        assert!(took < Duration::from_millis(50), "{took:?}");
+        const ROUNDS: u64 = 3;
+        let mut woken = 0;
+        for i in 0..ROUNDS {
+            std::thread::sleep(Duration::from_millis(20));
+            p.server_qp
+                .post_recv(wr::recv(i, vec![rx.sge_all()]))
+                .unwrap();
+            let before = p.client.stats();
+            let start = Instant::now();
+            p.client_qp
+                .post_send(wr::send(10 + i, vec![src.sge_all()]))
+                .unwrap();
+            let w = p.server_cq.wait_one(LIMIT).unwrap().expect("receive");
+            println!("tap: send to receive {:?}", start.elapsed());
+            assert_eq!((w.wr_id, w.status, w.byte_len), (i, WcStatus::Success, 12));
+            woken += u64::from(p.client.stats().since(&before).woken_by_post > 0);
+        }
+        // Unwoken, the client's thread would send only when its idle wait
+        // timed out, and no round would count.
+        assert!(
+            woken > 0,
+            "a post woke the thread in {woken} of {ROUNDS} rounds"
+        );
     });
 }
