@@ -1,4 +1,6 @@
-//! Memory regions and the registration table placement writes through.
+//! Memory regions, and registration into the device's table (the table
+//! itself, which placement writes through, belongs to the engine and is
+//! re-exported here).
 //!
 //! The memory model: a region's bytes are owned by the library, behind a
 //! per-region lock. A peer's RDMA Write lands while the program runs, so the
