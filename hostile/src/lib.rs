@@ -30,11 +30,14 @@
 
 pub mod build;
 pub mod catalogue;
+pub mod drive;
 pub mod driver;
 pub mod expect;
 pub mod judge;
 pub mod observe;
+pub mod player;
 pub mod script;
+pub mod transcript;
 
 #[cfg(test)]
 mod tests;
@@ -43,4 +46,5 @@ pub use catalogue::{case, catalogue, Target};
 pub use expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
 pub use judge::{judge, Mismatch, Verdict};
 pub use observe::{Ending, Observation, Observer, ReplySeen, TermSeen};
-pub use script::{Case, Mangle, Step};
+pub use player::{Action, Peer, Player};
+pub use script::{Case, Learned, Mangle, Step, Want};

@@ -19,7 +19,7 @@ use core::ops::ControlFlow;
 use mpa::crc32c::crc32c;
 use mpa::wire::{FrameRepr, HEADER_LEN, MAX_PRIVATE_DATA};
 use mpa::Deframer;
-use rdmap::wire::{Body, MessageRepr, TermLayout};
+use rdmap::wire::{Body, MessageRepr, ReadRequestRepr, TermLayout};
 use rdmap::Opcode;
 
 /// The MPA Reply the target sent.
@@ -62,6 +62,8 @@ pub enum Ending {
 
 /// Most messages other than TERMINATEs kept by name; the rest are counted.
 const KEEP_MESSAGES: usize = 16;
+/// Octets of a Send's payload kept.
+pub const KEEP_PAYLOAD: usize = 64;
 
 /// Everything the target sent on one connection, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +74,18 @@ pub struct Observation {
     pub messages: Vec<Opcode>,
     /// All other RDMAP messages, kept or not.
     pub message_count: u64,
+    /// Payloads of the first Sends (the application's adverts), each cut
+    /// at [`KEEP_PAYLOAD`] octets; only last segments count.
+    pub sends: Vec<Vec<u8>>,
+    /// Sends (last segments) seen in all.
+    pub send_count: u64,
+    /// The first Read Requests the target sent.
+    pub read_requests: Vec<ReadRequestRepr>,
+    /// Read Requests seen in all.
+    pub read_request_count: u64,
+    /// Tagged messages completed (last segments of Writes and Read
+    /// Responses).
+    pub tagged_count: u64,
     /// The first thing the target sent that is not a valid Reply, FPDU or
     /// RDMAP message: the target broke the protocol itself.
     pub malformed: Option<String>,
@@ -144,11 +158,24 @@ impl Observer {
                 terminates: Vec::new(),
                 messages: Vec::new(),
                 message_count: 0,
+                sends: Vec::new(),
+                send_count: 0,
+                read_requests: Vec::new(),
+                read_request_count: 0,
+                tagged_count: 0,
                 malformed: None,
                 ending: Ending::Open,
                 bytes: 0,
             },
         }
+    }
+
+    /// For the Responder's side of a connection: start-up completed with
+    /// our own Reply (recorded as `seen`), so everything the target sends
+    /// from here on is FPDUs.
+    pub fn established(&mut self, seen: ReplySeen) {
+        self.obs.reply = Some(seen);
+        self.phase = Phase::Fpdus(Box::new(Deframer::new(seen.crc, false, 65535)));
     }
 
     /// What has been seen so far.
@@ -301,7 +328,32 @@ fn read_fpdus(deframer: &mut Deframer, bytes: &[u8], obs: &mut Observation) -> O
                     code: t.control.code,
                     layout: t.layout,
                 }),
-                _ => {
+                body => {
+                    let last = m.ddp.last();
+                    match (m.opcode(), body) {
+                        (Opcode::ReadRequest, Body::ReadRequest(r)) => {
+                            if obs.read_requests.len() < KEEP_MESSAGES {
+                                obs.read_requests.push(r);
+                            }
+                            obs.read_request_count += 1;
+                        }
+                        (
+                            Opcode::Send
+                            | Opcode::SendInvalidate
+                            | Opcode::SendSolicited
+                            | Opcode::SendSolicitedInvalidate,
+                            Body::Data(d),
+                        ) if last => {
+                            if obs.sends.len() < KEEP_MESSAGES {
+                                obs.sends.push(d[..d.len().min(KEEP_PAYLOAD)].to_vec());
+                            }
+                            obs.send_count += 1;
+                        }
+                        (Opcode::RdmaWrite | Opcode::ReadResponse, _) if last => {
+                            obs.tagged_count += 1;
+                        }
+                        _ => {}
+                    }
                     if obs.messages.len() < KEEP_MESSAGES {
                         obs.messages.push(m.opcode());
                     }
