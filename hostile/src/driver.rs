@@ -79,38 +79,30 @@ pub fn run_on(
     settle: Duration,
 ) -> io::Result<(Report, Vec<Transcript>)> {
     let start = Instant::now();
-    let mut ids = Vec::with_capacity(case.connections);
-    for _ in 0..case.connections {
-        match drive::connect(t, addr) {
-            Ok(id) => ids.push(id),
-            Err(e) if ids.is_empty() => return Err(io::Error::new(ErrorKind::Other, e)),
-            // Out of sockets: the flood is as large as this host allows.
-            Err(_) => break,
-        }
-    }
-    // The first connection shows whether anything listens there at all.
-    let first = ids[0];
+    // The first connection shows whether anything listens there at all;
+    // the rest of a flood opens once it is up.
+    let first = drive::connect(t, addr).map_err(|e| io::Error::new(ErrorKind::Other, e))?;
     let until = Instant::now() + CONNECT_TIMEOUT;
     while t.state(first) == StreamState::Connecting && Instant::now() < until {
         t.poll(Instant::now());
         t.wait(Some(SLICE));
     }
-    match t.state(first) {
-        StreamState::Reset => {
-            drive::release(t, ids.into_iter());
-            return Err(io::Error::new(
-                ErrorKind::ConnectionRefused,
-                format!("{addr}: connection refused"),
-            ));
+    let failed = match t.state(first) {
+        StreamState::Reset => Some((ErrorKind::ConnectionRefused, "connection refused")),
+        StreamState::Connecting => Some((ErrorKind::TimedOut, "no answer to connect")),
+        _ => None,
+    };
+    if let Some((kind, what)) = failed {
+        drive::release(t, std::iter::once(first));
+        return Err(io::Error::new(kind, format!("{addr}: {what}")));
+    }
+    let mut ids = vec![first];
+    for _ in 1..case.connections {
+        match drive::connect(t, addr) {
+            Ok(id) => ids.push(id),
+            // Out of sockets: the flood is as large as this host allows.
+            Err(_) => break,
         }
-        StreamState::Connecting => {
-            drive::release(t, ids.into_iter());
-            return Err(io::Error::new(
-                ErrorKind::TimedOut,
-                format!("{addr}: no answer to connect"),
-            ));
-        }
-        _ => {}
     }
     let now = Instant::now();
     let mut players: Vec<Player> = ids.iter().map(|_| Player::new(case, settle, now)).collect();
