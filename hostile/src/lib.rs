@@ -32,8 +32,11 @@ pub mod build;
 pub mod catalogue;
 pub mod drive;
 pub mod driver;
+pub mod exchange;
 pub mod expect;
 pub mod judge;
+pub mod minimize;
+pub mod mutate;
 pub mod observe;
 pub mod player;
 pub mod script;
@@ -42,7 +45,7 @@ pub mod transcript;
 #[cfg(test)]
 mod tests;
 
-pub use catalogue::{case, catalogue, Target};
+pub use catalogue::{case, case_in, catalogue, responder_catalogue, Target};
 pub use expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
 pub use judge::{judge, Mismatch, Verdict};
 pub use observe::{Ending, Observation, Observer, ReplySeen, TermSeen};
