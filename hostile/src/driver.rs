@@ -11,13 +11,13 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use transport::kernel::{KernelConfig, KernelTransport};
-use transport::{StreamState, Transport};
+use transport::{StreamId, StreamState, Transport};
 
 use crate::drive::{self, Conn};
 use crate::judge::{judge, Verdict};
 use crate::observe::{Ending, Observation};
 use crate::player::Player;
-use crate::script::Case;
+use crate::script::{Case, Step};
 use crate::transcript::{Dir, Transcript};
 
 /// How long a connect may take.
@@ -104,12 +104,25 @@ pub fn run_on(
             Err(_) => break,
         }
     }
+    Ok(play_streams(t, ids, case, settle, true, start))
+}
+
+/// Plays `case` on connections already open (`we_connected`: opened by
+/// us, else accepted) and judges each.
+pub fn play_streams(
+    t: &mut dyn Transport,
+    ids: Vec<StreamId>,
+    case: &Case,
+    settle: Duration,
+    we_connected: bool,
+    start: Instant,
+) -> (Report, Vec<Transcript>) {
     let now = Instant::now();
     let mut players: Vec<Player> = ids.iter().map(|_| Player::new(case, settle, now)).collect();
     let mut conns: Vec<Conn<'_>> = ids
         .iter()
         .zip(players.iter_mut())
-        .map(|(&id, p)| Conn::new(t, id, p, true))
+        .map(|(&id, p)| Conn::new(t, id, p, we_connected))
         .collect();
     // Start-up, each wait and the observation are bounded by the patience;
     // this bounds the whole, whatever the script.
@@ -122,7 +135,7 @@ pub fn run_on(
         .zip(&observations)
         .filter(|(tr, o)| o.ending == Ending::Reset && tr.stream(Dir::ToTarget).is_empty() && o.bytes == 0)
         .count();
-    Ok((
+    (
         Report {
             case: case.name,
             refused_at_connect,
@@ -134,5 +147,48 @@ pub fn run_on(
             elapsed: start.elapsed(),
         },
         transcripts,
-    ))
+    )
+}
+
+/// A script played to its end, or not.
+#[derive(Debug)]
+pub struct ScriptRun {
+    /// Every step done and every wait met.
+    pub completed: bool,
+    pub observation: Observation,
+    pub transcript: Transcript,
+}
+
+impl ScriptRun {
+    /// Completed, with nothing wrong from the target on the way: no
+    /// TERMINATE, nothing malformed.
+    pub fn clean(&self) -> bool {
+        self.completed && self.observation.terminates.is_empty() && self.observation.malformed.is_none()
+    }
+}
+
+/// Plays `script` on the open connection `id`, each step and wait bounded
+/// by `patience`.
+pub fn run_script(
+    t: &mut dyn Transport,
+    id: StreamId,
+    script: Vec<Step>,
+    patience: Duration,
+    settle: Duration,
+    we_connected: bool,
+) -> ScriptRun {
+    let now = Instant::now();
+    let hard = now + patience * (script.len() as u32 + 2) + CONNECT_TIMEOUT;
+    let mut player = Player::with_script(script, patience, settle, now);
+    let transcript = {
+        let mut conns = [Conn::new(t, id, &mut player, we_connected)];
+        drive::run(t, &mut conns, hard);
+        let [c] = conns;
+        c.transcript
+    };
+    ScriptRun {
+        completed: player.completed(),
+        observation: player.finish(),
+        transcript,
+    }
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use capture::net::build;
 use capture::pcap::{frames, LinkType, PcapError, PcapWriter, Timestamp};
+use capture::reassembly::{FlowTable, Lookup, SeqNumber, StreamEvent};
 
 /// Which way bytes went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,24 +130,78 @@ impl Transcript {
         w.into_inner()
     }
 
-    /// The bytes the client (the side that sent the first SYN) sent, in
-    /// order, from a pcap of one connection such as [`Self::to_pcap`]
-    /// writes: what a replay sends again.
-    pub fn client_stream_from_pcap(file: &[u8]) -> Result<Vec<u8>, PcapError> {
-        let mut client = None;
-        let mut out = Vec::new();
+    /// The two byte streams (client to server, server to client) of the
+    /// first TCP connection of a capture, reassembled: what a replay
+    /// sends again, or what a mutation run starts from.
+    pub fn streams_from_pcap(file: &[u8]) -> Result<[Vec<u8>; 2], PcapError> {
+        let mut flows: FlowTable<()> = FlowTable::new();
+        let mut out = [Vec::new(), Vec::new()];
         for (link, frame) in frames(file)? {
             let Ok(seg) = capture::net::tcp_segment(link, &frame) else {
                 continue;
             };
-            let from = seg.endpoints.src;
-            if seg.flags.syn() && !seg.flags.ack() && client.is_none() {
-                client = Some(from);
+            let (i, dir) = match flows.lookup(&seg, || ()) {
+                Lookup::Existing(i, d) | Lookup::New(i, d) => (i, d),
+                Lookup::Replaced { .. } | Lookup::Full => continue,
+            };
+            if i != 0 {
+                continue;
             }
-            if client == Some(from) {
-                out.extend_from_slice(seg.payload);
-            }
+            let Some(entry) = flows.entry_mut(0) else {
+                continue;
+            };
+            let bytes = &mut out[dir.index()];
+            entry.stream(dir).segment(
+                SeqNumber(seg.seq),
+                seg.flags.syn(),
+                seg.flags.fin(),
+                seg.payload,
+                seg.payload_len,
+                &mut |ev| {
+                    if let StreamEvent::Data { bytes: b, .. } = ev {
+                        bytes.extend_from_slice(b);
+                    }
+                },
+            );
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transcript_reads_back_from_its_pcap() {
+        let now = Instant::now();
+        let ours: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+        let theirs: SocketAddr = "10.0.0.2:7174".parse().unwrap();
+        let mut t = Transcript::new(ours, theirs, true, now);
+        let big: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        t.record(now, Dir::ToTarget, Event::Data(b"request".to_vec()));
+        t.record(now, Dir::FromTarget, Event::Data(b"reply".to_vec()));
+        t.record(now, Dir::ToTarget, Event::Data(big.clone()));
+        t.record(now, Dir::ToTarget, Event::Fin);
+        t.record(now, Dir::FromTarget, Event::Reset);
+        let pcap = t.to_pcap(Duration::from_secs(1_700_000_000));
+        let [c, s] = Transcript::streams_from_pcap(&pcap).unwrap();
+        let mut want = b"request".to_vec();
+        want.extend_from_slice(&big);
+        assert_eq!(c, want);
+        assert_eq!(s, b"reply");
+        assert_eq!(t.stream(Dir::ToTarget), want);
+    }
+
+    #[test]
+    fn the_client_is_whoever_connected() {
+        let now = Instant::now();
+        let ours: SocketAddr = "10.0.0.1:7174".parse().unwrap();
+        let theirs: SocketAddr = "10.0.0.2:40000".parse().unwrap();
+        let mut t = Transcript::new(ours, theirs, false, now);
+        t.record(now, Dir::FromTarget, Event::Data(b"request".to_vec()));
+        t.record(now, Dir::ToTarget, Event::Data(b"reply".to_vec()));
+        let [c, s] = Transcript::streams_from_pcap(&t.to_pcap(Duration::ZERO)).unwrap();
+        assert_eq!((c.as_slice(), s.as_slice()), (&b"request"[..], &b"reply"[..]));
     }
 }
