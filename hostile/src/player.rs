@@ -127,6 +127,16 @@ impl Player {
 
     /// Bytes from the target.
     pub fn on_bytes(&mut self, bytes: &[u8], now: Instant) {
+        // A Responder's step reads the Request: it must be under way
+        // before the Request's bytes are taken.
+        if matches!(self.phase, Phase::Script)
+            && self.waiting.is_none()
+            && matches!(self.steps.front(), Some(Step::Accept(_) | Step::AwaitRequest))
+        {
+            if let Action::Send(b) = self.poll(now) {
+                self.queued.push_back(Action::Send(b));
+            }
+        }
         match &mut self.phase {
             Phase::Script => self.observer.on_bytes(bytes),
             Phase::AwaitingRequest(buf) => {
