@@ -51,3 +51,5 @@ pub use judge::{judge, Mismatch, Verdict};
 pub use observe::{Ending, Observation, Observer, ReplySeen, TermSeen};
 pub use player::{Action, Peer, Player};
 pub use script::{Case, Learned, Mangle, Step, Want};
+#[cfg(test)]
+mod scripted_tests;

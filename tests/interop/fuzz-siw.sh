@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Points `iwarp fuzz-peer` at a siw server guest (rdma-core's `rping -s -P`)
+# for each siw build given, and reports what siw does with every hostile
+# case. Not part of run.sh's matrix: siw answers several cases otherwise
+# than the RFCs assign, and those are findings about siw, not failures of
+# the harness.
+#
+# Usage: tests/interop/fuzz-siw.sh [--out DIR] [--mutate N] [BUILD...]
+#   BUILD     siw builds to fuzz (default: default crc)
+#   --mutate  also play N seeded mutants after the catalogue
+#   --out     where reports and captures go (default target/interop/fuzz-<time>)
+#
+# A build passes when fuzz-peer ran to completion and wrote its report, and
+# every case siw failed is one of the deviations listed below for it; a
+# failure not listed (or a listed one that now passes) fails the build, so
+# the list stays true. Environment as run.sh (IWARP_BIN, ...). Needs root
+# and a finished tests/interop/setup.sh.
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=netns.sh
+. "$INTEROP_DIR/netns.sh"
+# shellcheck source=guest.sh
+. "$INTEROP_DIR/guest.sh"
+
+RPING_PORT=7174
+# Seconds the siw guest's rping server may run: the whole catalogue,
+# including the silent cases that outwait siw's MPA timer.
+GUEST_LIMIT=900
+# siw's MPA timer (MPA_TIMEOUT in siw_cm.c: 10 s).
+SIW_MPA_TIMEOUT=10
+
+# What siw 6.1 does otherwise than the RFCs assign, per build: case names.
+siw_deviations() {
+	case "$1" in
+	default | crc | cxgb | rev1) echo "${SIW_KNOWN_DEVIATIONS:-}" ;;
+	*) return 1 ;;
+	esac
+}
+
+# Flags that make fuzz-peer's start-up match a build's policy.
+fuzz_flags() {
+	case "$1" in
+	default) echo "" ;;
+	crc) echo "--crc" ;;
+	cxgb) echo "--crc --p2p write" ;;
+	rev1) echo "--crc --mpa-rev 1" ;;
+	*) return 1 ;;
+	esac
+}
+
+out_dir=
+mutants=0
+builds=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--out)
+		out_dir=$2
+		shift 2
+		;;
+	--mutate)
+		mutants=$2
+		shift 2
+		;;
+	-h | --help)
+		sed -n '2,17p' "$0"
+		exit 0
+		;;
+	*)
+		builds+=("$1")
+		shift
+		;;
+	esac
+done
+[ ${#builds[@]} -gt 0 ] || builds=(default crc)
+
+need_root
+load_setup_env
+BIN=$(iwarp_bin)
+iwarp_has_subcommand fuzz-peer || die "$BIN has no fuzz-peer subcommand (cargo build --release -p iwarp)"
+out_dir=${out_dir:-$REPO_ROOT/target/interop/fuzz-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out_dir"
+netns_create
+
+failed=0
+summary=()
+for build in "${builds[@]}"; do
+	fuzz_flags "$build" >/dev/null || die "unknown siw build $build"
+	dir=$out_dir/$build
+	mkdir -p "$dir"
+	log "$build: booting the siw server guest"
+	guest_start s "$build" "$SIW_SERVER_IP" "rping -s -P -a $SIW_SERVER_IP -p $RPING_PORT" \
+		"$GUEST_LIMIT" "$dir/server.log"
+	srv_pid=$GUEST_PID
+	if ! guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
+		log "$build: the guest never came up: $(guest_setup_failure "$dir/server.log")"
+		summary+=("$build FAIL guest did not boot")
+		failed=1
+		kill "$srv_pid" 2>/dev/null || true
+		guest_wait "$srv_pid" || true
+		netns_del_tap qs
+		continue
+	fi
+	capture_start "$dir/fuzz.pcap"
+	# rping needs a moment after the marker to listen; fuzz-peer's first
+	# legitimate ping fails (status 2) until it does.
+	rc=2
+	for _ in $(seq 1 15); do
+		rc=0
+		# shellcheck disable=SC2046 # the flags are words
+		ip netns exec "$NETNS" timeout 1500 "$BIN" fuzz-peer "$SIW_SERVER_IP:$RPING_PORT" \
+			$(fuzz_flags "$build") --target-timeout "$SIW_MPA_TIMEOUT" --json \
+			--out "$dir/pcaps" >"$dir/report.json" 2>"$dir/fuzz.log" || rc=$?
+		[ "$rc" = 2 ] || break
+		sleep 2
+	done
+	if [ "$mutants" -gt 0 ] && [ "$rc" != 2 ]; then
+		mrc=0
+		# shellcheck disable=SC2046
+		ip netns exec "$NETNS" timeout 1500 "$BIN" fuzz-peer "$SIW_SERVER_IP:$RPING_PORT" \
+			$(fuzz_flags "$build") --mutate --seed 1 --iterations "$mutants" \
+			--answer-within 2 --out "$dir/pcaps" >"$dir/mutation.txt" 2>>"$dir/fuzz.log" || mrc=$?
+		log "$build: $mutants mutant(s): status $mrc"
+	fi
+	capture_stop
+	kill "$srv_pid" 2>/dev/null || true
+	guest_wait "$srv_pid" || true
+	netns_del_tap qs
+	if [ "$rc" != 0 ] && [ "$rc" != 1 ]; then
+		log "$build: fuzz-peer did not complete (status $rc): $(tail -n 3 "$dir/fuzz.log")"
+		summary+=("$build FAIL fuzz-peer status $rc")
+		failed=1
+		continue
+	fi
+	# Which cases siw failed, against the deviations listed for the build.
+	got=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join(c["case"] for c in r["cases"] if c["verdict"]!="PASS"))' "$dir/report.json")
+	python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))
+for c in r["cases"]:
+    print("| `%s` | %s | %s | %s |" % (c["case"], c["expected"], c["observed"], c["verdict"]))' \
+		"$dir/report.json" >"$dir/table.md"
+	want=$(siw_deviations "$build")
+	unexpected=
+	for c in $got; do
+		case " $want " in *" $c "*) ;; *) unexpected+=" $c" ;; esac
+	done
+	stale=
+	for c in $want; do
+		case " $got " in *" $c "*) ;; *) stale+=" $c" ;; esac
+	done
+	if [ -z "$unexpected" ] && [ -z "$stale" ]; then
+		summary+=("$build PASS deviations:${got:- none}")
+	else
+		summary+=("$build FAIL new:${unexpected:- none} no longer seen:${stale:- none}")
+		failed=1
+	fi
+done
+
+printf '\n%-8s %-5s %s\n' build result notes
+for line in "${summary[@]}"; do
+	read -r b r rest <<<"$line"
+	printf '%-8s %-5s %s\n' "$b" "$r" "$rest"
+done
+log "reports in $out_dir/<build>/report.json, tables in table.md"
+exit "$failed"
