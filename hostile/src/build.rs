@@ -217,9 +217,15 @@ impl Advert {
     }
 }
 
-/// `len` octets of the data the hostile side serves.
+/// `len` octets of the data the hostile side serves: text ending in a NUL,
+/// as rping's buffers hold (rping's server writes back `strlen` + 1 of
+/// what it read, so data without a NUL sends it past its buffer).
 pub fn fill(len: usize) -> Vec<u8> {
-    (0..len).map(|i| b'A' + (i % 26) as u8).collect()
+    let mut v: Vec<u8> = (0..len).map(|i| b'A' + (i % 26) as u8).collect();
+    if let Some(last) = v.last_mut() {
+        *last = 0;
+    }
+    v
 }
 
 /// The ULPDU `what` stands for, given what the target has sent so far;
