@@ -1,0 +1,227 @@
+//! `iwarp fuzz-peer` end to end over kernel TCP on 127.0.0.1: against our
+//! own `iwarp rping -s -P` every catalogue case passes; with `--listen`
+//! against our rping client too; a small mutation run leaves the server
+//! serving; and a deliberately broken target (a proxy that never passes
+//! the server's close on) makes the run fail, with the pcap of each failing
+//! case written and replayable.
+
+mod two_process;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::thread;
+use std::time::Duration;
+
+use two_process::{free_port, Proc, TempPath};
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+struct Server {
+    _proc: Proc,
+    port: u16,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = free_port();
+        let p = port.to_string();
+        let proc = Proc::spawn(&[
+            "rping", "-s", "-P", "-a", "127.0.0.1", "-p", &p, "-d", "--mpa-timeout", "2",
+        ]);
+        assert!(
+            proc.wait_line(|l| l == "rdma_listen", Duration::from_secs(20)),
+            "server never listened: {}",
+            proc.stderr()
+        );
+        Server { _proc: proc, port }
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn ping(&self) -> Option<i32> {
+        let p = self.port.to_string();
+        Proc::spawn(&["rping", "-c", "-a", "127.0.0.1", "-p", &p, "-C", "2", "-V"]).wait(LIMIT)
+    }
+}
+
+/// Runs fuzz-peer to its end; its exit code, stdout and stderr.
+fn fuzz(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["fuzz-peer"];
+    all.extend_from_slice(args);
+    let mut p = Proc::spawn(&all);
+    let code = p.wait(LIMIT);
+    (code, p.lines().join("\n"), p.stderr())
+}
+
+/// `"verdict":"X"` occurrences in a JSON report.
+fn verdicts(json: &str, v: &str) -> usize {
+    json.matches(&format!(r#""verdict":"{v}""#)).count()
+}
+
+#[test]
+fn every_catalogue_case_passes_against_our_rping_server() {
+    let server = Server::start();
+    let (code, out, err) = fuzz(&[
+        &server.addr(),
+        "--target-timeout",
+        "2",
+        "--flood",
+        "50",
+        "--json",
+    ]);
+    let cases = hostile::catalogue(&hostile::Target::default()).len();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(verdicts(&out, "PASS"), cases, "{out}");
+    assert!(out.contains(r#""failed":0"#), "{out}");
+    assert_eq!(server.ping(), Some(0), "the server still serves");
+}
+
+#[test]
+fn listen_mode_passes_against_our_rping_client() {
+    let port = free_port();
+    let p = port.to_string();
+    let mut fp = Proc::spawn(&[
+        "fuzz-peer",
+        "--listen",
+        &p,
+        "--target-timeout",
+        "2",
+        "--answer-within",
+        "2",
+        "--accept-timeout",
+        "20",
+    ]);
+    // rping's client connects once per run: one run per case and check.
+    let mut clients = 0;
+    while fp.try_status().is_none() && clients < 120 {
+        clients += 1;
+        let mut c = Proc::spawn(&[
+            "rping", "-c", "-a", "127.0.0.1", "-p", &p, "-C", "1", "-V", "--timeout", "5",
+            "--mpa-timeout", "2",
+        ]);
+        c.wait(LIMIT);
+    }
+    let code = fp.wait(LIMIT);
+    let out = fp.lines().join("\n");
+    assert_eq!(code, Some(0), "{out}\n{}", fp.stderr());
+    let cases = hostile::responder_catalogue(&hostile::Target::default()).len();
+    assert!(
+        out.contains(&format!("fuzz-peer: {cases} passed, 0 failed, 0 skipped")),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_small_mutation_run_leaves_the_server_serving() {
+    let server = Server::start();
+    let (code, out, err) = fuzz(&[
+        &server.addr(),
+        "--mutate",
+        "--seed",
+        "3",
+        "--iterations",
+        "12",
+        "--answer-within",
+        "1",
+        "-v",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("PASS  mutation-run-3"), "{out}");
+    // Every mutant was played and shown.
+    assert_eq!(err.matches("iteration ").count(), 12, "{err}");
+    assert_eq!(server.ping(), Some(0));
+}
+
+/// A target that answers like our rping server but never closes a
+/// connection the server closed: the TERMINATEs come, the FIN does not.
+fn broken_proxy(upstream: u16) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for c in l.incoming().take(400) {
+            let Ok(client) = c else { continue };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                continue;
+            };
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                    if s_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = s_out.shutdown(Shutdown::Write);
+            });
+            let (mut s_in, mut c_out) = (server, client);
+            thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                    if c_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                // The broken part: the client's side stays open until the
+                // client closes it.
+                let mut sink = [0u8; 1];
+                let _ = c_out.set_read_timeout(Some(Duration::from_secs(30)));
+                let _ = c_out.read(&mut sink);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_broken_target_fails_and_its_failures_replay() {
+    let server = Server::start();
+    let proxy = broken_proxy(server.port);
+    let out_dir = TempPath::new("fuzz-out");
+    let target = format!("127.0.0.1:{proxy}");
+    let (code, out, err) = fuzz(&[
+        &target,
+        "--cases",
+        "bad-crc,msn-gap,unknown-revision",
+        "--answer-within",
+        "1",
+        "--out",
+        out_dir.as_str(),
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert_eq!(verdicts(&out, "FAIL"), 3, "{out}");
+    assert!(out.contains("still open"), "{out}");
+    for case in ["bad-crc", "msn-gap", "unknown-revision"] {
+        let pcap = out_dir.path().join(format!("{case}.pcap"));
+        assert!(pcap.exists(), "{}", pcap.display());
+    }
+    // The saved stream replays against the real server, which survives it.
+    let pcap = out_dir.path().join("bad-crc.pcap");
+    let (code, out, err) = fuzz(&[
+        &server.addr(),
+        "--crc",
+        "--replay",
+        pcap.to_str().unwrap(),
+        "--answer-within",
+        "1",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("PASS  replay"), "{out}");
+    assert!(out.contains("TERMINATE 2/0/0x02"), "the replay's CRC error is seen again: {out}");
+    remove_dir(out_dir.path());
+}
+
+fn remove_dir(p: &Path) {
+    let _ = std::fs::remove_dir_all(p);
+}
+
+#[test]
+fn nothing_listening_is_a_setup_error() {
+    let port = free_port();
+    let (code, _, err) = fuzz(&[&format!("127.0.0.1:{port}"), "--answer-within", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("does not serve"), "{err}");
+}
