@@ -41,8 +41,9 @@ pub fn meets(outcome: &Outcome, obs: &Observation) -> bool {
     }
     let terminate = match (outcome.terminate, obs.terminates.as_slice()) {
         (Terminate::None, []) => true,
-        (Terminate::Matching(m), [t]) => m.matches(t.layer, t.etype, t.code),
-        (Terminate::AnyKnown, [t]) => is_known_cause(t.layer, t.etype, t.code),
+        // A word either layout could have written matches in either.
+        (Terminate::Matching(m), [t]) => t.readings().any(|(l, e, c)| m.matches(l, e, c)),
+        (Terminate::AnyKnown, [t]) => t.readings().any(|(l, e, c)| is_known_cause(l, e, c)),
         _ => false,
     };
     let end = match outcome.end {

@@ -19,7 +19,8 @@ use core::ops::ControlFlow;
 use mpa::crc32c::crc32c;
 use mpa::wire::{FrameRepr, HEADER_LEN, MAX_PRIVATE_DATA};
 use mpa::Deframer;
-use rdmap::wire::{Body, MessageRepr, ReadRequestRepr, TermLayout};
+use rdmap::wire::terminate::is_known_cause;
+use rdmap::wire::{Body, MessageRepr, ReadRequestRepr, TermControl, TermLayout};
 use rdmap::Opcode;
 
 /// The MPA Reply the target sent.
@@ -37,6 +38,19 @@ pub struct TermSeen {
     pub etype: u8,
     pub code: u8,
     pub layout: TermLayout,
+    /// The reading in the other layout, when the control word does not
+    /// tell them apart (no M/D/R flag and both triples equally plausible):
+    /// siw's layout swaps the layer and type nibbles, so `0/2/0x05` sent
+    /// by siw reads as `2/0/0x05` by the RFC.
+    pub other: Option<(u8, u8, u8)>,
+}
+
+impl TermSeen {
+    /// Every reading of the TERMINATE: the chosen one, and the other
+    /// layout's where the word is ambiguous.
+    pub fn readings(&self) -> impl Iterator<Item = (u8, u8, u8)> + '_ {
+        core::iter::once((self.layer, self.etype, self.code)).chain(self.other)
+    }
 }
 
 impl fmt::Display for TermSeen {
@@ -45,7 +59,11 @@ impl fmt::Display for TermSeen {
             f,
             "TERMINATE {}/{}/{:#04x} ({:?} layout)",
             self.layer, self.etype, self.code, self.layout
-        )
+        )?;
+        if let Some((l, e, c)) = self.other {
+            write!(f, " or {l}/{e}/{c:#04x} (the other layout)")?;
+        }
+        Ok(())
     }
 }
 
@@ -314,6 +332,24 @@ impl Observer {
     }
 }
 
+/// The other layout's reading of `c`, when nothing in the word tells the
+/// two apart.
+fn other_reading(c: &TermControl, layout: TermLayout) -> Option<(u8, u8, u8)> {
+    let word = c.encode(layout);
+    let other = match layout {
+        TermLayout::Rfc5040 => TermLayout::Siw,
+        TermLayout::Siw => TermLayout::Rfc5040,
+    };
+    let o = TermControl::decode(word, other);
+    let flagless = !(c.m || c.d || c.r || o.m || o.d || o.r);
+    let same_weight = is_known_cause(c.layer, c.etype, c.code)
+        == is_known_cause(o.layer, o.etype, o.code)
+        && c.reserved == 0
+        && o.reserved == 0;
+    let differs = (o.layer, o.etype) != (c.layer, c.etype);
+    (flagless && same_weight && differs).then_some((o.layer, o.etype, o.code))
+}
+
 /// Feeds `bytes` to `deframer`, recording each TERMINATE and other message
 /// in `obs`; says what was wrong if something is not a valid FPDU or RDMAP
 /// message.
@@ -327,6 +363,7 @@ fn read_fpdus(deframer: &mut Deframer, bytes: &[u8], obs: &mut Observation) -> O
                     etype: t.control.etype,
                     code: t.control.code,
                     layout: t.layout,
+                    other: other_reading(&t.control, t.layout),
                 }),
                 body => {
                     let last = m.ddp.last();

@@ -139,6 +139,26 @@ fn the_siw_layout_is_decoded_to_the_same_triple() {
 }
 
 #[test]
+fn a_word_either_layout_could_have_written_matches_in_either() {
+    // siw's 0/2/0x05 with no flags reads 2/0/0x05 by the RFC layout, also
+    // a defined cause: both readings are kept, and the judge takes either.
+    let t = terminate(TermCode::RDMAP_INVALID_VERSION, TermLayout::Siw);
+    let a = answered(responder(true, &[t]), Ending::Fin);
+    let obs = observe(&a, 3);
+    let seen = obs.terminates[0];
+    assert_eq!((seen.layer, seen.etype, seen.code), (2, 0, 5));
+    assert_eq!(seen.other, Some((0, 2, 5)));
+    assert!(passes("wrong-rdmap-version", &a));
+    // A word only one layout explains has one reading.
+    let t = terminate(TermCode::DDP_UT_MSN_RANGE, TermLayout::Rfc5040);
+    let obs = observe(&answered(responder(true, &[t]), Ending::Fin), 3);
+    assert_eq!(obs.terminates[0].other, None);
+    // And a code neither reading gives still fails.
+    let t = terminate(TermCode::RDMAP_UNEXPECTED_OPCODE, TermLayout::Siw);
+    assert!(!passes("wrong-rdmap-version", &answered(responder(true, &[t]), Ending::Fin)));
+}
+
+#[test]
 fn another_terminate_fails() {
     let a = answered(
         responder(

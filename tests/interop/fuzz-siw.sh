@@ -50,6 +50,19 @@ fuzz_flags() {
 	esac
 }
 
+# fuzz BUILD REPORT ARGS...: fuzz-peer at the siw server with the build's
+# MPA flags; stdout to REPORT (JSON unless mutating), stderr to fuzz.log.
+fuzz() {
+	local build=$1 report=$2
+	shift 2
+	local fmt=--json
+	case " $* " in *" --mutate "*) fmt= ;; esac
+	# shellcheck disable=SC2046 # the flags are words
+	ip netns exec "$NETNS" timeout 1500 "$BIN" fuzz-peer "$SIW_SERVER_IP:$RPING_PORT" \
+		$(fuzz_flags "$build") --target-timeout "$SIW_MPA_TIMEOUT" $fmt \
+		--out "$dir/pcaps" "$@" >"$report" 2>>"$dir/fuzz.log"
+}
+
 out_dir=
 mutants=0
 builds=()
@@ -104,24 +117,25 @@ for build in "${builds[@]}"; do
 	fi
 	capture_start "$dir/fuzz.pcap"
 	# rping needs a moment after the marker to listen; fuzz-peer's first
-	# legitimate ping fails (status 2) until it does.
+	# legitimate ping fails (status 2) until it does. The idle flood goes
+	# last, on its own: a target it takes down has nothing more to show.
 	rc=2
 	for _ in $(seq 1 15); do
 		rc=0
-		# shellcheck disable=SC2046 # the flags are words
-		ip netns exec "$NETNS" timeout 1500 "$BIN" fuzz-peer "$SIW_SERVER_IP:$RPING_PORT" \
-			$(fuzz_flags "$build") --target-timeout "$SIW_MPA_TIMEOUT" --json \
-			--out "$dir/pcaps" >"$dir/report.json" 2>"$dir/fuzz.log" || rc=$?
+		fuzz "$build" "$dir/report.json" --skip idle-flood || rc=$?
 		[ "$rc" = 2 ] || break
 		sleep 2
 	done
 	if [ "$mutants" -gt 0 ] && [ "$rc" != 2 ]; then
 		mrc=0
-		# shellcheck disable=SC2046
-		ip netns exec "$NETNS" timeout 1500 "$BIN" fuzz-peer "$SIW_SERVER_IP:$RPING_PORT" \
-			$(fuzz_flags "$build") --mutate --seed 1 --iterations "$mutants" \
-			--answer-within 2 --out "$dir/pcaps" >"$dir/mutation.txt" 2>>"$dir/fuzz.log" || mrc=$?
+		fuzz "$build" "$dir/mutation.txt" --mutate --seed 1 --iterations "$mutants" \
+			--answer-within 2 || mrc=$?
 		log "$build: $mutants mutant(s): status $mrc"
+	fi
+	frc=2
+	if [ "$rc" != 2 ]; then
+		frc=0
+		fuzz "$build" "$dir/flood.json" --cases idle-flood || frc=$?
 	fi
 	capture_stop
 	kill "$srv_pid" 2>/dev/null || true
@@ -133,13 +147,21 @@ for build in "${builds[@]}"; do
 		failed=1
 		continue
 	fi
+	if [ "$frc" != 0 ] && [ "$frc" != 1 ]; then
+		log "$build: the idle flood did not run (status $frc)"
+	fi
 	# Which cases siw failed, against the deviations listed for the build.
-	got=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join(c["case"] for c in r["cases"] if c["verdict"]!="PASS"))' "$dir/report.json")
+	reports=$dir/report.json
+	[ ! -s "$dir/flood.json" ] || reports="$reports $dir/flood.json"
+	# shellcheck disable=SC2086 # one argument per report
+	got=$(python3 -c 'import json,sys
+print(" ".join(c["case"] for f in sys.argv[1:] for c in json.load(open(f))["cases"] if c["verdict"]!="PASS"))' $reports)
+	# shellcheck disable=SC2086
 	python3 -c 'import json,sys
-r=json.load(open(sys.argv[1]))
-for c in r["cases"]:
-    print("| `%s` | %s | %s | %s |" % (c["case"], c["expected"], c["observed"], c["verdict"]))' \
-		"$dir/report.json" >"$dir/table.md"
+for f in sys.argv[1:]:
+    for c in json.load(open(f))["cases"]:
+        print("| `%s` | %s | %s | %s |" % (c["case"], c["expected"], c["observed"], c["verdict"]))' \
+		$reports >"$dir/table.md"
 	want=$(siw_deviations "$build")
 	unexpected=
 	for c in $got; do

@@ -50,6 +50,10 @@ pub struct Args {
     /// Only these cases (comma-separated names).
     #[arg(long, value_delimiter = ',', value_name = "NAME[,NAME]")]
     cases: Vec<String>,
+    /// Leave these cases out (comma-separated names): say the idle flood,
+    /// to run it last and on its own.
+    #[arg(long, value_delimiter = ',', value_name = "NAME[,NAME]")]
+    skip: Vec<String>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -281,7 +285,7 @@ fn catalogue(
     } else {
         hostile::catalogue(&r.target)
     };
-    for name in &args.cases {
+    for name in args.cases.iter().chain(&args.skip) {
         if !all.iter().any(|c| c.name == name) {
             return Err(format!("no case called {name:?} (see --list)"));
         }
@@ -289,6 +293,7 @@ fn catalogue(
     let cases: Vec<Case> = all
         .into_iter()
         .filter(|c| args.cases.is_empty() || args.cases.iter().any(|n| n == c.name))
+        .filter(|c| !args.skip.iter().any(|n| n == c.name))
         .collect();
     let mut down = false;
     for (i, case) in cases.iter().enumerate() {
