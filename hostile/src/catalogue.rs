@@ -22,7 +22,7 @@ use crate::script::{Case, Learned, Mangle, Step};
 /// What the hostile side knows about its target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    /// An MPA Request the target accepts: its revision, CRC and
+    /// An MPA Request the target accepts: its revision, CRC, markers and
     /// peer-to-peer policy. Peer-to-peer offers are narrowed to a
     /// zero-length WRITE RTR, which consumes no message number.
     pub mpa: InitiatorConfig,
@@ -55,7 +55,6 @@ impl Target {
         if cfg.peer_to_peer.is_some() {
             cfg.peer_to_peer = Some(RtrSet::only(mpa::Rtr::Write));
         }
-        cfg.markers_rx = false;
         cfg
     }
 
@@ -65,7 +64,7 @@ impl Target {
         ResponderConfig {
             max_rev: self.mpa.rev,
             crc: self.mpa.crc,
-            markers_rx: false,
+            markers_rx: self.mpa.markers_rx,
             markers_tx: true,
             rtr: self.mpa.peer_to_peer.unwrap_or(RtrSet::ALL),
             request_timeout: self.answer_within,

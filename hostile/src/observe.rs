@@ -10,8 +10,9 @@
 //! FPDUs, with CRC if the first one's CRC field checks, without it if the
 //! field is zero (as a peer with CRC off sends it).
 //!
-//! The hostile side never asks for markers (no case sets M in its
-//! Request), so FPDUs from the target carry none.
+//! The hostile side asks for markers only when told to
+//! ([`Observer::expect_markers`]), and then reads them out of the target's
+//! FPDUs after start-up.
 
 use core::fmt;
 use core::ops::ControlFlow;
@@ -159,6 +160,8 @@ const MAX_FPDU: usize = 2 + 65535 + 3 + 4;
 pub struct Observer {
     phase: Phase,
     obs: Observation,
+    /// Whether the target puts markers in its FPDUs (we asked with M).
+    markers: bool,
 }
 
 impl Default for Observer {
@@ -170,6 +173,7 @@ impl Default for Observer {
 impl Observer {
     pub fn new() -> Observer {
         Observer {
+            markers: false,
             phase: Phase::Reply(Vec::new()),
             obs: Observation {
                 reply: None,
@@ -188,12 +192,18 @@ impl Observer {
         }
     }
 
+    /// The target's FPDUs after start-up carry markers (our Request or
+    /// Reply set M). Bytes sent in place of a Reply are read without.
+    pub fn expect_markers(&mut self, on: bool) {
+        self.markers = on;
+    }
+
     /// For the Responder's side of a connection: start-up completed with
     /// our own Reply (recorded as `seen`), so everything the target sends
     /// from here on is FPDUs.
     pub fn established(&mut self, seen: ReplySeen) {
         self.obs.reply = Some(seen);
-        self.phase = Phase::Fpdus(Box::new(Deframer::new(seen.crc, false, 65535)));
+        self.phase = Phase::Fpdus(Box::new(Deframer::new(seen.crc, self.markers, 65535)));
     }
 
     /// What has been seen so far.
@@ -234,7 +244,7 @@ impl Observer {
                         if seen.reject {
                             self.phase = Phase::Done;
                         } else {
-                            let mut d = Box::new(Deframer::new(seen.crc, false, 65535));
+                            let mut d = Box::new(Deframer::new(seen.crc, self.markers, 65535));
                             let bad = read_fpdus(&mut d, rest, &mut self.obs);
                             self.phase = Phase::Fpdus(d);
                             if let Some(m) = bad {

@@ -228,6 +228,7 @@ impl Player {
                     self.established = true;
                     let mut framer = n.framer();
                     if st.role() == mpa::Role::Responder {
+                        self.observer.expect_markers(n.markers_rx);
                         self.observer.established(ReplySeen {
                             reject: false,
                             rev: n.rev,
@@ -309,7 +310,13 @@ impl Player {
             return self.poll(now);
         };
         match step {
-            Step::StartUp(cfg) => match Startup::initiator(*cfg, now) {
+            Step::StartUp(cfg) => match Startup::initiator(
+                {
+                    self.observer.expect_markers(cfg.markers_rx);
+                    *cfg
+                },
+                now,
+            ) {
                 Ok(mut st) => {
                     let mut out = Vec::new();
                     st.poll_transmit(&mut out);

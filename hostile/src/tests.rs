@@ -347,3 +347,32 @@ fn a_close_inside_a_reply_or_fpdu_is_malformed() {
     let open = answered(reply[..10].to_vec(), Ending::Open);
     assert!(observe(&open, 5).malformed.is_none());
 }
+
+#[test]
+fn markers_in_the_targets_fpdus_are_read_out_when_asked_for() {
+    let mut framer = mpa::Framer::new(false, true);
+    let mut stream = Vec::new();
+    for msn in 1..=3 {
+        framer
+            .frame_to_vec(&build::send(msn, &[0x61; 300], true), &[], &mut stream)
+            .unwrap();
+    }
+    let t = terminate(TermCode::DDP_UT_MSN_RANGE, TermLayout::Rfc5040);
+    framer.frame_to_vec(&t, &[], &mut stream).unwrap();
+    for chunk in [1, 7, 512, usize::MAX] {
+        let mut o = Observer::new();
+        o.expect_markers(true);
+        o.established(crate::observe::ReplySeen {
+            reject: false,
+            rev: 2,
+            crc: false,
+        });
+        for c in stream.chunks(chunk.min(stream.len())) {
+            o.on_bytes(c);
+        }
+        o.on_fin();
+        let obs = o.finish();
+        assert_eq!((obs.send_count, obs.terminates.len()), (3, 1), "{obs}");
+        assert!(obs.malformed.is_none(), "{obs}");
+    }
+}
