@@ -225,3 +225,45 @@ fn nothing_listening_is_a_setup_error() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("does not serve"), "{err}");
 }
+
+/// From smoltcp on a TAP device (`--tap`) to `iwarp rping -s -P` on the
+/// kernel's TCP inside a namespace the test makes: the catalogue passes
+/// over the other transport too. Needs root and /dev/net/tun.
+#[test]
+fn the_catalogue_passes_from_smoltcp_on_a_tap() {
+    let Some(ns) = two_process::Netns::for_test("fuzz-peer over TAP") else {
+        return;
+    };
+    let tap = format!("iwfp{}", ns.next_iface());
+    // The TAP exists before fuzz-peer opens it, so the namespace's side
+    // is up before its first ping.
+    ns.ip(&["tuntap", "add", "dev", &tap, "mode", "tap"]).unwrap();
+    ns.ip(&["addr", "add", "10.96.7.1/24", "dev", &tap]).unwrap();
+    ns.ip(&["link", "set", &tap, "up"]).unwrap();
+    let server = Proc::spawn_in(
+        &ns,
+        &["rping", "-s", "-P", "-a", "10.96.7.1", "-p", "7174", "-d", "--mpa-timeout", "2"],
+    );
+    assert!(
+        server.wait_line(|l| l == "rdma_listen", Duration::from_secs(20)),
+        "{}",
+        server.stderr()
+    );
+    let (code, out, err) = fuzz(&[
+        "10.96.7.1:7174",
+        "--tap",
+        &tap,
+        "--ip",
+        "10.96.7.2/24",
+        "--netns",
+        ns.name(),
+        "--target-timeout",
+        "2",
+        "--skip",
+        "idle-flood",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("(smoltcp on TAP"), "{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+    drop(server);
+}
