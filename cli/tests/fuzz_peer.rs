@@ -27,7 +27,16 @@ impl Server {
         let port = free_port();
         let p = port.to_string();
         let proc = Proc::spawn(&[
-            "rping", "-s", "-P", "-a", "127.0.0.1", "-p", &p, "-d", "--mpa-timeout", "2",
+            "rping",
+            "-s",
+            "-P",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-d",
+            "--mpa-timeout",
+            "2",
         ]);
         assert!(
             proc.wait_line(|l| l == "rdma_listen", Duration::from_secs(20)),
@@ -99,8 +108,19 @@ fn listen_mode_passes_against_our_rping_client() {
     while fp.try_status().is_none() && clients < 120 {
         clients += 1;
         let mut c = Proc::spawn(&[
-            "rping", "-c", "-a", "127.0.0.1", "-p", &p, "-C", "1", "-V", "--timeout", "5",
-            "--mpa-timeout", "2",
+            "rping",
+            "-c",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-C",
+            "1",
+            "-V",
+            "--timeout",
+            "5",
+            "--mpa-timeout",
+            "2",
         ]);
         c.wait(LIMIT);
     }
@@ -210,7 +230,10 @@ fn a_broken_target_fails_and_its_failures_replay() {
     ]);
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("PASS  replay"), "{out}");
-    assert!(out.contains("TERMINATE 2/0/0x02"), "the replay's CRC error is seen again: {out}");
+    assert!(
+        out.contains("TERMINATE 2/0/0x02"),
+        "the replay's CRC error is seen again: {out}"
+    );
     remove_dir(out_dir.path());
 }
 
@@ -237,12 +260,25 @@ fn the_catalogue_passes_from_smoltcp_on_a_tap() {
     let tap = format!("iwfp{}", ns.next_iface());
     // The TAP exists before fuzz-peer opens it, so the namespace's side
     // is up before its first ping.
-    ns.ip(&["tuntap", "add", "dev", &tap, "mode", "tap"]).unwrap();
-    ns.ip(&["addr", "add", "10.96.7.1/24", "dev", &tap]).unwrap();
+    ns.ip(&["tuntap", "add", "dev", &tap, "mode", "tap"])
+        .unwrap();
+    ns.ip(&["addr", "add", "10.96.7.1/24", "dev", &tap])
+        .unwrap();
     ns.ip(&["link", "set", &tap, "up"]).unwrap();
     let server = Proc::spawn_in(
         &ns,
-        &["rping", "-s", "-P", "-a", "10.96.7.1", "-p", "7174", "-d", "--mpa-timeout", "2"],
+        &[
+            "rping",
+            "-s",
+            "-P",
+            "-a",
+            "10.96.7.1",
+            "-p",
+            "7174",
+            "-d",
+            "--mpa-timeout",
+            "2",
+        ],
     );
     assert!(
         server.wait_line(|l| l == "rdma_listen", Duration::from_secs(20)),

@@ -236,12 +236,18 @@ pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
     Some(match what {
         Learned::AnswerRead => {
             let r = read?;
-            let len = usize::try_from(r.size).ok()?.min(usize::from(u16::MAX) - 64);
+            let len = usize::try_from(r.size)
+                .ok()?
+                .min(usize::from(u16::MAX) - 64);
             tagged(Opcode::ReadResponse, r.sink_stag, r.sink_to, &fill(len))
         }
         Learned::WriteToReadSink { offset, len } => {
             let r = read?;
-            write(r.sink_stag, r.sink_to.wrapping_add(offset), &fill(len as usize))
+            write(
+                r.sink_stag,
+                r.sink_to.wrapping_add(offset),
+                &fill(len as usize),
+            )
         }
         Learned::ReadFromReadSink { msn, offset, size } => {
             let r = read?;

@@ -146,7 +146,9 @@ pub fn responder_catalogue(t: &Target) -> Vec<Case> {
             // The target's advert names its own buffer as rping's client.
             if let Step::Learned { what, .. } = step {
                 *what = match *what {
-                    Learned::WriteToReadSink { offset, len } => Learned::WriteToAdvert { offset, len },
+                    Learned::WriteToReadSink { offset, len } => {
+                        Learned::WriteToAdvert { offset, len }
+                    }
                     // Our first half used Read Request message 1.
                     Learned::ReadFromReadSink { msn, offset, size } => Learned::ReadFromAdvert {
                         msn: msn + 1,
@@ -603,12 +605,7 @@ fn reply_frame(t: &Target) -> Vec<u8> {
     out
 }
 
-fn reply_case(
-    t: &Target,
-    name: &'static str,
-    about: &'static str,
-    reply: Vec<u8>,
-) -> Case {
+fn reply_case(t: &Target, name: &'static str, about: &'static str, reply: Vec<u8>) -> Case {
     one(
         t,
         name,

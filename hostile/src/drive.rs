@@ -33,7 +33,12 @@ pub struct Conn<'p> {
 }
 
 impl<'p> Conn<'p> {
-    pub fn new(t: &dyn Transport, id: StreamId, peer: &'p mut dyn Peer, we_connected: bool) -> Self {
+    pub fn new(
+        t: &dyn Transport,
+        id: StreamId,
+        peer: &'p mut dyn Peer,
+        we_connected: bool,
+    ) -> Self {
         let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
         Conn {
             id,

@@ -133,7 +133,9 @@ pub fn play_streams(
     let refused_at_connect = transcripts
         .iter()
         .zip(&observations)
-        .filter(|(tr, o)| o.ending == Ending::Reset && tr.stream(Dir::ToTarget).is_empty() && o.bytes == 0)
+        .filter(|(tr, o)| {
+            o.ending == Ending::Reset && tr.stream(Dir::ToTarget).is_empty() && o.bytes == 0
+        })
         .count();
     (
         Report {
@@ -163,7 +165,9 @@ impl ScriptRun {
     /// Completed, with nothing wrong from the target on the way: no
     /// TERMINATE, nothing malformed.
     pub fn clean(&self) -> bool {
-        self.completed && self.observation.terminates.is_empty() && self.observation.malformed.is_none()
+        self.completed
+            && self.observation.terminates.is_empty()
+            && self.observation.malformed.is_none()
     }
 }
 

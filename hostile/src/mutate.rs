@@ -55,7 +55,9 @@ impl fmt::Display for Mutation {
         match self {
             Mutation::Request { at, mask } => write!(f, "request[{at}]^={mask:#04x}"),
             Mutation::Framing { fpdu, mangle } => write!(f, "fpdu{fpdu}:{mangle:?}"),
-            Mutation::Header { fpdu, at, mask } => write!(f, "fpdu{fpdu}:header[{at}]^={mask:#04x}"),
+            Mutation::Header { fpdu, at, mask } => {
+                write!(f, "fpdu{fpdu}:header[{at}]^={mask:#04x}")
+            }
             Mutation::Field { fpdu, field, value } => {
                 write!(f, "fpdu{fpdu}:{field:?}={value:#x}")
             }
@@ -143,7 +145,17 @@ impl Rng {
 }
 
 /// Values that sit on the edges of the fields' ranges.
-const EDGES: [u32; 9] = [0, 1, 2, 5, 0xff, 0xffff, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff];
+const EDGES: [u32; 9] = [
+    0,
+    1,
+    2,
+    5,
+    0xff,
+    0xffff,
+    0x7fff_ffff,
+    0x8000_0000,
+    0xffff_ffff,
+];
 
 /// Indexes of the FPDU steps of `session`.
 fn fpdus(session: &[Step]) -> Vec<usize> {
@@ -233,7 +245,11 @@ pub fn apply(session: &[Step], mutations: &[Mutation]) -> Vec<Step> {
                     *m = mangle;
                 }
             }
-            Mutation::Header { fpdu, at: off, mask } => {
+            Mutation::Header {
+                fpdu,
+                at: off,
+                mask,
+            } => {
                 if let Some(Step::Fpdu { ulpdu, .. }) = at(fpdu).and_then(|i| s.get_mut(i)) {
                     if let Some(b) = ulpdu.get_mut(usize::from(off)) {
                         *b ^= mask;
@@ -373,9 +389,15 @@ mod tests {
         let s = base_session(&Target::default());
         let base = ulpdus(&s);
         let swapped = ulpdus(&apply(&s, &[Mutation::Swap { fpdu: 1 }]));
-        assert_eq!((swapped[1].clone(), swapped[2].clone()), (base[2].clone(), base[1].clone()));
+        assert_eq!(
+            (swapped[1].clone(), swapped[2].clone()),
+            (base[2].clone(), base[1].clone())
+        );
         assert_eq!(ulpdus(&apply(&s, &[Mutation::Drop { fpdu: 0 }])).len(), 3);
-        assert_eq!(ulpdus(&apply(&s, &[Mutation::Duplicate { fpdu: 3 }])).len(), 5);
+        assert_eq!(
+            ulpdus(&apply(&s, &[Mutation::Duplicate { fpdu: 3 }])).len(),
+            5
+        );
     }
 
     #[test]

@@ -131,7 +131,10 @@ impl Player {
         // before the Request's bytes are taken.
         if matches!(self.phase, Phase::Script)
             && self.waiting.is_none()
-            && matches!(self.steps.front(), Some(Step::Accept(_) | Step::AwaitRequest))
+            && matches!(
+                self.steps.front(),
+                Some(Step::Accept(_) | Step::AwaitRequest)
+            )
         {
             if let Action::Send(b) = self.poll(now) {
                 self.queued.push_back(Action::Send(b));

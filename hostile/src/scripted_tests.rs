@@ -215,7 +215,10 @@ fn play(script: Vec<Step>, mut target: Target1) -> (bool, Observation, Target1) 
             end_told = true;
             player.on_end(Ending::Fin, now);
         }
-        assert!(now - start < Duration::from_secs(600), "virtual time ran away");
+        assert!(
+            now - start < Duration::from_secs(600),
+            "virtual time ran away"
+        );
     }
     let done = player.completed();
     (done, player.finish(), target)
@@ -272,7 +275,10 @@ fn the_rping_ping_completes_and_names_the_targets_buffer() {
         Target1::new(Behaviour::RpingServer, Instant::now()),
     );
     assert!(done, "{obs}");
-    assert!(obs.terminates.is_empty() && obs.malformed.is_none(), "{obs}");
+    assert!(
+        obs.terminates.is_empty() && obs.malformed.is_none(),
+        "{obs}"
+    );
     assert_eq!(obs.read_requests[0].sink_stag, SERVER_SINK);
     assert_eq!((obs.send_count, obs.tagged_count), (2, 1));
 }

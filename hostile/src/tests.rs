@@ -155,7 +155,10 @@ fn a_word_either_layout_could_have_written_matches_in_either() {
     assert_eq!(obs.terminates[0].other, None);
     // And a code neither reading gives still fails.
     let t = terminate(TermCode::RDMAP_UNEXPECTED_OPCODE, TermLayout::Siw);
-    assert!(!passes("wrong-rdmap-version", &answered(responder(true, &[t]), Ending::Fin)));
+    assert!(!passes(
+        "wrong-rdmap-version",
+        &answered(responder(true, &[t]), Ending::Fin)
+    ));
 }
 
 #[test]

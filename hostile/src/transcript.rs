@@ -90,19 +90,20 @@ impl Transcript {
         // seq[0]: the client's next sequence number, seq[1]: the server's.
         let mut seq = [0x1000_0000u32, 0x2000_0000u32];
         let mut frames_out: Vec<(Duration, Vec<u8>)> = Vec::new();
-        let mut push = |at: Duration, from_client: bool, flags: u8, payload: &[u8], seq: &mut [u32; 2]| {
-            let (src, dst, i) = if from_client {
-                (client, server, 0)
-            } else {
-                (server, client, 1)
+        let mut push =
+            |at: Duration, from_client: bool, flags: u8, payload: &[u8], seq: &mut [u32; 2]| {
+                let (src, dst, i) = if from_client {
+                    (client, server, 0)
+                } else {
+                    (server, client, 1)
+                };
+                let f = build::frame(src, dst, seq[i], seq[1 - i], flags, payload);
+                seq[i] = seq[i].wrapping_add(payload.len() as u32);
+                if flags & (SYN | 0x01) != 0 {
+                    seq[i] = seq[i].wrapping_add(1);
+                }
+                frames_out.push((at, f));
             };
-            let f = build::frame(src, dst, seq[i], seq[1 - i], flags, payload);
-            seq[i] = seq[i].wrapping_add(payload.len() as u32);
-            if flags & (SYN | 0x01) != 0 {
-                seq[i] = seq[i].wrapping_add(1);
-            }
-            frames_out.push((at, f));
-        };
         push(Duration::ZERO, true, SYN, &[], &mut seq);
         push(Duration::ZERO, false, SYN | ACK, &[], &mut seq);
         push(Duration::ZERO, true, ACK, &[], &mut seq);
@@ -202,6 +203,9 @@ mod tests {
         t.record(now, Dir::FromTarget, Event::Data(b"request".to_vec()));
         t.record(now, Dir::ToTarget, Event::Data(b"reply".to_vec()));
         let [c, s] = Transcript::streams_from_pcap(&t.to_pcap(Duration::ZERO)).unwrap();
-        assert_eq!((c.as_slice(), s.as_slice()), (&b"request"[..], &b"reply"[..]));
+        assert_eq!(
+            (c.as_slice(), s.as_slice()),
+            (&b"request"[..], &b"reply"[..])
+        );
     }
 }

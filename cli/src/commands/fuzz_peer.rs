@@ -151,7 +151,11 @@ impl Args {
             t.mpa_rev
         ));
         if !t.p2p.is_empty() {
-            let kinds: Vec<String> = t.p2p.iter().map(|k| format!("{k:?}").to_lowercase()).collect();
+            let kinds: Vec<String> = t
+                .p2p
+                .iter()
+                .map(|k| format!("{k:?}").to_lowercase())
+                .collect();
             s.push_str(&format!(" --p2p {}", kinds.join(",")));
         }
         if t.markers {
@@ -307,7 +311,9 @@ fn catalogue(
             None
         };
         if let Some(why) = skip {
-            report.rows.push(row(case, Verdict::Skipped, String::new(), None, why.into()));
+            report
+                .rows
+                .push(row(case, Verdict::Skipped, String::new(), None, why.into()));
             continue;
         }
         if args.verbose {

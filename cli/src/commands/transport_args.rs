@@ -229,7 +229,10 @@ impl TransportArgs {
 
     /// Opens the transport alone, for tools that speak on raw byte streams
     /// (`fuzz-peer`); as [`open_device`](Self::open_device) otherwise.
-    pub fn open_transport(&self, bind: Option<IpAddr>) -> Result<Box<dyn Transport + Send>, String> {
+    pub fn open_transport(
+        &self,
+        bind: Option<IpAddr>,
+    ) -> Result<Box<dyn Transport + Send>, String> {
         let sink = match &self.pcap {
             Some(path) => {
                 Some(PcapSink::create(path).map_err(|e| format!("pcap {}: {e}", path.display()))?)

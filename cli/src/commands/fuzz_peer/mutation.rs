@@ -153,7 +153,10 @@ pub fn run(
             note: format!(
                 "{}; {} FPDU step(s) left",
                 min_out.why,
-                min_script.iter().filter(|s| matches!(s, Step::Fpdu { .. })).count()
+                min_script
+                    .iter()
+                    .filter(|s| matches!(s, Step::Fpdu { .. }))
+                    .count()
             ),
             pcap,
             elapsed: t0.elapsed(),
@@ -237,7 +240,10 @@ fn minimize_failure(
         .collect();
     // The outcome that goes with the final script: run it once more if
     // the last failing try was of a larger one.
-    let out = if min_script.len() == script.len() && keep.len() == fpdu_at.len() && min_muts.len() == muts.len() {
+    let out = if min_script.len() == script.len()
+        && keep.len() == fpdu_at.len()
+        && min_muts.len() == muts.len()
+    {
         first
     } else {
         let o = try_mutant(r, min_script.clone());

@@ -57,15 +57,24 @@ pub struct Report {
 
 impl Report {
     pub fn failed(&self) -> usize {
-        self.rows.iter().filter(|r| r.verdict == Verdict::Fail).count()
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .count()
     }
 
     pub fn passed(&self) -> usize {
-        self.rows.iter().filter(|r| r.verdict == Verdict::Pass).count()
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Pass)
+            .count()
     }
 
     pub fn skipped(&self) -> usize {
-        self.rows.iter().filter(|r| r.verdict == Verdict::Skipped).count()
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Skipped)
+            .count()
     }
 
     /// The table, one case per block: verdict, name, target liveness,
@@ -183,16 +192,26 @@ mod tests {
         let r = Report {
             target: "127.0.0.1:7174".into(),
             mode: "catalogue".into(),
-            rows: vec![row("a", Verdict::Pass), row("b", Verdict::Fail), row("c", Verdict::Skipped)],
+            rows: vec![
+                row("a", Verdict::Pass),
+                row("b", Verdict::Fail),
+                row("c", Verdict::Skipped),
+            ],
             replays: vec!["iwarp fuzz-peer x --replay y".into()],
         };
         assert_eq!((r.passed(), r.failed(), r.skipped()), (1, 1, 1));
         let j = r.json();
         assert!(j.contains(r#""passed":1,"failed":1,"skipped":1"#), "{j}");
         assert!(j.contains(r#""about":"a \"quoted\" thing""#), "{j}");
-        assert!(j.contains(r#""replays":["iwarp fuzz-peer x --replay y"]"#), "{j}");
+        assert!(
+            j.contains(r#""replays":["iwarp fuzz-peer x --replay y"]"#),
+            "{j}"
+        );
         let t = r.table();
         assert!(t.contains("FAIL  b"), "{t}");
-        assert!(t.ends_with("fuzz-peer: 1 passed, 1 failed, 1 skipped\n"), "{t}");
+        assert!(
+            t.ends_with("fuzz-peer: 1 passed, 1 failed, 1 skipped\n"),
+            "{t}"
+        );
     }
 }

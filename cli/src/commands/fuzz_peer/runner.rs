@@ -100,8 +100,14 @@ impl Runner {
                 }
             },
         };
-        let run: ScriptRun =
-            driver::run_script(&mut *self.t, id, script, patience, self.settle, we_connected);
+        let run: ScriptRun = driver::run_script(
+            &mut *self.t,
+            id,
+            script,
+            patience,
+            self.settle,
+            we_connected,
+        );
         let alive = run.clean();
         Liveness {
             alive,
