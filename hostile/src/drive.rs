@@ -30,6 +30,7 @@ pub struct Conn<'p> {
     end_seen: bool,
     done: bool,
     wake: Option<Instant>,
+    connected: bool,
 }
 
 impl<'p> Conn<'p> {
@@ -55,7 +56,13 @@ impl<'p> Conn<'p> {
             end_seen: false,
             done: false,
             wake: None,
+            connected: false,
         }
+    }
+
+    /// Whether the TCP handshake ever completed.
+    pub fn connected(&self) -> bool {
+        self.connected
     }
 
     /// One turn: take bytes, note the end, ask the peer, queue its bytes.
@@ -66,6 +73,9 @@ impl<'p> Conn<'p> {
         let state = t.state(self.id);
         if state == StreamState::Connecting {
             return;
+        }
+        if state != StreamState::Reset {
+            self.connected = true;
         }
         if self.transcript.ours.port() == 0 {
             if let (Some(o), Some(p)) = (t.local_addr(self.id), t.peer_addr(self.id)) {

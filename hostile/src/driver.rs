@@ -38,6 +38,9 @@ pub struct Report {
     /// Connections the target refused or reset while they were opened
     /// (judged as reset connections).
     pub refused_at_connect: usize,
+    /// Connections whose TCP handshake never completed (judged as open
+    /// and silent, or reset, as the transport saw them).
+    pub unconnected: usize,
 }
 
 impl Report {
@@ -128,6 +131,7 @@ pub fn play_streams(
     // this bounds the whole, whatever the script.
     let hard = now + case.patience * (case.script.len() as u32 + 2) + CONNECT_TIMEOUT;
     drive::run(t, &mut conns, hard);
+    let unconnected = conns.iter().filter(|c| !c.connected()).count();
     let transcripts: Vec<Transcript> = conns.into_iter().map(|c| c.transcript).collect();
     let observations: Vec<Observation> = players.into_iter().map(Player::finish).collect();
     let refused_at_connect = transcripts
@@ -141,6 +145,7 @@ pub fn play_streams(
         Report {
             case: case.name,
             refused_at_connect,
+            unconnected,
             verdicts: observations
                 .iter()
                 .map(|o| judge(&case.expect, o))

@@ -377,14 +377,19 @@ fn summarize(rep: &hostile::driver::Report) -> String {
         .first()
         .map(ToString::to_string)
         .unwrap_or_default();
+    let handshake = if rep.unconnected > 0 {
+        format!(" ({} never completed the TCP handshake)", rep.unconnected)
+    } else {
+        String::new()
+    };
     if rep.verdicts.len() > 1 {
         let ok = rep.verdicts.iter().filter(|v| v.is_ok()).count();
         format!(
-            "{ok} of {} connection(s) as expected; first: {first}",
+            "{ok} of {} connection(s) as expected{handshake}; first: {first}",
             rep.verdicts.len()
         )
     } else {
-        first
+        format!("{first}{handshake}")
     }
 }
 
