@@ -84,7 +84,7 @@ pub fn run_on(
     let start = Instant::now();
     // The first connection shows whether anything listens there at all;
     // the rest of a flood opens once it is up.
-    let first = drive::connect(t, addr).map_err(|e| io::Error::new(ErrorKind::Other, e))?;
+    let first = drive::connect(t, addr).map_err(io::Error::other)?;
     let until = Instant::now() + CONNECT_TIMEOUT;
     while t.state(first) == StreamState::Connecting && Instant::now() < until {
         t.poll(Instant::now());

@@ -12,7 +12,8 @@ use crate::observe::{Ending, Observation};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
     pub expected: Expectation,
-    pub observed: Observation,
+    /// Boxed: an observation is large, and verdicts are kept per connection.
+    pub observed: Box<Observation>,
 }
 
 impl fmt::Display for Mismatch {
@@ -62,6 +63,6 @@ pub fn judge(expected: &Expectation, obs: &Observation) -> Verdict {
         .copied()
         .ok_or_else(|| Mismatch {
             expected: expected.clone(),
-            observed: obs.clone(),
+            observed: Box::new(obs.clone()),
         })
 }
