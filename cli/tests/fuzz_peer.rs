@@ -303,3 +303,146 @@ fn the_catalogue_passes_from_smoltcp_on_a_tap() {
     assert!(out.contains(" 0 failed"), "{out}");
     drop(server);
 }
+
+/// A target that wedges on one input: a proxy in front of our rping server
+/// that, once a client has sent four 0xff octets in a row, leaves the next
+/// two connections unanswered (a stuck target that a restart clears), and
+/// otherwise passes everything both ways.
+fn wedging_proxy(upstream: u16) -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let wedged = Arc::new(AtomicU32::new(0));
+    thread::spawn(move || {
+        for c in l.incoming().take(400) {
+            let Ok(client) = c else { continue };
+            let left = wedged.load(Ordering::SeqCst);
+            if left > 0 {
+                wedged.store(left - 1, Ordering::SeqCst);
+                // Silent: hold the connection until the client gives up.
+                thread::spawn(move || {
+                    let mut client = client;
+                    let mut buf = [0u8; 4096];
+                    let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
+                    while let Ok(1..) = client.read(&mut buf) {}
+                });
+                continue;
+            }
+            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                continue;
+            };
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let w = wedged.clone();
+            thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                let mut run = 0;
+                while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                    for &b in &buf[..n] {
+                        run = if b == 0xff { run + 1 } else { 0 };
+                        if run == 4 {
+                            w.store(2, Ordering::SeqCst);
+                        }
+                    }
+                    if s_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = s_out.shutdown(Shutdown::Write);
+            });
+            let (mut s_in, mut c_out) = (server, client);
+            thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                    if c_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = c_out.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_mutant_that_wedges_the_target_is_minimized_saved_and_replays() {
+    let server = Server::start();
+    let proxy = wedging_proxy(server.port);
+    let out_dir = TempPath::new("fuzz-mutants");
+    let target = format!("127.0.0.1:{proxy}");
+    // Seed 1's iteration 4 is three mutations, one of which sets an MSN
+    // to 0xffffffff; iterations 0-3 put no four 0xff octets on the wire.
+    let (code, out, err) = fuzz(&[
+        &target,
+        "--mutate",
+        "--seed",
+        "1",
+        "--iterations",
+        "5",
+        "--answer-within",
+        "1",
+        "--out",
+        out_dir.as_str(),
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("FAIL  mutant-1-4"),
+        "the wedging mutant is reported: {out}"
+    );
+    assert!(
+        out.contains("fpdu2:MsnOrToHigh=0xffffffff (minimized from "),
+        "minimized to the one mutation that matters: {out}"
+    );
+    let pcap = out_dir.path().join("mutant-1-4.pcap");
+    assert!(pcap.exists(), "{out}");
+    let replay = format!(
+        "replay: iwarp fuzz-peer {target} --crc off --mpa-rev 2 --replay {}",
+        pcap.display()
+    );
+    assert!(out.contains(&replay), "{out}");
+    // The saved mutant wedges the target again, and only it: the real
+    // server behind the proxy takes it and keeps serving.
+    let p = pcap.to_str().unwrap();
+    let (code, out, _) = fuzz(&[&target, "--replay", p, "--answer-within", "1"]);
+    assert_eq!(code, Some(1), "{out}");
+    let (code, out, _) = fuzz(&[&server.addr(), "--replay", p, "--answer-within", "1"]);
+    assert_eq!(code, Some(0), "{out}");
+    remove_dir(out_dir.path());
+}
+
+#[test]
+fn mutants_can_start_from_a_capture() {
+    let server = Server::start();
+    let cap = TempPath::new("session.pcap");
+    let p = server.port.to_string();
+    let mut c = Proc::spawn(&[
+        "rping",
+        "-c",
+        "-a",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-C",
+        "2",
+        "-V",
+        "--pcap",
+        cap.as_str(),
+    ]);
+    assert_eq!(c.wait(LIMIT), Some(0), "{}", c.stderr());
+    let (code, out, err) = fuzz(&[
+        &server.addr(),
+        "--mutate",
+        "--from-capture",
+        cap.as_str(),
+        "--iterations",
+        "8",
+        "--answer-within",
+        "1",
+        "-v",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    // rping's two pings: four Sends and two Read Responses from the client.
+    assert!(err.contains("iteration 7:"), "{err}");
+    assert!(out.contains("PASS  mutation-run-1"), "{out}");
+}

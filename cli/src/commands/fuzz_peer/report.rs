@@ -103,6 +103,9 @@ impl Report {
                 r.expected
             );
             let _ = writeln!(out, "{:<48}observed: {}", "", r.observed);
+            if r.verdict == Verdict::Fail {
+                let _ = writeln!(out, "{:<48}case: {}", "", r.about);
+            }
             if !r.note.is_empty() {
                 let _ = writeln!(out, "{:<48}note: {}", "", r.note);
             }
