@@ -243,7 +243,11 @@ impl Player {
                             .frame_to_vec(&build::write(RTR_STAG, 0, &[]), &[], &mut rtr)
                             .is_ok()
                         {
-                            self.queued.push_back(Action::Send(rtr));
+                            // The RTR is the first FPDU: it waits out the
+                            // settle time too (siw attaches its RTR upcall
+                            // after sending the Reply).
+                            self.steps.push_front(Step::Bytes(rtr));
+                            self.steps.push_front(Step::Pause(self.settle));
                         }
                     } else if n.rtr.is_some() {
                         // Offers are narrowed to a WRITE RTR.
