@@ -484,3 +484,58 @@ fn replay(r: &mut Runner, path: &Path, report: &mut Report) -> Result<(), String
     report.rows.push(c);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: Args,
+    }
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        let mut v = vec!["fuzz-peer"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).map(|c| c.a)
+    }
+
+    #[test]
+    fn the_policy_flags_shape_the_target_and_the_replay_command() {
+        let a = parse(&[
+            "10.0.0.2:7174",
+            "--crc",
+            "required",
+            "--mpa-rev",
+            "1",
+            "--p2p",
+            "write,read",
+            "--target-timeout",
+            "3",
+        ])
+        .unwrap();
+        let t = a.target_policy();
+        assert_eq!((t.mpa.rev, t.mpa.crc), (1, mpa::CrcPolicy::Required));
+        assert!(t
+            .mpa
+            .peer_to_peer
+            .is_some_and(|s| s.write && s.read && !s.send));
+        assert_eq!(t.request_timeout, Duration::from_secs(3));
+        assert_eq!(
+            a.replay_prefix(),
+            "iwarp fuzz-peer 10.0.0.2:7174 --crc required --mpa-rev 1 --p2p write,read"
+        );
+    }
+
+    #[test]
+    fn a_target_or_a_listener_is_needed_but_not_both() {
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--listen", "7174"]).is_ok());
+        assert!(parse(&["--list"]).is_ok());
+        assert!(parse(&["10.0.0.2:7174", "--listen", "7174"]).is_err());
+        assert!(parse(&["10.0.0.2:7174", "--mutate", "--replay", "x.pcap"]).is_err());
+        assert!(parse(&["10.0.0.2:7174", "--from-capture", "x.pcap"]).is_err());
+    }
+}
