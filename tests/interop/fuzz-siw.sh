@@ -6,7 +6,8 @@
 # the harness.
 #
 # Usage: tests/interop/fuzz-siw.sh [--out DIR] [--mutate N] [BUILD...]
-#   BUILD     siw builds to fuzz (default: default crc)
+#   BUILD     siw builds to fuzz (default: default crc; cxgb takes its
+#             kernel down, see below; rev1 cannot be fuzzed)
 #   --mutate  also play N seeded mutants after the catalogue
 #   --out     where reports and captures go (default target/interop/fuzz-<time>)
 #
@@ -39,14 +40,18 @@ SIW_MPA_TIMEOUT=10
 #   unsolicited-read-response  TERMINATE 1/0/0x00 (DDP catastrophic)
 #   idle-flood                 most idle connections outlive its MPA
 #                              timer; then new connections are reset
-# The cxgb and rev1 builds have not been fuzzed yet: every case they
-# fail shows as new.
+#   bad-crc (cxgb)             the guest kernel hits BUG() in iw_cm's
+#                              close handler (iwcm.c:969); nothing serves
+#                              after it, so the later cases are skipped
+# The rev1 build cannot be fuzzed: siw's rping cannot READ under rev 1,
+# so no liveness check passes (status 2).
 siw_deviations() {
 	case "$1" in
 	default | crc)
 		echo "unknown-revision ulpdu-too-short huge-ulpdu-then-silence unsolicited-read-response idle-flood"
 		;;
-	cxgb | rev1) echo "" ;;
+	cxgb) echo "unknown-revision bad-crc" ;;
+	rev1) echo "" ;;
 	*) return 1 ;;
 	esac
 }
@@ -167,7 +172,10 @@ for build in "${builds[@]}"; do
 	[ ! -s "$dir/flood.json" ] || reports="$reports $dir/flood.json"
 	# shellcheck disable=SC2086 # one argument per report
 	got=$(python3 -c 'import json,sys
-print(" ".join(c["case"] for f in sys.argv[1:] for c in json.load(open(f))["cases"] if c["verdict"]!="PASS"))' $reports)
+print(" ".join(c["case"] for f in sys.argv[1:] for c in json.load(open(f))["cases"] if c["verdict"]=="FAIL"))' $reports)
+	# shellcheck disable=SC2086
+	skipped=$(python3 -c 'import json,sys
+print(sum(c["verdict"]=="SKIP" for f in sys.argv[1:] for c in json.load(open(f))["cases"]))' $reports)
 	# shellcheck disable=SC2086
 	python3 -c 'import json,sys
 for f in sys.argv[1:]:
@@ -184,7 +192,7 @@ for f in sys.argv[1:]:
 		case " $got " in *" $c "*) ;; *) stale+=" $c" ;; esac
 	done
 	if [ -z "$unexpected" ] && [ -z "$stale" ]; then
-		summary+=("$build PASS deviations:${got:- none}")
+		summary+=("$build PASS deviations:${got:- none}; skipped: $skipped")
 	else
 		summary+=("$build FAIL new:${unexpected:- none} no longer seen:${stale:- none}")
 		failed=1
