@@ -22,6 +22,7 @@ struct Cli {
 enum Command {
     Bench(commands::bench::Args),
     Decode(commands::decode::Args),
+    FuzzPeer(commands::fuzz_peer::Args),
     Perf(commands::perf::Args),
     Rping(commands::rping::Args),
 }
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Decode(args) => commands::decode::run(&args),
+        Command::FuzzPeer(args) => commands::fuzz_peer::run(&args),
         Command::Perf(args) => commands::perf::run(&args),
         Command::Rping(args) => commands::rping::run(&args),
     }

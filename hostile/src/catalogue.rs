@@ -9,19 +9,20 @@
 use std::time::Duration;
 
 use ddp::STag;
-use mpa::{InitiatorConfig, RtrSet};
+use mpa::{InitiatorConfig, ResponderConfig, RtrSet};
 use rdmap::term::TermCode;
 use rdmap::wire::{ReadRequestRepr, TermControl};
 use rdmap::Opcode;
 
 use crate::build;
+use crate::exchange;
 use crate::expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
-use crate::script::{Case, Mangle, Step};
+use crate::script::{Case, Learned, Mangle, Step};
 
 /// What the hostile side knows about its target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    /// An MPA Request the target accepts: its revision, CRC and
+    /// An MPA Request the target accepts: its revision, CRC, markers and
     /// peer-to-peer policy. Peer-to-peer offers are narrowed to a
     /// zero-length WRITE RTR, which consumes no message number.
     pub mpa: InitiatorConfig,
@@ -54,8 +55,20 @@ impl Target {
         if cfg.peer_to_peer.is_some() {
             cfg.peer_to_peer = Some(RtrSet::only(mpa::Rtr::Write));
         }
-        cfg.markers_rx = false;
         cfg
+    }
+
+    /// The Responder policy for playing the target's peer when it
+    /// connects to us: its revision and CRC policy, any peer-to-peer RTR.
+    pub fn responder(&self) -> ResponderConfig {
+        ResponderConfig {
+            max_rev: self.mpa.rev,
+            crc: self.mpa.crc,
+            markers_rx: self.mpa.markers_rx,
+            markers_tx: true,
+            rtr: self.mpa.peer_to_peer.unwrap_or(RtrSet::ALL),
+            request_timeout: self.answer_within,
+        }
     }
 
     /// The target's waiting time for a Request, and then some.
@@ -92,7 +105,90 @@ pub fn catalogue(t: &Target) -> Vec<Case> {
         unsolicited_read_response(t),
         terminate_mid_transfer(t),
         fin_mid_fpdu(t),
+        write_beyond_region(t),
+        read_beyond_region(t),
     ]
+}
+
+/// The cases played as the Responder, for a target that connects to us:
+/// the Request-phase cases become their Reply-phase twins (a bad Reply,
+/// no Reply), the FPDU cases follow a valid Reply instead of a valid
+/// Request, and the idle flood is left out (a client opens one
+/// connection at a time).
+pub fn responder_catalogue(t: &Target) -> Vec<Case> {
+    let mut out = vec![
+        garbage_reply(t),
+        bad_reply_key(t),
+        unknown_reply_revision(t),
+        huge_reply_private_data(t),
+        silent_responder(t),
+    ];
+    let request_phase = [
+        "garbage-request",
+        "bad-key",
+        "unknown-revision",
+        "huge-private-data",
+        "silence",
+        "idle-flood",
+    ];
+    for mut c in catalogue(t) {
+        if request_phase.contains(&c.name) {
+            continue;
+        }
+        for step in &mut c.script {
+            if let Step::StartUp(cfg) = step {
+                let mut r = t.responder();
+                if cfg.crc.asks() {
+                    r.crc = cfg.crc;
+                }
+                *step = Step::Accept(Box::new(r));
+            }
+            // The target's advert names its own buffer as rping's client.
+            if let Step::Learned { what, .. } = step {
+                *what = match *what {
+                    Learned::WriteToReadSink { offset, len } => {
+                        Learned::WriteToAdvert { offset, len }
+                    }
+                    // Our first half used Read Request message 1.
+                    Learned::ReadFromReadSink { msn, offset, size } => Learned::ReadFromAdvert {
+                        msn: msn + 1,
+                        offset,
+                        extra: size,
+                    },
+                    other => other,
+                };
+            }
+        }
+        if c.script.iter().any(|s| matches!(s, Step::Await(_))) {
+            // Learning the target's buffer takes rping server's first half.
+            c.script = responder_learning(c.script);
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A script whose rping client's first half is swapped for the server's.
+fn responder_learning(script: Vec<Step>) -> Vec<Step> {
+    let mut out = Vec::new();
+    let mut it = script.into_iter();
+    if let Some(first) = it.next() {
+        out.push(first);
+    }
+    out.extend(exchange::server_first_half());
+    // Skip the client's first half: its Send, Await, answer, Await.
+    out.extend(it.skip(exchange::client_first_half().len()));
+    out
+}
+
+/// The case called `name`, in either role.
+pub fn case_in(t: &Target, name: &str, responder: bool) -> Option<Case> {
+    let all = if responder {
+        responder_catalogue(t)
+    } else {
+        catalogue(t)
+    };
+    all.into_iter().find(|c| c.name == name)
 }
 
 /// The case called `name`.
@@ -468,6 +564,158 @@ pub fn fin_mid_fpdu(t: &Target) -> Case {
             Step::Fin,
         ],
         expect,
+    )
+}
+
+/// A Reply the Initiator must refuse: it closes, with (RFC 6581 section 7)
+/// or without a TERMINATE "invalid MPA Reply".
+fn refused_reply() -> Expectation {
+    Expectation::any_of(&[
+        Outcome::CLOSED_UNANSWERED,
+        Outcome {
+            answer: Answer::None,
+            terminate: Terminate::Matching(TermMatch::exactly(TermCode::LLP_INVALID_REQ_REP)),
+            end: End::Closed,
+        },
+    ])
+}
+
+/// A valid Reply to whatever Request comes, as bytes to patch.
+fn reply_frame(t: &Target) -> Vec<u8> {
+    let mut r = t.responder();
+    r.crc = mpa::CrcPolicy::Preferred;
+    let mut st = match mpa::Startup::responder(r, std::time::Instant::now()) {
+        Ok(s) => s,
+        Err(_) => return Vec::new(),
+    };
+    // A Request like the one a default Initiator sends.
+    let _ = st.handle_bytes(&build::request(&t.initiator()), std::time::Instant::now());
+    while let Some(ev) = st.poll_event() {
+        if let mpa::StartupEvent::RequestReceived { .. } = ev {
+            let params = mpa::ReplyParams {
+                ird: 1,
+                ord: 1,
+                private_data: Vec::new(),
+            };
+            let _ = st.accept(params, std::time::Instant::now());
+        }
+    }
+    let mut out = Vec::new();
+    st.poll_transmit(&mut out);
+    out
+}
+
+fn reply_case(t: &Target, name: &'static str, about: &'static str, reply: Vec<u8>) -> Case {
+    one(
+        t,
+        name,
+        about,
+        vec![Step::AwaitRequest, Step::Bytes(reply)],
+        refused_reply(),
+    )
+}
+
+pub fn garbage_reply(t: &Target) -> Case {
+    reply_case(
+        t,
+        "garbage-reply",
+        "text instead of an MPA Reply (RFC 5044 7.1: the key does not match)",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(),
+    )
+}
+
+pub fn bad_reply_key(t: &Target) -> Case {
+    reply_case(
+        t,
+        "bad-reply-key",
+        "a Reply whose key differs in its last octet (RFC 5044 7.1)",
+        build::with_key(reply_frame(t), b"MPA ID Rep Fram!"),
+    )
+}
+
+pub fn unknown_reply_revision(t: &Target) -> Case {
+    reply_case(
+        t,
+        "unknown-reply-revision",
+        "a Reply with Rev 3, which no RFC defines and the Request did not ask for",
+        build::patch_request(reply_frame(t), |f| f.set_rev(3)),
+    )
+}
+
+pub fn huge_reply_private_data(t: &Target) -> Case {
+    let mut frame = build::patch_request(reply_frame(t), |f| f.set_pd_length(u16::MAX));
+    frame.extend_from_slice(&[0x5a; 1024]);
+    reply_case(
+        t,
+        "huge-reply-private-data",
+        "a Reply announcing PD_Length 65535 where RFC 5044 7.1 allows 512",
+        frame,
+    )
+}
+
+pub fn silent_responder(t: &Target) -> Case {
+    Case {
+        patience: t.outlast_request_timeout(),
+        ..one(
+            t,
+            "silent-responder",
+            "a Responder that takes the Request and never answers (RFC 5044 7.1: the Initiator times out)",
+            vec![Step::AwaitRequest],
+            Expectation::only(Outcome::CLOSED_UNANSWERED),
+        )
+    }
+}
+
+/// Start-up, rping's client first half (so the target's Read Request
+/// names a buffer of its own), then `last`.
+fn after_learning(
+    t: &Target,
+    name: &'static str,
+    about: &'static str,
+    last: Learned,
+    expect: Expectation,
+) -> Case {
+    let mut script = vec![start(t)];
+    script.extend(exchange::client_first_half());
+    script.push(Step::Learned {
+        what: last,
+        mangle: Mangle::None,
+    });
+    one(t, name, about, script, expect)
+}
+
+pub fn write_beyond_region(t: &Target) -> Case {
+    // The buffer the target's Read Request named is 64 octets or so: a
+    // Write starting 1 MiB past its start is out of bounds whatever its size.
+    let expect = Expectation::any_of(&[
+        Outcome::terminated(TermMatch::exactly(TermCode::DDP_T_BASE_BOUNDS)),
+        Outcome::terminated(TermMatch::any_code_of(TermCode::RDMAP_INVALID_STAG)),
+    ]);
+    after_learning(
+        t,
+        "write-beyond-region",
+        "an RDMA Write to a valid STag the target handed out, 1 MiB past its end (RFC 5041 7.2: 1/1/1)",
+        Learned::WriteToReadSink {
+            offset: 1 << 20,
+            len: 16,
+        },
+        expect,
+    )
+}
+
+pub fn read_beyond_region(t: &Target) -> Case {
+    after_learning(
+        t,
+        "read-beyond-region",
+        "a Read Request of a valid STag for 1 MiB more than its buffer (RFC 5040 4.8: 0/1/1)",
+        Learned::ReadFromReadSink {
+            msn: 1,
+            offset: 0,
+            size: 1 << 20,
+        },
+        Expectation::only(Outcome::terminated(TermMatch::any_code_of(
+            TermCode::RDMAP_INVALID_STAG,
+        ))),
     )
 }
 

@@ -12,7 +12,8 @@ use crate::observe::{Ending, Observation};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
     pub expected: Expectation,
-    pub observed: Observation,
+    /// Boxed: an observation is large, and verdicts are kept per connection.
+    pub observed: Box<Observation>,
 }
 
 impl fmt::Display for Mismatch {
@@ -41,8 +42,9 @@ pub fn meets(outcome: &Outcome, obs: &Observation) -> bool {
     }
     let terminate = match (outcome.terminate, obs.terminates.as_slice()) {
         (Terminate::None, []) => true,
-        (Terminate::Matching(m), [t]) => m.matches(t.layer, t.etype, t.code),
-        (Terminate::AnyKnown, [t]) => is_known_cause(t.layer, t.etype, t.code),
+        // A word either layout could have written matches in either.
+        (Terminate::Matching(m), [t]) => t.readings().any(|(l, e, c)| m.matches(l, e, c)),
+        (Terminate::AnyKnown, [t]) => t.readings().any(|(l, e, c)| is_known_cause(l, e, c)),
         _ => false,
     };
     let end = match outcome.end {
@@ -61,6 +63,6 @@ pub fn judge(expected: &Expectation, obs: &Observation) -> Verdict {
         .copied()
         .ok_or_else(|| Mismatch {
             expected: expected.clone(),
-            observed: obs.clone(),
+            observed: Box::new(obs.clone()),
         })
 }

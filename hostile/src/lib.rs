@@ -9,12 +9,20 @@
 //! `mpa`, `ddp` and `rdmap` wire types), and an [`Expectation`]: the MPA
 //! Reply, TERMINATE and close the RFCs allow.
 //!
-//! - [`catalogue`]: the cases, for a [`Target`] policy.
+//! - [`catalogue`]: the cases, for a [`Target`] policy, as the Initiator
+//!   or (for a target that connects) as the Responder.
+//! - [`player`]: sans-IO, plays a script on one connection in either role.
+//! - [`exchange`]: legitimate rping pings as scripts (liveness, and the
+//!   buffer a target hands out).
 //! - [`observe`]: sans-IO, reads the target's bytes into an [`Observation`]
 //!   (its Reply, each TERMINATE decoded in the RFC or siw layout, how the
 //!   connection ended).
 //! - [`judge`]: pure, compares an observation with an expectation.
-//! - [`driver`]: runs a case over kernel TCP sockets with bounded waits.
+//! - [`mutate`], [`minimize`]: pure, seeded structure-aware mutants of a
+//!   session, and delta debugging of a failing one.
+//! - [`transcript`]: what a connection carried, to and from pcap.
+//! - [`drive`], [`driver`]: the only I/O, running players over any of the
+//!   project's transports with bounded waits.
 //!
 //! ```no_run
 //! use hostile::{catalogue, driver, Target};
@@ -30,17 +38,26 @@
 
 pub mod build;
 pub mod catalogue;
+pub mod drive;
 pub mod driver;
+pub mod exchange;
 pub mod expect;
 pub mod judge;
+pub mod minimize;
+pub mod mutate;
 pub mod observe;
+pub mod player;
 pub mod script;
+pub mod transcript;
 
 #[cfg(test)]
 mod tests;
 
-pub use catalogue::{case, catalogue, Target};
+pub use catalogue::{case, case_in, catalogue, responder_catalogue, Target};
 pub use expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
 pub use judge::{judge, Mismatch, Verdict};
 pub use observe::{Ending, Observation, Observer, ReplySeen, TermSeen};
-pub use script::{Case, Mangle, Step};
+pub use player::{Action, Peer, Player};
+pub use script::{Case, Learned, Mangle, Step, Want};
+#[cfg(test)]
+mod scripted_tests;

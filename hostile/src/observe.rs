@@ -10,8 +10,9 @@
 //! FPDUs, with CRC if the first one's CRC field checks, without it if the
 //! field is zero (as a peer with CRC off sends it).
 //!
-//! The hostile side never asks for markers (no case sets M in its
-//! Request), so FPDUs from the target carry none.
+//! The hostile side asks for markers only when told to
+//! ([`Observer::expect_markers`]), and then reads them out of the target's
+//! FPDUs after start-up.
 
 use core::fmt;
 use core::ops::ControlFlow;
@@ -19,7 +20,8 @@ use core::ops::ControlFlow;
 use mpa::crc32c::crc32c;
 use mpa::wire::{FrameRepr, HEADER_LEN, MAX_PRIVATE_DATA};
 use mpa::Deframer;
-use rdmap::wire::{Body, MessageRepr, TermLayout};
+use rdmap::wire::terminate::is_known_cause;
+use rdmap::wire::{Body, MessageRepr, ReadRequestRepr, TermControl, TermLayout};
 use rdmap::Opcode;
 
 /// The MPA Reply the target sent.
@@ -37,6 +39,19 @@ pub struct TermSeen {
     pub etype: u8,
     pub code: u8,
     pub layout: TermLayout,
+    /// The reading in the other layout, when the control word does not
+    /// tell them apart (no M/D/R flag and both triples equally plausible):
+    /// siw's layout swaps the layer and type nibbles, so `0/2/0x05` sent
+    /// by siw reads as `2/0/0x05` by the RFC.
+    pub other: Option<(u8, u8, u8)>,
+}
+
+impl TermSeen {
+    /// Every reading of the TERMINATE: the chosen one, and the other
+    /// layout's where the word is ambiguous.
+    pub fn readings(&self) -> impl Iterator<Item = (u8, u8, u8)> + '_ {
+        core::iter::once((self.layer, self.etype, self.code)).chain(self.other)
+    }
 }
 
 impl fmt::Display for TermSeen {
@@ -45,7 +60,11 @@ impl fmt::Display for TermSeen {
             f,
             "TERMINATE {}/{}/{:#04x} ({:?} layout)",
             self.layer, self.etype, self.code, self.layout
-        )
+        )?;
+        if let Some((l, e, c)) = self.other {
+            write!(f, " or {l}/{e}/{c:#04x} (the other layout)")?;
+        }
+        Ok(())
     }
 }
 
@@ -62,6 +81,8 @@ pub enum Ending {
 
 /// Most messages other than TERMINATEs kept by name; the rest are counted.
 const KEEP_MESSAGES: usize = 16;
+/// Octets of a Send's payload kept.
+pub const KEEP_PAYLOAD: usize = 64;
 
 /// Everything the target sent on one connection, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +93,18 @@ pub struct Observation {
     pub messages: Vec<Opcode>,
     /// All other RDMAP messages, kept or not.
     pub message_count: u64,
+    /// Payloads of the first Sends (the application's adverts), each cut
+    /// at [`KEEP_PAYLOAD`] octets; only last segments count.
+    pub sends: Vec<Vec<u8>>,
+    /// Sends (last segments) seen in all.
+    pub send_count: u64,
+    /// The first Read Requests the target sent.
+    pub read_requests: Vec<ReadRequestRepr>,
+    /// Read Requests seen in all.
+    pub read_request_count: u64,
+    /// Tagged messages completed (last segments of Writes and Read
+    /// Responses).
+    pub tagged_count: u64,
     /// The first thing the target sent that is not a valid Reply, FPDU or
     /// RDMAP message: the target broke the protocol itself.
     pub malformed: Option<String>,
@@ -127,6 +160,8 @@ const MAX_FPDU: usize = 2 + 65535 + 3 + 4;
 pub struct Observer {
     phase: Phase,
     obs: Observation,
+    /// Whether the target puts markers in its FPDUs (we asked with M).
+    markers: bool,
 }
 
 impl Default for Observer {
@@ -138,17 +173,37 @@ impl Default for Observer {
 impl Observer {
     pub fn new() -> Observer {
         Observer {
+            markers: false,
             phase: Phase::Reply(Vec::new()),
             obs: Observation {
                 reply: None,
                 terminates: Vec::new(),
                 messages: Vec::new(),
                 message_count: 0,
+                sends: Vec::new(),
+                send_count: 0,
+                read_requests: Vec::new(),
+                read_request_count: 0,
+                tagged_count: 0,
                 malformed: None,
                 ending: Ending::Open,
                 bytes: 0,
             },
         }
+    }
+
+    /// The target's FPDUs after start-up carry markers (our Request or
+    /// Reply set M). Bytes sent in place of a Reply are read without.
+    pub fn expect_markers(&mut self, on: bool) {
+        self.markers = on;
+    }
+
+    /// For the Responder's side of a connection: start-up completed with
+    /// our own Reply (recorded as `seen`), so everything the target sends
+    /// from here on is FPDUs.
+    pub fn established(&mut self, seen: ReplySeen) {
+        self.obs.reply = Some(seen);
+        self.phase = Phase::Fpdus(Box::new(Deframer::new(seen.crc, self.markers, 65535)));
     }
 
     /// What has been seen so far.
@@ -189,7 +244,7 @@ impl Observer {
                         if seen.reject {
                             self.phase = Phase::Done;
                         } else {
-                            let mut d = Box::new(Deframer::new(seen.crc, false, 65535));
+                            let mut d = Box::new(Deframer::new(seen.crc, self.markers, 65535));
                             let bad = read_fpdus(&mut d, rest, &mut self.obs);
                             self.phase = Phase::Fpdus(d);
                             if let Some(m) = bad {
@@ -287,6 +342,24 @@ impl Observer {
     }
 }
 
+/// The other layout's reading of `c`, when nothing in the word tells the
+/// two apart.
+fn other_reading(c: &TermControl, layout: TermLayout) -> Option<(u8, u8, u8)> {
+    let word = c.encode(layout);
+    let other = match layout {
+        TermLayout::Rfc5040 => TermLayout::Siw,
+        TermLayout::Siw => TermLayout::Rfc5040,
+    };
+    let o = TermControl::decode(word, other);
+    let flagless = !(c.m || c.d || c.r || o.m || o.d || o.r);
+    let same_weight = is_known_cause(c.layer, c.etype, c.code)
+        == is_known_cause(o.layer, o.etype, o.code)
+        && c.reserved == 0
+        && o.reserved == 0;
+    let differs = (o.layer, o.etype) != (c.layer, c.etype);
+    (flagless && same_weight && differs).then_some((o.layer, o.etype, o.code))
+}
+
 /// Feeds `bytes` to `deframer`, recording each TERMINATE and other message
 /// in `obs`; says what was wrong if something is not a valid FPDU or RDMAP
 /// message.
@@ -300,8 +373,34 @@ fn read_fpdus(deframer: &mut Deframer, bytes: &[u8], obs: &mut Observation) -> O
                     etype: t.control.etype,
                     code: t.control.code,
                     layout: t.layout,
+                    other: other_reading(&t.control, t.layout),
                 }),
-                _ => {
+                body => {
+                    let last = m.ddp.last();
+                    match (m.opcode(), body) {
+                        (Opcode::ReadRequest, Body::ReadRequest(r)) => {
+                            if obs.read_requests.len() < KEEP_MESSAGES {
+                                obs.read_requests.push(r);
+                            }
+                            obs.read_request_count += 1;
+                        }
+                        (
+                            Opcode::Send
+                            | Opcode::SendInvalidate
+                            | Opcode::SendSolicited
+                            | Opcode::SendSolicitedInvalidate,
+                            Body::Data(d),
+                        ) if last => {
+                            if obs.sends.len() < KEEP_MESSAGES {
+                                obs.sends.push(d[..d.len().min(KEEP_PAYLOAD)].to_vec());
+                            }
+                            obs.send_count += 1;
+                        }
+                        (Opcode::RdmaWrite | Opcode::ReadResponse, _) if last => {
+                            obs.tagged_count += 1;
+                        }
+                        _ => {}
+                    }
                     if obs.messages.len() < KEEP_MESSAGES {
                         obs.messages.push(m.opcode());
                     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mpa::InitiatorConfig;
+use mpa::{InitiatorConfig, ResponderConfig};
 
 use crate::expect::Expectation;
 
@@ -16,6 +16,37 @@ pub enum Mangle {
     FlipCrc,
     /// Only the first `n` octets are sent.
     Cut(usize),
+    /// ULPDU_Length overwritten with this value (the rest as framed).
+    Length(u16),
+    /// The framed octet at `at` (if there is one) XORed with `mask`: CRC,
+    /// pad and marker octets included.
+    Xor { at: usize, mask: u8 },
+}
+
+impl Mangle {
+    /// Spoils a framed FPDU.
+    pub fn apply(self, fpdu: &mut Vec<u8>) {
+        match self {
+            Mangle::None => {}
+            Mangle::FlipCrc => {
+                if let Some(last) = fpdu.last_mut() {
+                    // The CRC's most significant octet is last.
+                    *last ^= 0x01;
+                }
+            }
+            Mangle::Cut(n) => fpdu.truncate(n),
+            Mangle::Length(len) => {
+                if let Some(head) = fpdu.first_chunk_mut::<2>() {
+                    *head = len.to_be_bytes();
+                }
+            }
+            Mangle::Xor { at, mask } => {
+                if let Some(b) = fpdu.get_mut(at) {
+                    *b ^= mask;
+                }
+            }
+        }
+    }
 }
 
 /// One thing the hostile peer does.
@@ -25,6 +56,26 @@ pub enum Step {
     /// the Reply read. Later [`Step::Fpdu`]s are framed as it negotiated;
     /// if it does not complete, the rest of the script is skipped.
     StartUp(Box<InitiatorConfig>),
+    /// Plays the Responder: waits for the target's Request and answers it
+    /// with a valid Reply under this policy (accepting whatever it asks
+    /// within it). Later FPDUs are framed as that negotiated; a Request the
+    /// policy refuses ends the script.
+    Accept(Box<ResponderConfig>),
+    /// Plays the Responder up to the Request only: waits until a whole MPA
+    /// frame has come (or the target gives up), and answers nothing, so
+    /// the next step can send a Reply of its own making.
+    AwaitRequest,
+    /// Sends nothing for this long (a peer taking its time).
+    Pause(Duration),
+    /// Waits until the target has sent at least this many messages (in
+    /// all, on this connection), or the patience runs out (which ends the
+    /// script).
+    Await(Want),
+    /// Waits for the target's MPA Reply (after a Request sent as bytes).
+    AwaitReply,
+    /// An FPDU built from what the target has handed out, framed as
+    /// start-up negotiated and spoiled by `mangle`.
+    Learned { what: Learned, mangle: Mangle },
     /// These bytes, as they are.
     Bytes(Vec<u8>),
     /// One FPDU carrying `ulpdu`, framed as start-up negotiated, then
@@ -42,6 +93,37 @@ impl Step {
             mangle: Mangle::None,
         }
     }
+}
+
+/// Counts of the target's messages a script waits for, in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Want {
+    pub sends: u64,
+    pub read_requests: u64,
+    /// Writes and Read Responses.
+    pub tagged: u64,
+}
+
+/// A ULPDU that needs a buffer the target handed out on this connection:
+/// the sink of its latest Read Request (an rping server reading our
+/// advert) or the buffer its latest Send advertised (an rping client's
+/// `rping_rdma_info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learned {
+    /// The Read Response answering the target's latest Read Request.
+    AnswerRead,
+    /// An RDMA Write of `len` octets into the target's latest Read
+    /// Request sink, `offset` octets past its start.
+    WriteToReadSink { offset: u64, len: u32 },
+    /// Read Request `msn` for `size` octets from the target's latest Read
+    /// Request sink, `offset` octets past its start.
+    ReadFromReadSink { msn: u32, offset: u64, size: u32 },
+    /// An RDMA Write of `len` octets (0: the advertised size) into the
+    /// buffer of the target's latest advert, `offset` octets past its start.
+    WriteToAdvert { offset: u64, len: u32 },
+    /// Read Request `msn` for the advertised size plus `extra` octets from
+    /// the buffer of the target's latest advert, `offset` past its start.
+    ReadFromAdvert { msn: u32, offset: u64, extra: u32 },
 }
 
 /// One hostile behaviour and the answer the RFCs assign to it.

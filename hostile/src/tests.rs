@@ -139,6 +139,29 @@ fn the_siw_layout_is_decoded_to_the_same_triple() {
 }
 
 #[test]
+fn a_word_either_layout_could_have_written_matches_in_either() {
+    // siw's 0/2/0x05 with no flags reads 2/0/0x05 by the RFC layout, also
+    // a defined cause: both readings are kept, and the judge takes either.
+    let t = terminate(TermCode::RDMAP_INVALID_VERSION, TermLayout::Siw);
+    let a = answered(responder(true, &[t]), Ending::Fin);
+    let obs = observe(&a, 3);
+    let seen = obs.terminates[0];
+    assert_eq!((seen.layer, seen.etype, seen.code), (2, 0, 5));
+    assert_eq!(seen.other, Some((0, 2, 5)));
+    assert!(passes("wrong-rdmap-version", &a));
+    // A word only one layout explains has one reading.
+    let t = terminate(TermCode::DDP_UT_MSN_RANGE, TermLayout::Rfc5040);
+    let obs = observe(&answered(responder(true, &[t]), Ending::Fin), 3);
+    assert_eq!(obs.terminates[0].other, None);
+    // And a code neither reading gives still fails.
+    let t = terminate(TermCode::RDMAP_UNEXPECTED_OPCODE, TermLayout::Siw);
+    assert!(!passes(
+        "wrong-rdmap-version",
+        &answered(responder(true, &[t]), Ending::Fin)
+    ));
+}
+
+#[test]
 fn another_terminate_fails() {
     let a = answered(
         responder(
@@ -326,4 +349,33 @@ fn a_close_inside_a_reply_or_fpdu_is_malformed() {
     // Still open: the rest may be on its way, nothing to judge yet.
     let open = answered(reply[..10].to_vec(), Ending::Open);
     assert!(observe(&open, 5).malformed.is_none());
+}
+
+#[test]
+fn markers_in_the_targets_fpdus_are_read_out_when_asked_for() {
+    let mut framer = mpa::Framer::new(false, true);
+    let mut stream = Vec::new();
+    for msn in 1..=3 {
+        framer
+            .frame_to_vec(&build::send(msn, &[0x61; 300], true), &[], &mut stream)
+            .unwrap();
+    }
+    let t = terminate(TermCode::DDP_UT_MSN_RANGE, TermLayout::Rfc5040);
+    framer.frame_to_vec(&t, &[], &mut stream).unwrap();
+    for chunk in [1, 7, 512, usize::MAX] {
+        let mut o = Observer::new();
+        o.expect_markers(true);
+        o.established(crate::observe::ReplySeen {
+            reject: false,
+            rev: 2,
+            crc: false,
+        });
+        for c in stream.chunks(chunk.min(stream.len())) {
+            o.on_bytes(c);
+        }
+        o.on_fin();
+        let obs = o.finish();
+        assert_eq!((obs.send_count, obs.terminates.len()), (3, 1), "{obs}");
+        assert!(obs.malformed.is_none(), "{obs}");
+    }
 }

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod decode;
+pub mod fuzz_peer;
 pub mod perf;
 pub mod rping;
 pub mod transport_args;

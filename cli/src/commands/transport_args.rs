@@ -224,6 +224,15 @@ impl TransportArgs {
     /// address when `None`), or the TAP host. The capture, if asked for, is
     /// flushed when the device is dropped.
     pub fn open_device(&self, bind: Option<IpAddr>) -> Result<Device, String> {
+        Ok(Device::new(self.open_transport(bind)?))
+    }
+
+    /// Opens the transport alone, for tools that speak on raw byte streams
+    /// (`fuzz-peer`); as [`open_device`](Self::open_device) otherwise.
+    pub fn open_transport(
+        &self,
+        bind: Option<IpAddr>,
+    ) -> Result<Box<dyn Transport + Send>, String> {
         let sink = match &self.pcap {
             Some(path) => {
                 Some(PcapSink::create(path).map_err(|e| format!("pcap {}: {e}", path.display()))?)
@@ -257,7 +266,7 @@ impl TransportArgs {
                 Box::new(k)
             }
         };
-        Ok(Device::new(transport))
+        Ok(transport)
     }
 
     /// A short description for debug output.

@@ -99,6 +99,8 @@ macro_rules! catalogue_tests {
             unsolicited_read_response => "unsolicited-read-response",
             terminate_mid_transfer => "terminate-mid-transfer",
             fin_mid_fpdu => "fin-mid-fpdu",
+            write_beyond_a_valid_region => "write-beyond-region",
+            read_beyond_a_valid_region => "read-beyond-region",
         );
     };
     (@cases $check:ident; $($test:ident => $name:literal,)*) => {
