@@ -66,6 +66,7 @@ mod linger;
 pub mod memory;
 #[cfg(test)]
 mod pcap_check;
+mod readiness;
 mod rng;
 mod seam;
 mod slab;
@@ -78,6 +79,7 @@ mod wake;
 
 pub use error::TransportError;
 pub use linger::CLOSE_LINGER;
+pub use readiness::poll_readable;
 pub use seam::{ListenerId, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};
-pub use wake::Waker;
+pub use wake::{EventFd, Waker};

@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::device::{Device, DeviceShared};
+use crate::channel::EventChannel;
+use crate::device::{Device, DeviceShared, Watched};
 use crate::engine::PendingRequest;
 use crate::qp::QueuePair;
 use crate::types::VerbsError;
@@ -122,6 +123,13 @@ impl Listener {
             .map(|r| ConnectRequest::new(r, self.device.clone()))
     }
 
+    /// Makes `channel` readable whenever a connect request waits for
+    /// [`Listener::try_request`] (see [`EventChannel`] for who drives
+    /// progress). Fires at once if one waits already.
+    pub fn watch_requests(&self, channel: &EventChannel) {
+        self.device.watch(Watched::Listener(self.id), &channel.fd);
+    }
+
     /// Blocks for the next connect request; `None` on timeout.
     pub fn request(&self, timeout: Duration) -> Option<ConnectRequest> {
         let deadline = Instant::now() + timeout;
@@ -145,6 +153,7 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         let id = self.id;
+        self.device.unwatch(Watched::Listener(id));
         self.device.with_transport_engine(|e| e.unlisten(id));
     }
 }

@@ -4,8 +4,8 @@
 //! The modules form layers, and each uses only the layers below it:
 //!
 //! ```text
-//! handles   cm, cq, qp, mr, pd    what the program holds; each also adds
-//!                                 its constructor to `Device`
+//! handles   cm, cq, qp, mr, pd,   what the program holds; each also adds
+//!           channel               its constructor to `Device`
 //!   |
 //! device    device                the engine behind a lock, waits without
 //!                                 it, the progress thread, counters
@@ -29,6 +29,7 @@
 /// building a device needs only this crate (`verbs::transport::memory`, ...).
 pub use transport;
 
+pub mod channel;
 pub mod cm;
 pub mod cq;
 mod device;
@@ -41,11 +42,12 @@ pub mod pd;
 pub mod qp;
 mod types;
 
+pub use channel::EventChannel;
 pub use cm::{
     AcceptParams, CmEvent, ConnectParams, ConnectRequest, ConnectionInfo, CrcPolicy,
     DisconnectReason, ListenOptions, Listener, MpaOptions, Rtr, RtrSet,
 };
-pub use cq::{CompletionQueue, WcOpcode, WcStatus, WorkCompletion};
+pub use cq::{CompletionQueue, NotifyOn, WcOpcode, WcStatus, WorkCompletion};
 pub use ddp::memory::{Access, PdId, STag};
 pub use device::{Device, DeviceStats, ProgressThread};
 pub use mr::MemoryRegion;

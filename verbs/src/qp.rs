@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::channel::EventChannel;
 use crate::cq::CompletionQueue;
-use crate::device::{Device, DeviceShared};
+use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
 use crate::types::{CmEvent, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
@@ -154,6 +155,14 @@ impl QueuePair {
         }
     }
 
+    /// Makes `channel` readable whenever this queue pair has a connection
+    /// event waiting for [`QueuePair::try_event`] (rdma_cm's event channel;
+    /// see [`EventChannel`] for who drives progress). Fires at once if one
+    /// waits already.
+    pub fn watch_events(&self, channel: &EventChannel) {
+        self.device.watch(Watched::Qp(self.num), &channel.fd);
+    }
+
     /// Closes the connection: outstanding work requests are flushed, the
     /// TCP stream is closed once queued bytes are out.
     pub fn disconnect(&self) {
@@ -165,6 +174,7 @@ impl QueuePair {
 impl Drop for QueuePair {
     fn drop(&mut self) {
         let num = self.num;
+        self.device.unwatch(Watched::Qp(num));
         self.device.with_engine_now(|e, now| e.destroy_qp(num, now));
     }
 }

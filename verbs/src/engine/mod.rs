@@ -8,6 +8,7 @@
 //! [`incoming`] until the application accepts them onto a queue pair.
 
 mod completions;
+mod cq_notify;
 mod incoming;
 mod qp_slot;
 mod registry;
@@ -30,6 +31,7 @@ use crate::types::{
 };
 
 pub(crate) use completions::CqShared;
+pub(crate) use cq_notify::CqNotify;
 pub(crate) use incoming::PendingRequest;
 use incoming::{Incoming, IncomingState};
 use qp_slot::{Phase, QpSlot};

@@ -42,6 +42,8 @@ pub enum VerbsError {
     Timeout,
     #[error("invalid MPA settings: {0}")]
     Mpa(String),
+    #[error("the completion queue has no event channel to notify")]
+    NoChannel,
     #[error("the transport is held by a waiting thread")]
     TransportBusy,
     #[error(transparent)]
