@@ -59,6 +59,8 @@
 //! assert_eq!(got, b"hello");
 //! ```
 
+#[cfg(feature = "tokio")]
+mod async_fd;
 pub mod baseline;
 mod error;
 pub mod kernel;
@@ -77,6 +79,8 @@ pub mod tap;
 mod testutil;
 mod wake;
 
+#[cfg(feature = "tokio")]
+pub use async_fd::AsyncReadiness;
 pub use error::TransportError;
 pub use linger::CLOSE_LINGER;
 pub use readiness::poll_readable;

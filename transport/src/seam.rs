@@ -169,7 +169,8 @@ pub trait Transport {
     }
 
     /// A descriptor (a duplicate the caller owns) that polls readable when
-    /// input is waiting for [`poll`](Transport::poll): what an event loop
+    /// input is waiting for [`poll`](Transport::poll) or the
+    /// [`waker`](Transport::waker) was called: what an event loop
     /// watches to drive the transport itself instead of a thread sleeping
     /// in [`wait`](Transport::wait). Between readiness, `poll` must still
     /// run when [`poll_delay`](Transport::poll_delay) says (timers, frames

@@ -40,6 +40,8 @@ pub mod fuzzing;
 pub mod mr;
 pub mod pd;
 pub mod qp;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod types;
 
 pub use channel::EventChannel;

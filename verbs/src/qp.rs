@@ -125,10 +125,7 @@ impl QueuePair {
     /// Waits for the connection to be established (or to fail).
     pub fn wait_established(&self, timeout: Duration) -> Result<ConnectionInfo, VerbsError> {
         match self.wait_event(timeout) {
-            Some(CmEvent::Established(info)) => Ok(info),
-            Some(CmEvent::Rejected { private_data }) => Err(VerbsError::Rejected { private_data }),
-            Some(CmEvent::ConnectFailed(why)) => Err(VerbsError::ConnectFailed(why)),
-            Some(CmEvent::Disconnected { reason }) => Err(VerbsError::Disconnected(reason)),
+            Some(ev) => connect_outcome(ev),
             None => Err(VerbsError::Timeout),
         }
     }
@@ -168,6 +165,16 @@ impl QueuePair {
     pub fn disconnect(&self) {
         self.device
             .with_engine_now(|e, now| e.disconnect(self.num, now))
+    }
+}
+
+/// What a connection event means for a caller waiting to be connected.
+pub(crate) fn connect_outcome(ev: CmEvent) -> Result<ConnectionInfo, VerbsError> {
+    match ev {
+        CmEvent::Established(info) => Ok(info),
+        CmEvent::Rejected { private_data } => Err(VerbsError::Rejected { private_data }),
+        CmEvent::ConnectFailed(why) => Err(VerbsError::ConnectFailed(why)),
+        CmEvent::Disconnected { reason } => Err(VerbsError::Disconnected(reason)),
     }
 }
 

@@ -219,6 +219,10 @@ impl Wire {
         if asleep {
             self.ready[i].notify_all();
         }
+        // An event loop driving this end waits on the readiness descriptor.
+        if let Some(fd) = self.readiness[i].get() {
+            fd.notify();
+        }
     }
 
     /// Sleeps until a frame on lane `i` is due (by the real clock), a

@@ -48,4 +48,6 @@ pub enum VerbsError {
     TransportBusy,
     #[error(transparent)]
     Transport(#[from] TransportError),
+    #[error("event channel: {0}")]
+    Io(#[source] std::io::Error),
 }
