@@ -56,3 +56,8 @@ pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
 pub use types::VerbsError;
+
+/// The README's code, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
