@@ -55,7 +55,7 @@ pub use device::{Device, DeviceStats, ProgressThread};
 pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
-pub use types::VerbsError;
+pub use types::{ConnectError, MpaFailure, MpaSettingsError, VerbsError};
 
 /// The README's code, compiled and run as a doctest.
 #[cfg(doctest)]

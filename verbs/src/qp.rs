@@ -9,13 +9,14 @@ use crate::channel::EventChannel;
 use crate::cq::CompletionQueue;
 use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
-use crate::types::{CmEvent, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
+use crate::types::{CmEvent, ConnectError, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
 pub use crate::types::QpState;
 pub use crate::types::{wr, RecvWr, STag, SendOp, SendWr, Sge};
 
 /// Sizes and completion queues of a new queue pair.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct QpInit {
     pub send_cq: CompletionQueue,
     pub recv_cq: CompletionQueue,
@@ -33,6 +34,7 @@ impl QpInit {
         QpInit::with_cqs(cq, cq)
     }
 
+    /// Separate completion queues for sends and receives.
     pub fn with_cqs(send_cq: &CompletionQueue, recv_cq: &CompletionQueue) -> Self {
         QpInit {
             send_cq: send_cq.clone(),
@@ -42,6 +44,20 @@ impl QpInit {
             max_send_sge: 6,
             max_recv_sge: 6,
         }
+    }
+
+    /// With `sq` outstanding send and `rq` posted receive work requests.
+    pub fn with_depths(mut self, sq: usize, rq: usize) -> Self {
+        self.sq_depth = sq;
+        self.rq_depth = rq;
+        self
+    }
+
+    /// With at most `send` and `recv` scatter/gather entries per request.
+    pub fn with_max_sge(mut self, send: usize, recv: usize) -> Self {
+        self.max_send_sge = send;
+        self.max_recv_sge = recv;
+        self
     }
 }
 
@@ -172,8 +188,8 @@ impl QueuePair {
 pub(crate) fn connect_outcome(ev: CmEvent) -> Result<ConnectionInfo, VerbsError> {
     match ev {
         CmEvent::Established(info) => Ok(info),
-        CmEvent::Rejected { private_data } => Err(VerbsError::Rejected { private_data }),
-        CmEvent::ConnectFailed(why) => Err(VerbsError::ConnectFailed(why)),
+        CmEvent::Rejected { private_data } => Err(ConnectError::Rejected { private_data }.into()),
+        CmEvent::ConnectFailed(why) => Err(why.into()),
         CmEvent::Disconnected { reason } => Err(VerbsError::Disconnected(reason)),
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use verbs::tokio::{drive, AsyncCq, AsyncListener, AsyncQp};
 use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
 use verbs::{
-    wr, AcceptParams, Access, CmEvent, ConnectParams, Device, ListenOptions, QpInit, VerbsError,
-    WcOpcode,
+    wr, AcceptParams, Access, CmEvent, ConnectError, ConnectParams, Device, ListenOptions, QpInit,
+    VerbsError, WcOpcode,
 };
 
 const PORT: u16 = 4791;
@@ -125,7 +125,9 @@ fn a_rejected_connect_reports_the_private_data() {
             req.reject(b"busy").unwrap();
         });
         match connected {
-            Err(VerbsError::Rejected { private_data }) => assert_eq!(private_data, b"busy"),
+            Err(VerbsError::Connect(ConnectError::Rejected { private_data })) => {
+                assert_eq!(private_data, b"busy")
+            }
             other => panic!("{other:?}"),
         }
     });

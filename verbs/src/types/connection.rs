@@ -6,8 +6,12 @@ use std::time::Duration;
 
 pub use mpa::{CrcPolicy, Rtr, RtrSet};
 
-/// MPA options of one side.
+use super::connect_error::ConnectError;
+
+/// MPA options of one side. Start from `MpaOptions::default()` and set
+/// fields (the struct may grow).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MpaOptions {
     /// MPA revision to offer: 1 (RFC 5044) or 2 (RFC 6581, with IRD/ORD).
     pub revision: u8,
@@ -95,6 +99,7 @@ impl Default for AcceptParams {
 /// Options of a listening endpoint: the MPA policy applied to every
 /// request it receives.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ListenOptions {
     pub mpa: MpaOptions,
     /// Connections that may be in MPA start-up at once, offered requests
@@ -107,21 +112,41 @@ pub struct ListenOptions {
     pub backlog: Option<usize>,
 }
 
+impl ListenOptions {
+    /// With `mpa` as the policy for every request.
+    pub fn with_mpa(mut self, mpa: MpaOptions) -> Self {
+        self.mpa = mpa;
+        self
+    }
+
+    /// With room for `backlog` connections in start-up.
+    pub fn with_backlog(mut self, backlog: usize) -> Self {
+        self.backlog = Some(backlog);
+        self
+    }
+}
+
 /// A connection event of one queue pair.
+///
+/// Not `#[non_exhaustive]` yet: the command-line tools match it
+/// exhaustively; marking it is a one-line change once they carry
+/// wildcard arms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CmEvent {
     /// MPA start-up finished; the connection carries RDMA traffic.
     Established(ConnectionInfo),
     /// The peer rejected the connect request, with its private data.
     Rejected { private_data: Vec<u8> },
-    /// TCP or MPA start-up failed (refused, timed out, malformed reply…).
-    ConnectFailed(String),
+    /// TCP or MPA start-up failed: refused, timed out, the peer broke
+    /// the protocol, or the two sides' settings do not agree.
+    ConnectFailed(ConnectError),
     /// The connection ended (peer close, local disconnect or TERMINATE).
     Disconnected { reason: DisconnectReason },
 }
 
 /// Why a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DisconnectReason {
     /// [`QueuePair::disconnect`](crate::QueuePair::disconnect) was called.
     Local,
@@ -143,6 +168,7 @@ pub enum DisconnectReason {
 
 /// What start-up settled on, as the application sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectionInfo {
     pub peer_addr: Option<SocketAddr>,
     pub local_addr: Option<SocketAddr>,

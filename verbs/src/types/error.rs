@@ -3,10 +3,15 @@
 
 use thiserror::Error;
 
+use super::connect_error::{ConnectError, MpaSettingsError};
 use super::connection::DisconnectReason;
 use crate::transport::TransportError;
 
+/// Everything a verbs call can fail with. Connection outcomes say whose
+/// fault they were ([`ConnectError`]); local misuse is never blamed on the
+/// peer.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum VerbsError {
     #[error("range {offset}+{len} is outside the region of {region_len} bytes")]
     OutOfBounds {
@@ -32,16 +37,14 @@ pub enum VerbsError {
     Post(#[from] rdmap::work_request::PostError),
     #[error("completion queue overflow: more than {capacity} completions were waiting")]
     CqOverflow { capacity: usize },
-    #[error("the peer rejected the connection")]
-    Rejected { private_data: Vec<u8> },
-    #[error("connecting failed: {0}")]
-    ConnectFailed(String),
+    #[error("connecting failed")]
+    Connect(#[from] ConnectError),
     #[error("disconnected: {0:?}")]
     Disconnected(DisconnectReason),
     #[error("timed out")]
     Timeout,
-    #[error("invalid MPA settings: {0}")]
-    Mpa(String),
+    #[error("invalid MPA settings")]
+    MpaSettings(#[from] MpaSettingsError),
     #[error("the completion queue has no event channel to notify")]
     NoChannel,
     #[error("the transport is held by a waiting thread")]
