@@ -40,6 +40,7 @@ pub mod fuzzing;
 pub mod mr;
 pub mod pd;
 pub mod qp;
+mod query;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 mod types;
@@ -55,6 +56,7 @@ pub use device::{Device, DeviceStats, ProgressThread};
 pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
+pub use query::{DeviceAttr, QpAttr, QpCap};
 pub use types::{ConnectError, MpaFailure, MpaSettingsError, VerbsError};
 
 /// The README's code, compiled and run as a doctest.

@@ -9,6 +9,7 @@ use crate::channel::EventChannel;
 use crate::cq::CompletionQueue;
 use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
+use crate::query::QpCap;
 use crate::types::{CmEvent, ConnectError, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
 pub use crate::types::QpState;
@@ -79,6 +80,12 @@ impl Device {
             .with_engine(|e| e.create_qp(pd.id, send_cq, recv_cq, limits));
         Ok(QueuePair {
             num,
+            cap: QpCap {
+                sq_depth: init.sq_depth,
+                rq_depth: init.rq_depth,
+                max_send_sge: init.max_send_sge,
+                max_recv_sge: init.max_recv_sge,
+            },
             pd: pd.clone(),
             device: self.shared.clone(),
         })
@@ -89,6 +96,7 @@ impl Device {
 #[derive(Debug)]
 pub struct QueuePair {
     pub(crate) num: u32,
+    pub(crate) cap: QpCap,
     pub(crate) pd: ProtectionDomain,
     pub(crate) device: Arc<DeviceShared>,
 }

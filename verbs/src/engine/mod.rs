@@ -275,6 +275,10 @@ impl Engine {
         self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))
     }
 
+    pub(crate) fn qp_count(&self) -> usize {
+        self.qps.len()
+    }
+
     pub(crate) fn qp_state(&self, num: u32) -> QpState {
         self.qps.get(&num).map_or(QpState::Error, |s| s.state())
     }
