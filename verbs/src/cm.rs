@@ -24,8 +24,11 @@ pub struct ConnectRequest {
     pub(crate) id: u64,
     pub(crate) device: Arc<DeviceShared>,
     pub(crate) answered: bool,
+    /// Where the request came from, if the transport knows.
     pub peer_addr: Option<SocketAddr>,
+    /// The initiator's private data (without any IRD/ORD block).
     pub private_data: Vec<u8>,
+    /// The MPA revision of the request.
     pub revision: u8,
     /// The initiator asked for CRC.
     pub crc: bool,
@@ -33,6 +36,7 @@ pub struct ConnectRequest {
     pub markers: bool,
     /// The initiator's IRD and ORD (revision 2), if sent.
     pub ird: Option<u16>,
+    /// (See `ird`.)
     pub ord: Option<u16>,
     /// The initiator asked for peer-to-peer mode with these RTR kinds.
     pub p2p: Vec<Rtr>,
@@ -110,6 +114,7 @@ pub struct Listener {
 }
 
 impl Listener {
+    /// The port listened on (the one picked, for port 0).
     pub fn port(&self) -> u16 {
         self.port
     }

@@ -122,6 +122,7 @@ impl CompletionQueue {
         self.shared.len()
     }
 
+    /// Whether no completion waits.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -24,6 +24,7 @@
 //! (`verbs::cm::CmEvent`, `verbs::cq::WorkCompletion`, `verbs::qp::wr`...)
 //! re-export the plain types from the handle module they belong with.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 /// The transports a [`Device`] runs over, re-exported so that a program
 /// building a device needs only this crate (`verbs::transport::memory`, ...).

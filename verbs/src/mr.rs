@@ -66,18 +66,22 @@ impl MemoryRegion {
         self.reg.region.info.base
     }
 
+    /// Length in bytes.
     pub fn len(&self) -> usize {
         self.reg.region.info.len as usize
     }
 
+    /// Whether the region has no bytes.
     pub fn is_empty(&self) -> bool {
         self.reg.region.info.len == 0
     }
 
+    /// The rights it was registered with.
     pub fn access(&self) -> Access {
         self.reg.region.info.access
     }
 
+    /// The protection domain it belongs to.
     pub fn pd(&self) -> PdId {
         self.reg.region.info.pd
     }

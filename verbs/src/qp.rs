@@ -19,13 +19,17 @@ pub use crate::types::{wr, RecvWr, STag, SendOp, SendWr, Sge};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct QpInit {
+    /// Where send-queue work requests complete.
     pub send_cq: CompletionQueue,
+    /// Where receive work requests complete.
     pub recv_cq: CompletionQueue,
     /// Outstanding send work requests.
     pub sq_depth: usize,
     /// Posted receive work requests.
     pub rq_depth: usize,
+    /// Scatter/gather entries per send work request.
     pub max_send_sge: usize,
+    /// Scatter/gather entries per receive work request.
     pub max_recv_sge: usize,
 }
 
@@ -107,10 +111,12 @@ impl QueuePair {
         self.num
     }
 
+    /// The protection domain it was created in.
     pub fn pd(&self) -> &ProtectionDomain {
         &self.pd
     }
 
+    /// Where the queue pair stands now.
     pub fn state(&self) -> QpState {
         self.device.with_engine(|e| e.qp_state(self.num))
     }

@@ -15,6 +15,7 @@ use super::connect_error::ConnectError;
 pub struct MpaOptions {
     /// MPA revision to offer: 1 (RFC 5044) or 2 (RFC 6581, with IRD/ORD).
     pub revision: u8,
+    /// Whether to use, offer or refuse the MPA CRC.
     pub crc: CrcPolicy,
     /// Ask the peer to send markers to us.
     pub markers: bool,
@@ -64,6 +65,7 @@ pub struct ConnectParams {
     pub ird: u16,
     /// RDMA Reads we want to have outstanding towards the peer.
     pub ord: u16,
+    /// The MPA options of this side.
     pub mpa: MpaOptions,
 }
 
@@ -81,8 +83,11 @@ impl Default for ConnectParams {
 /// What the passive side answers with when it accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcceptParams {
+    /// Private data for the peer (or received from it).
     pub private_data: Vec<u8>,
+    /// RDMA Reads the peer may have outstanding towards us.
     pub ird: u16,
+    /// RDMA Reads we may have outstanding towards the peer.
     pub ord: u16,
 }
 
@@ -101,6 +106,7 @@ impl Default for AcceptParams {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ListenOptions {
+    /// The MPA options of this side.
     pub mpa: MpaOptions,
     /// Connections that may be in MPA start-up at once, offered requests
     /// included. Default 8. When it is full, the oldest start-up still
@@ -136,12 +142,18 @@ pub enum CmEvent {
     /// MPA start-up finished; the connection carries RDMA traffic.
     Established(ConnectionInfo),
     /// The peer rejected the connect request, with its private data.
-    Rejected { private_data: Vec<u8> },
+    Rejected {
+        /// The private data of the peer's MPA Reply.
+        private_data: Vec<u8>,
+    },
     /// TCP or MPA start-up failed: refused, timed out, the peer broke
     /// the protocol, or the two sides' settings do not agree.
     ConnectFailed(ConnectError),
     /// The connection ended (peer close, local disconnect or TERMINATE).
-    Disconnected { reason: DisconnectReason },
+    Disconnected {
+        /// Why it ended.
+        reason: DisconnectReason,
+    },
 }
 
 /// Why a connection ended.
@@ -159,9 +171,13 @@ pub enum DisconnectReason {
     FirstFpduTimeout,
     /// A TERMINATE was sent or received: the layer/etype/code it carried.
     Terminated {
+        /// True if the peer sent it, false if this side did.
         by_peer: bool,
+        /// TERMINATE layer (0 RDMAP, 1 DDP, 2 LLP/MPA).
         layer: u8,
+        /// TERMINATE error type.
         etype: u8,
+        /// TERMINATE error code.
         code: u8,
     },
 }
@@ -170,14 +186,24 @@ pub enum DisconnectReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConnectionInfo {
+    /// The peer's address, if the transport knows.
     pub peer_addr: Option<SocketAddr>,
+    /// This side's address, if the transport knows.
     pub local_addr: Option<SocketAddr>,
+    /// Private data for the peer (or received from it).
     pub private_data: Vec<u8>,
+    /// MPA revision: offered (1 or 2; RFC 5044 or RFC 6581 with IRD/ORD), or settled on.
     pub revision: u8,
+    /// Whether FPDUs carry a CRC.
     pub crc: bool,
+    /// Whether this side sends markers.
     pub markers_tx: bool,
+    /// Whether the peer sends markers.
     pub markers_rx: bool,
+    /// RDMA Reads the peer may have outstanding towards us.
     pub ird: u16,
+    /// RDMA Reads we may have outstanding towards the peer.
     pub ord: u16,
+    /// The peer-to-peer ready-to-receive message used, if any.
     pub rtr: Option<Rtr>,
 }
