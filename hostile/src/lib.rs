@@ -9,11 +9,11 @@
 //! `mpa`, `ddp` and `rdmap` wire types), and an [`Expectation`]: the MPA
 //! Reply, TERMINATE and close the RFCs allow.
 //!
-//! - [`catalogue`]: the cases, for a [`Target`] policy.
+//! - [`catalogue`](mod@catalogue): the cases, for a [`Target`] policy.
 //! - [`observe`]: sans-IO, reads the target's bytes into an [`Observation`]
 //!   (its Reply, each TERMINATE decoded in the RFC or siw layout, how the
 //!   connection ended).
-//! - [`judge`]: pure, compares an observation with an expectation.
+//! - [`judge`](mod@judge): pure, compares an observation with an expectation.
 //! - [`driver`]: runs a case over kernel TCP sockets with bounded waits.
 //!
 //! ```no_run
