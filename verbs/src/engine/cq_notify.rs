@@ -50,7 +50,8 @@ impl CqNotify {
         if armed == DISARMED {
             return;
         }
-        if armed == SOLICITED && !(wc.solicited || !wc.is_success()) {
+        // A solicited arm skips successful completions the peer did not solicit.
+        if armed == SOLICITED && !wc.solicited && wc.is_success() {
             return;
         }
         // Only the push that disarms signals: one event per arm.
