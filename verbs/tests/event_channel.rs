@@ -67,6 +67,9 @@ fn with_a_progress_thread_channels_fire_for_requests_events_and_armed_completion
 
     // Armed for solicited completions only: a plain Send lands without a
     // fire, a solicited one fires.
+    // The listener's channel is level-triggered: it fired again while the
+    // request waited untaken. Start clean.
+    sch.ack();
     scq.req_notify(NotifyOn::Solicited).unwrap();
     let sbuf = cpd.register_vec(b"hello".to_vec(), Access::NONE).unwrap();
     cqp.post_send(wr::send(1, vec![sbuf.sge_all()])).unwrap();
@@ -128,16 +131,33 @@ impl Loop {
                 return;
             }
         }
-        panic!("the channel did not fire");
+        panic!(
+            "the channel did not fire (after {} readiness wakes)",
+            self.readiness_wakes
+        );
     }
 }
 
 #[test]
 fn a_caller_driven_loop_over_readiness_descriptors_needs_no_thread() {
     let (client, server, addr) = devices();
+    caller_driven_loop(client, server, PORT, |port| {
+        assert_eq!(port, PORT);
+        addr
+    });
+}
+
+fn caller_driven_loop(
+    client: Device,
+    server: Device,
+    listen_port: u16,
+    addr_of: impl Fn(u16) -> std::net::SocketAddr,
+) {
     let mut ev = Loop::new(&[&client, &server]);
     let (cch, sch) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
-    let listener = server.listen(PORT, ListenOptions::default()).unwrap();
+    let listener = server
+        .listen(listen_port, ListenOptions::default())
+        .unwrap();
     listener.watch_requests(&sch);
     let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
     let ccq = client.create_cq_with_channel(16, &cch);
@@ -146,7 +166,8 @@ fn a_caller_driven_loop_over_readiness_descriptors_needs_no_thread() {
     let sqp = server.create_qp(&spd, QpInit::new(&scq)).unwrap();
     cqp.watch_events(&cch);
 
-    cqp.connect(addr, ConnectParams::default()).unwrap();
+    cqp.connect(addr_of(listener.port()), ConnectParams::default())
+        .unwrap();
     ev.until(&sch);
     let req = listener.try_request().expect("request");
     req.accept(&sqp, AcceptParams::default()).unwrap();

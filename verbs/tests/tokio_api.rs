@@ -132,3 +132,50 @@ fn a_rejected_connect_reports_the_private_data() {
         }
     });
 }
+
+#[test]
+fn over_kernel_tcp_a_progress_thread_stands_in_for_the_runtime() {
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+    use verbs::transport::kernel::{KernelConfig, KernelTransport};
+    runtime().block_on(async {
+        let cfg = KernelConfig {
+            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            ..Default::default()
+        };
+        let client = Device::new(Box::new(KernelTransport::new(cfg.clone())));
+        let server = Device::new(Box::new(KernelTransport::new(cfg)));
+        let drivers = (drive(&client).unwrap(), drive(&server).unwrap());
+        // Kernel TCP has no single readiness descriptor: the driver falls
+        // back to a progress thread and the futures work the same.
+        assert!(!drivers.0.on_runtime() && !drivers.1.on_runtime());
+
+        let listener = AsyncListener::listen(&server, 0, ListenOptions::default()).unwrap();
+        let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), listener.listener().port());
+        let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
+        let (ccq, scq) = (
+            AsyncCq::new(&client, 16).unwrap(),
+            AsyncCq::new(&server, 16).unwrap(),
+        );
+        let cqp = AsyncQp::new(client.create_qp(&cpd, QpInit::new(ccq.cq())).unwrap()).unwrap();
+        let sqp = AsyncQp::new(server.create_qp(&spd, QpInit::new(scq.cq())).unwrap()).unwrap();
+        let rbuf = spd.register(16, Access::LOCAL_WRITE).unwrap();
+        sqp.post_recv(wr::recv(7, vec![rbuf.sge_all()])).unwrap();
+        let (connected, accepted) =
+            tokio::join!(cqp.connect(addr, ConnectParams::default()), async {
+                let req = within(listener.request()).await.unwrap();
+                req.accept(&sqp, AcceptParams::default()).unwrap();
+                sqp.established().await
+            });
+        connected.unwrap();
+        accepted.unwrap();
+        let msg = cpd
+            .register_vec(b"over tcp".to_vec(), Access::NONE)
+            .unwrap();
+        cqp.post_send(wr::send(1, vec![msg.sge_all()])).unwrap();
+        let got = within(scq.next()).await.unwrap();
+        assert_eq!((got.wr_id, got.byte_len, got.is_success()), (7, 8, true));
+        assert_eq!(&rbuf.to_vec()[..8], b"over tcp");
+        assert!(within(ccq.next()).await.unwrap().is_success());
+        assert!(client.stats().thread_turns > 0, "the progress thread ran");
+    });
+}

@@ -202,8 +202,10 @@ impl DeviceShared {
     fn notify_if_changed(&self, e: &mut Engine) {
         if e.take_changed() {
             self.notify();
-            self.watchers.signal(e);
         }
+        // Not only on a change: some start-up steps queue a request or an
+        // event without marking the turn as changed.
+        self.watchers.signal(e);
     }
 
     /// Makes `channel` fire whenever `what` has an event waiting; fires at

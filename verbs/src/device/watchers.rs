@@ -42,8 +42,8 @@ impl Watchers {
     }
 
     /// Fires the channels whose queue pair or listener has an event
-    /// waiting. Spurious fires are possible (an event already seen but not
-    /// taken); a missed one is not, as every change comes through here.
+    /// waiting: level-triggered, after every engine call, so a channel
+    /// fires again while an event waits untaken.
     pub(crate) fn signal(&self, e: &Engine) {
         if !self.any.load(Ordering::Acquire) {
             return;
