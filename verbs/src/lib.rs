@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! handles   cm, cq, qp, mr, pd,   what the program holds; each also adds
-//!           channel               its constructor to `Device`
+//!           channel, query,       its constructor to `Device`; `tokio`
+//!           tokio                 (feature) wraps them in futures
 //!   |
 //! device    device                the engine behind a lock, waits without
 //!                                 it, the progress thread, counters
@@ -23,6 +24,12 @@
 //! not the queue handles, which hold the device). The public paths
 //! (`verbs::cm::CmEvent`, `verbs::cq::WorkCompletion`, `verbs::qp::wr`...)
 //! re-export the plain types from the handle module they belong with.
+//!
+//! Waiting: blocking calls (`CompletionQueue::wait`, `Listener::request`,
+//! `QueuePair::wait_event`), an [`EventChannel`] for epoll/mio/tokio event
+//! loops, or the futures of `verbs::tokio` with the `tokio`
+//! feature. `verbs/examples/` has a client/server pair (`memory_pair`) and
+//! an async ping-pong (`async_pingpong`); both run without privileges.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
