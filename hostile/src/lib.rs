@@ -9,7 +9,7 @@
 //! `mpa`, `ddp` and `rdmap` wire types), and an [`Expectation`]: the MPA
 //! Reply, TERMINATE and close the RFCs allow.
 //!
-//! - [`catalogue`]: the cases, for a [`Target`] policy, as the Initiator
+//! - [`catalogue`](mod@catalogue): the cases, for a [`Target`] policy, as the Initiator
 //!   or (for a target that connects) as the Responder.
 //! - [`player`]: sans-IO, plays a script on one connection in either role.
 //! - [`exchange`]: legitimate rping pings as scripts (liveness, and the
@@ -17,7 +17,7 @@
 //! - [`observe`]: sans-IO, reads the target's bytes into an [`Observation`]
 //!   (its Reply, each TERMINATE decoded in the RFC or siw layout, how the
 //!   connection ended).
-//! - [`judge`]: pure, compares an observation with an expectation.
+//! - [`judge`](mod@judge): pure, compares an observation with an expectation.
 //! - [`mutate`], [`minimize`]: pure, seeded structure-aware mutants of a
 //!   session, and delta debugging of a failing one.
 //! - [`transcript`]: what a connection carried, to and from pcap.

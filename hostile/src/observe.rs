@@ -89,7 +89,7 @@ pub const KEEP_PAYLOAD: usize = 64;
 pub struct Observation {
     pub reply: Option<ReplySeen>,
     pub terminates: Vec<TermSeen>,
-    /// Opcodes of the other RDMAP messages (the first [`KEEP_MESSAGES`]).
+    /// Opcodes of the other RDMAP messages (the first `KEEP_MESSAGES`).
     pub messages: Vec<Opcode>,
     /// All other RDMAP messages, kept or not.
     pub message_count: u64,

@@ -41,6 +41,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod crc32c;
 mod error;

@@ -51,10 +51,7 @@ fn hundreds_of_queue_pairs_move_data_at_once() {
     // and lets through MPA start-up at once.
     let mut cfg = MemoryLinkConfig::default();
     cfg.tuning.backlog = BATCH;
-    let listen = ListenOptions {
-        backlog: Some(BATCH),
-        ..ListenOptions::default()
-    };
+    let listen = ListenOptions::default().with_backlog(BATCH);
     let f = Fabric::memory(&cfg, listen, 4 * QPS * 8);
     let links: Vec<_> = (0..QPS / BATCH)
         .flat_map(|_| f.connect(BATCH, QpInit::new))

@@ -267,33 +267,39 @@ fn concurrent_posters_on_one_queue_pair() {
             .post_recv(wr::recv(i as u64, vec![rx.sge(i * 8, 8).unwrap()]))
             .unwrap();
     }
-    std::thread::scope(|s| {
-        for t in 0..THREADS {
-            let (qp, pd) = (&p.client_qp, &p.client_pd);
-            s.spawn(move || {
-                let src = pd.register(EACH * 8, Access::NONE).unwrap();
-                for k in 0..EACH {
-                    let msg = [t as u32, k as u32];
-                    let bytes: Vec<u8> = msg.iter().flat_map(|v| v.to_le_bytes()).collect();
-                    src.write(k * 8, &bytes).unwrap();
-                    let w = wr::send((t * EACH + k) as u64, vec![src.sge(k * 8, 8).unwrap()]);
-                    // The send queue (128) may fill: retry after a pause.
-                    let start = Instant::now();
-                    loop {
-                        match qp.post_send(w.clone()) {
-                            Ok(()) => break,
-                            Err(verbs::VerbsError::Post(rdmap::PostError::QueueFull {
-                                ..
-                            })) => {
-                                assert!(start.elapsed() < LIMIT);
-                                std::thread::sleep(Duration::from_micros(200));
+    // The source regions outlive their threads: a region goes with its
+    // last handle, and the sends may still be queued when a thread ends.
+    let _sources: Vec<verbs::MemoryRegion> = std::thread::scope(|s| {
+        let posters: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (qp, pd) = (&p.client_qp, &p.client_pd);
+                s.spawn(move || {
+                    let src = pd.register(EACH * 8, Access::NONE).unwrap();
+                    for k in 0..EACH {
+                        let msg = [t as u32, k as u32];
+                        let bytes: Vec<u8> = msg.iter().flat_map(|v| v.to_le_bytes()).collect();
+                        src.write(k * 8, &bytes).unwrap();
+                        let w = wr::send((t * EACH + k) as u64, vec![src.sge(k * 8, 8).unwrap()]);
+                        // The send queue (128) may fill: retry after a pause.
+                        let start = Instant::now();
+                        loop {
+                            match qp.post_send(w.clone()) {
+                                Ok(()) => break,
+                                Err(verbs::VerbsError::Post(rdmap::PostError::QueueFull {
+                                    ..
+                                })) => {
+                                    assert!(start.elapsed() < LIMIT);
+                                    std::thread::sleep(Duration::from_micros(200));
+                                }
+                                Err(e) => panic!("{e}"),
                             }
-                            Err(e) => panic!("{e}"),
                         }
                     }
-                }
-            });
-        }
+                    src
+                })
+            })
+            .collect();
+        posters.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let mut recvs = Vec::new();
     let deadline = Instant::now() + LIMIT;

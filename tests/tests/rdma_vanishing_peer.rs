@@ -105,10 +105,7 @@ fn drain(cq: &CompletionQueue, into: &mut Vec<WorkCompletion>) {
 fn vanishing(gone: Side) {
     let mut cfg = MemoryLinkConfig::default();
     cfg.tuning.backlog = QPS;
-    let listen = ListenOptions {
-        backlog: Some(QPS),
-        ..ListenOptions::default()
-    };
+    let listen = ListenOptions::default().with_backlog(QPS);
     let f = Fabric::memory(&cfg, listen, 1 << 14);
     let links = f.connect(QPS, QpInit::new);
     let regions = post_everything(&f, &links);

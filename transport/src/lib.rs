@@ -59,6 +59,8 @@
 //! assert_eq!(got, b"hello");
 //! ```
 
+#[cfg(feature = "tokio")]
+mod async_fd;
 pub mod baseline;
 mod error;
 pub mod kernel;
@@ -66,6 +68,7 @@ mod linger;
 pub mod memory;
 #[cfg(test)]
 mod pcap_check;
+mod readiness;
 mod rng;
 mod seam;
 mod slab;
@@ -76,8 +79,11 @@ pub mod tap;
 mod testutil;
 mod wake;
 
+#[cfg(feature = "tokio")]
+pub use async_fd::AsyncReadiness;
 pub use error::TransportError;
 pub use linger::CLOSE_LINGER;
+pub use readiness::poll_readable;
 pub use seam::{ListenerId, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};
-pub use wake::Waker;
+pub use wake::{EventFd, Waker};

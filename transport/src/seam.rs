@@ -1,6 +1,7 @@
 //! The seam between the verbs facade and a network stack.
 
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use super::{TransportError, Waker};
@@ -166,6 +167,17 @@ pub trait Transport {
     fn waker(&self) -> Option<Waker> {
         None
     }
+
+    /// A descriptor (a duplicate the caller owns) that polls readable when
+    /// input is waiting for [`poll`](Transport::poll) or the
+    /// [`waker`](Transport::waker) was called: what an event loop
+    /// watches to drive the transport itself instead of a thread sleeping
+    /// in [`wait`](Transport::wait). Between readiness, `poll` must still
+    /// run when [`poll_delay`](Transport::poll_delay) says (timers, frames
+    /// delivered late). `None` if the transport has no such descriptor.
+    fn readiness_fd(&mut self) -> Option<OwnedFd> {
+        None
+    }
 }
 
 /// A boxed transport (say `Box<dyn Transport + Send>`, as a device holds
@@ -238,6 +250,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn waker(&self) -> Option<Waker> {
         (**self).waker()
+    }
+    fn readiness_fd(&mut self) -> Option<OwnedFd> {
+        (**self).readiness_fd()
     }
 }
 

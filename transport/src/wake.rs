@@ -6,23 +6,48 @@
 //! waits for the sleep to end. Wakes are sticky: one that arrives while
 //! nobody waits makes the next wait return at once, so a wake sent just
 //! before the waiter goes to sleep is never lost.
+//!
+//! The same descriptor, public as [`EventFd`], is what the verbs layer hands
+//! to event loops: a completion channel is an eventfd the device makes
+//! readable when an armed completion queue gets a completion.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 /// Interrupts the transport's current (or next) `wait`; callable from any
 /// thread, cheap enough to call on every post.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
-/// A Linux eventfd that poll(2)-based waits include in their descriptor set.
+/// A Linux eventfd: readable (for poll, epoll, mio or tokio's `AsyncFd`)
+/// from the first [`notify`](EventFd::notify) until [`clear`](EventFd::clear).
+///
+/// Non-blocking and close-on-exec. Notifications coalesce: any number of
+/// them before a `clear` make one readable edge, which is all a "look
+/// again" signal needs.
 #[derive(Debug)]
-pub(crate) struct WakeFd {
+pub struct EventFd {
     fd: OwnedFd,
 }
 
-impl WakeFd {
-    pub(crate) fn new() -> io::Result<Self> {
+/// The name the transports use for the eventfd that ends their own waits.
+pub(crate) type WakeFd = EventFd;
+
+impl AsFd for EventFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl EventFd {
+    /// A fresh eventfd, not readable.
+    pub fn new() -> io::Result<Self> {
         // SAFETY: plain syscall with constant flags.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -38,7 +63,19 @@ impl WakeFd {
         self.fd.as_raw_fd()
     }
 
-    /// Makes the descriptor readable until [`WakeFd::drain`].
+    /// Makes the descriptor readable until [`EventFd::clear`]; callable
+    /// from any thread.
+    pub fn notify(&self) {
+        self.wake();
+    }
+
+    /// Makes the descriptor unreadable again; true if it was readable
+    /// (a notification was pending).
+    pub fn clear(&self) -> bool {
+        self.drain()
+    }
+
+    /// Makes the descriptor readable until [`EventFd::drain`].
     pub(crate) fn wake(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd. A full
@@ -106,5 +143,35 @@ mod tests {
         assert_eq!(poll(&mut fds, Some(Duration::from_secs(10))).unwrap(), 1);
         assert!(start.elapsed() < Duration::from_secs(5));
         t.join().unwrap();
+    }
+
+    #[test]
+    fn the_public_face_notifies_and_clears_through_its_descriptor() {
+        let e = EventFd::new().unwrap();
+        let readable = |e: &EventFd| {
+            let mut fds = [libc::pollfd {
+                fd: e.as_fd().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            poll(&mut fds, Some(Duration::ZERO)).unwrap() == 1
+        };
+        assert!(!readable(&e));
+        e.notify();
+        e.notify();
+        assert!(readable(&e), "a notification makes it readable");
+        assert!(readable(&e), "and it stays readable until cleared");
+        assert!(e.clear());
+        assert!(!readable(&e));
+        assert!(!e.clear(), "nothing pending any more");
+        // A duplicate shares the counter: what an event loop registers.
+        let dup = e.as_fd().try_clone_to_owned().unwrap();
+        e.notify();
+        let mut fds = [libc::pollfd {
+            fd: dup.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        assert_eq!(poll(&mut fds, Some(Duration::ZERO)).unwrap(), 1);
     }
 }

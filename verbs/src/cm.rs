@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::device::{Device, DeviceShared};
+use crate::channel::EventChannel;
+use crate::device::{Device, DeviceShared, Watched};
 use crate::engine::PendingRequest;
 use crate::qp::QueuePair;
 use crate::types::VerbsError;
@@ -23,8 +24,11 @@ pub struct ConnectRequest {
     pub(crate) id: u64,
     pub(crate) device: Arc<DeviceShared>,
     pub(crate) answered: bool,
+    /// Where the request came from, if the transport knows.
     pub peer_addr: Option<SocketAddr>,
+    /// The initiator's private data (without any IRD/ORD block).
     pub private_data: Vec<u8>,
+    /// The MPA revision of the request.
     pub revision: u8,
     /// The initiator asked for CRC.
     pub crc: bool,
@@ -32,6 +36,7 @@ pub struct ConnectRequest {
     pub markers: bool,
     /// The initiator's IRD and ORD (revision 2), if sent.
     pub ird: Option<u16>,
+    /// (See `ird`.)
     pub ord: Option<u16>,
     /// The initiator asked for peer-to-peer mode with these RTR kinds.
     pub p2p: Vec<Rtr>,
@@ -109,6 +114,7 @@ pub struct Listener {
 }
 
 impl Listener {
+    /// The port listened on (the one picked, for port 0).
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -120,6 +126,13 @@ impl Listener {
         self.device
             .with_transport_engine(|e| e.take_request(self.id))
             .map(|r| ConnectRequest::new(r, self.device.clone()))
+    }
+
+    /// Makes `channel` readable whenever a connect request waits for
+    /// [`Listener::try_request`] (see [`EventChannel`] for who drives
+    /// progress). Fires at once if one waits already.
+    pub fn watch_requests(&self, channel: &EventChannel) {
+        self.device.watch(Watched::Listener(self.id), &channel.fd);
     }
 
     /// Blocks for the next connect request; `None` on timeout.
@@ -145,6 +158,7 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         let id = self.id;
+        self.device.unwatch(Watched::Listener(id));
         self.device.with_transport_engine(|e| e.unlisten(id));
     }
 }

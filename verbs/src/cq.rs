@@ -9,8 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::channel::EventChannel;
 use crate::device::{Device, DeviceShared};
-use crate::engine::CqShared;
+use crate::engine::{CqNotify, CqShared};
 use crate::types::VerbsError;
 use crate::types::PLACEHOLDER;
 
@@ -25,6 +26,33 @@ impl Device {
             device: self.shared.clone(),
         }
     }
+
+    /// A completion queue that signals `channel` when armed with
+    /// [`CompletionQueue::req_notify`] (`ibv_create_cq` with a
+    /// completion channel).
+    pub fn create_cq_with_channel(
+        &self,
+        capacity: usize,
+        channel: &EventChannel,
+    ) -> CompletionQueue {
+        let notify = CqNotify::new(Some(channel.fd.clone()));
+        CompletionQueue {
+            shared: CqShared::with_notify(capacity.max(1), notify),
+            device: self.shared.clone(),
+        }
+    }
+}
+
+/// What arms a completion queue's channel (`ibv_req_notify_cq`'s
+/// `solicited_only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NotifyOn {
+    /// The next completion of any kind.
+    Any,
+    /// The next receive of a Send the peer marked solicited, or the next
+    /// failed completion (IBV_CQ_SOLICITED).
+    Solicited,
 }
 
 /// A completion queue. Cloning gives another handle to the same queue.
@@ -76,11 +104,25 @@ impl CompletionQueue {
         Ok((self.wait(&mut wc, timeout)? == 1).then_some(wc[0]))
     }
 
+    /// Arms the queue's channel: the next completion matching `on` makes it
+    /// readable, once (`ibv_req_notify_cq`). Completions already queued do
+    /// not fire it: arm, then poll until empty, then wait.
+    ///
+    /// Fails with [`VerbsError::NoChannel`] for a queue made without one.
+    pub fn req_notify(&self, on: NotifyOn) -> Result<(), VerbsError> {
+        if !self.shared.notify.has_channel() {
+            return Err(VerbsError::NoChannel);
+        }
+        self.shared.notify.arm(matches!(on, NotifyOn::Solicited));
+        Ok(())
+    }
+
     /// Completions waiting to be polled.
     pub fn len(&self) -> usize {
         self.shared.len()
     }
 
+    /// Whether no completion waits.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

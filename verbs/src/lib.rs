@@ -4,8 +4,9 @@
 //! The modules form layers, and each uses only the layers below it:
 //!
 //! ```text
-//! handles   cm, cq, qp, mr, pd    what the program holds; each also adds
-//!                                 its constructor to `Device`
+//! handles   cm, cq, qp, mr, pd,   what the program holds; each also adds
+//!           channel, query,       its constructor to `Device`; `tokio`
+//!           tokio                 (feature) wraps them in futures
 //!   |
 //! device    device                the engine behind a lock, waits without
 //!                                 it, the progress thread, counters
@@ -23,12 +24,20 @@
 //! not the queue handles, which hold the device). The public paths
 //! (`verbs::cm::CmEvent`, `verbs::cq::WorkCompletion`, `verbs::qp::wr`...)
 //! re-export the plain types from the handle module they belong with.
+//!
+//! Waiting: blocking calls (`CompletionQueue::wait`, `Listener::request`,
+//! `QueuePair::wait_event`), an [`EventChannel`] for epoll/mio/tokio event
+//! loops, or the futures of `verbs::tokio` with the `tokio`
+//! feature. `verbs/examples/` has a client/server pair (`memory_pair`) and
+//! an async ping-pong (`async_pingpong`); both run without privileges.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 /// The transports a [`Device`] runs over, re-exported so that a program
 /// building a device needs only this crate (`verbs::transport::memory`, ...).
 pub use transport;
 
+pub mod channel;
 pub mod cm;
 pub mod cq;
 mod device;
@@ -39,16 +48,26 @@ pub mod fuzzing;
 pub mod mr;
 pub mod pd;
 pub mod qp;
+mod query;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod types;
 
+pub use channel::EventChannel;
 pub use cm::{
     AcceptParams, CmEvent, ConnectParams, ConnectRequest, ConnectionInfo, CrcPolicy,
     DisconnectReason, ListenOptions, Listener, MpaOptions, Rtr, RtrSet,
 };
-pub use cq::{CompletionQueue, WcOpcode, WcStatus, WorkCompletion};
+pub use cq::{CompletionQueue, NotifyOn, WcOpcode, WcStatus, WorkCompletion};
 pub use ddp::memory::{Access, PdId, STag};
 pub use device::{Device, DeviceStats, ProgressThread};
 pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
-pub use types::VerbsError;
+pub use query::{DeviceAttr, QpAttr, QpCap};
+pub use types::{ConnectError, MpaFailure, MpaSettingsError, VerbsError};
+
+/// The README's code, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -13,7 +13,9 @@
 //! The tagged offset of a region's first byte is the address of its buffer,
 //! as with libibverbs, so peers such as rping see ordinary virtual addresses.
 //! Deregistration invalidates the STag at once; the bytes live on only while
-//! an in-flight placement still holds them.
+//! an in-flight placement still holds them. Dropping the last handle of a
+//! region deregisters it (as [`MemoryRegion::deregister`] does), so a
+//! forgotten region never stays reachable by the peer.
 
 use std::sync::Arc;
 
@@ -26,52 +28,73 @@ use crate::types::VerbsError;
 pub use crate::engine::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
 
 /// A registered memory region: its STag serves as both lkey and rkey.
+/// Cloning gives another handle to the same registration, which ends when
+/// the last handle drops or at [`MemoryRegion::deregister`].
 #[derive(Debug, Clone)]
 pub struct MemoryRegion {
+    reg: Arc<Registration>,
+}
+
+/// One registration, shared by a region's handles; removed from the table
+/// when the last handle lets go.
+#[derive(Debug)]
+struct Registration {
     region: Arc<Region>,
     registry: Arc<Registry>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // A no-op after `deregister` (the STag no longer matches its slot).
+        self.registry.remove(self.region.stag);
+    }
 }
 
 impl MemoryRegion {
     /// The local key, used in scatter/gather entries of local work requests.
     pub fn lkey(&self) -> STag {
-        self.region.stag
+        self.reg.region.stag
     }
 
     /// The remote key a peer names in RDMA Write and Read.
     pub fn rkey(&self) -> STag {
-        self.region.stag
+        self.reg.region.stag
     }
 
     /// Tagged offset (virtual address) of the first byte.
     pub fn addr(&self) -> u64 {
-        self.region.info.base
+        self.reg.region.info.base
     }
 
+    /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.region.info.len as usize
+        self.reg.region.info.len as usize
     }
 
+    /// Whether the region has no bytes.
     pub fn is_empty(&self) -> bool {
-        self.region.info.len == 0
+        self.reg.region.info.len == 0
     }
 
+    /// The rights it was registered with.
     pub fn access(&self) -> Access {
-        self.region.info.access
+        self.reg.region.info.access
     }
 
+    /// The protection domain it belongs to.
     pub fn pd(&self) -> PdId {
-        self.region.info.pd
+        self.reg.region.info.pd
     }
 
     /// Whether the STag is still valid (not deregistered or invalidated by a peer).
     pub fn is_valid(&self) -> bool {
-        self.region.is_valid()
+        self.reg.region.is_valid()
     }
 
     /// A scatter/gather entry covering `len` bytes from `offset`.
     pub fn sge(&self, offset: usize, len: usize) -> Result<Sge, VerbsError> {
         let range = self
+            .reg
             .region
             .range(offset as u64, len)
             .ok_or(VerbsError::OutOfBounds {
@@ -80,7 +103,7 @@ impl MemoryRegion {
                 region_len: self.len(),
             })?;
         Ok(Sge {
-            stag: self.region.stag,
+            stag: self.reg.region.stag,
             to: self.addr() + range.start as u64,
             len: u32::try_from(len).map_err(|_| VerbsError::TooLong(len))?,
         })
@@ -89,7 +112,7 @@ impl MemoryRegion {
     /// A scatter/gather entry covering the whole region.
     pub fn sge_all(&self) -> Sge {
         Sge {
-            stag: self.region.stag,
+            stag: self.reg.region.stag,
             to: self.addr(),
             len: self.len().min(u32::MAX as usize) as u32,
         }
@@ -98,25 +121,47 @@ impl MemoryRegion {
     /// Copies `out.len()` bytes from `offset` into `out`.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), VerbsError> {
         let range = self.checked(offset, out.len())?;
-        out.copy_from_slice(&self.region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
+        out.copy_from_slice(
+            &self
+                .reg
+                .region
+                .bytes
+                .read()
+                .unwrap_or_else(|e| e.into_inner())[range],
+        );
         Ok(())
     }
 
     /// Copies `data` into the region at `offset`.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), VerbsError> {
         let range = self.checked(offset, data.len())?;
-        self.region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
+        self.reg
+            .region
+            .bytes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())[range]
+            .copy_from_slice(data);
         Ok(())
     }
 
     /// Runs `f` over the bytes while holding off placement.
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        f(&self.region.bytes.read().unwrap_or_else(|e| e.into_inner()))
+        f(&self
+            .reg
+            .region
+            .bytes
+            .read()
+            .unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Runs `f` over the bytes, mutably, while holding off placement.
     pub fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        f(&mut self.region.bytes.write().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self
+            .reg
+            .region
+            .bytes
+            .write()
+            .unwrap_or_else(|e| e.into_inner()))
     }
 
     /// A copy of the whole region.
@@ -124,14 +169,16 @@ impl MemoryRegion {
         self.with_bytes(|b| b.to_vec())
     }
 
-    /// Invalidates the STag and removes the registration. Work requests that
-    /// still name it complete with a protection error.
+    /// Invalidates the STag and removes the registration at once, for
+    /// every handle of it. Work requests that still name it complete with
+    /// a protection error. (Dropping the last handle does the same.)
     pub fn deregister(self) {
-        self.registry.remove(self.region.stag);
+        self.reg.registry.remove(self.reg.region.stag);
     }
 
     fn checked(&self, offset: usize, len: usize) -> Result<core::ops::Range<usize>, VerbsError> {
-        self.region
+        self.reg
+            .region
             .range(offset as u64, len)
             .ok_or(VerbsError::OutOfBounds {
                 offset,
@@ -164,8 +211,10 @@ impl Registry {
     ) -> Result<MemoryRegion, VerbsError> {
         let region = self.insert(pd, bytes, access)?;
         Ok(MemoryRegion {
-            region,
-            registry: self.clone(),
+            reg: Arc::new(Registration {
+                region,
+                registry: self.clone(),
+            }),
         })
     }
 }
@@ -392,6 +441,31 @@ mod tests {
             Err(InvalidateError::Invalid)
         );
         assert_eq!(reg.len(), 1);
+    }
+
+    #[test]
+    fn the_last_handle_dropped_deregisters() {
+        let reg = Registry::new();
+        let mr = reg.register(PD, 16, Access::ALL).unwrap();
+        let stag = mr.rkey();
+        let clone = mr.clone();
+        drop(mr);
+        assert!(reg.view().region(stag).is_some(), "a clone still holds it");
+        assert_eq!(reg.len(), 1);
+        drop(clone);
+        assert!(
+            reg.view().region(stag).is_none(),
+            "gone with the last handle"
+        );
+        assert_eq!(reg.len(), 0);
+        // After an explicit deregister, the drop of a remaining clone does
+        // not touch a newer registration in the reused slot.
+        let mr = reg.register(PD, 16, Access::ALL).unwrap();
+        let keep = mr.clone();
+        mr.deregister();
+        let newer = reg.register(PD, 16, Access::ALL).unwrap();
+        drop(keep);
+        assert!(reg.view().region(newer.rkey()).is_some());
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub struct ProtectionDomain {
 }
 
 impl ProtectionDomain {
+    /// The domain's number on its device.
     pub fn id(&self) -> PdId {
         self.id
     }

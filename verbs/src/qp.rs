@@ -5,24 +5,31 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::channel::EventChannel;
 use crate::cq::CompletionQueue;
-use crate::device::{Device, DeviceShared};
+use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
-use crate::types::{CmEvent, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
+use crate::query::QpCap;
+use crate::types::{CmEvent, ConnectError, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
 pub use crate::types::QpState;
 pub use crate::types::{wr, RecvWr, STag, SendOp, SendWr, Sge};
 
 /// Sizes and completion queues of a new queue pair.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct QpInit {
+    /// Where send-queue work requests complete.
     pub send_cq: CompletionQueue,
+    /// Where receive work requests complete.
     pub recv_cq: CompletionQueue,
     /// Outstanding send work requests.
     pub sq_depth: usize,
     /// Posted receive work requests.
     pub rq_depth: usize,
+    /// Scatter/gather entries per send work request.
     pub max_send_sge: usize,
+    /// Scatter/gather entries per receive work request.
     pub max_recv_sge: usize,
 }
 
@@ -32,6 +39,7 @@ impl QpInit {
         QpInit::with_cqs(cq, cq)
     }
 
+    /// Separate completion queues for sends and receives.
     pub fn with_cqs(send_cq: &CompletionQueue, recv_cq: &CompletionQueue) -> Self {
         QpInit {
             send_cq: send_cq.clone(),
@@ -41,6 +49,20 @@ impl QpInit {
             max_send_sge: 6,
             max_recv_sge: 6,
         }
+    }
+
+    /// With `sq` outstanding send and `rq` posted receive work requests.
+    pub fn with_depths(mut self, sq: usize, rq: usize) -> Self {
+        self.sq_depth = sq;
+        self.rq_depth = rq;
+        self
+    }
+
+    /// With at most `send` and `recv` scatter/gather entries per request.
+    pub fn with_max_sge(mut self, send: usize, recv: usize) -> Self {
+        self.max_send_sge = send;
+        self.max_recv_sge = recv;
+        self
     }
 }
 
@@ -62,6 +84,12 @@ impl Device {
             .with_engine(|e| e.create_qp(pd.id, send_cq, recv_cq, limits));
         Ok(QueuePair {
             num,
+            cap: QpCap {
+                sq_depth: init.sq_depth,
+                rq_depth: init.rq_depth,
+                max_send_sge: init.max_send_sge,
+                max_recv_sge: init.max_recv_sge,
+            },
             pd: pd.clone(),
             device: self.shared.clone(),
         })
@@ -72,6 +100,7 @@ impl Device {
 #[derive(Debug)]
 pub struct QueuePair {
     pub(crate) num: u32,
+    pub(crate) cap: QpCap,
     pub(crate) pd: ProtectionDomain,
     pub(crate) device: Arc<DeviceShared>,
 }
@@ -82,10 +111,12 @@ impl QueuePair {
         self.num
     }
 
+    /// The protection domain it was created in.
     pub fn pd(&self) -> &ProtectionDomain {
         &self.pd
     }
 
+    /// Where the queue pair stands now.
     pub fn state(&self) -> QpState {
         self.device.with_engine(|e| e.qp_state(self.num))
     }
@@ -124,10 +155,7 @@ impl QueuePair {
     /// Waits for the connection to be established (or to fail).
     pub fn wait_established(&self, timeout: Duration) -> Result<ConnectionInfo, VerbsError> {
         match self.wait_event(timeout) {
-            Some(CmEvent::Established(info)) => Ok(info),
-            Some(CmEvent::Rejected { private_data }) => Err(VerbsError::Rejected { private_data }),
-            Some(CmEvent::ConnectFailed(why)) => Err(VerbsError::ConnectFailed(why)),
-            Some(CmEvent::Disconnected { reason }) => Err(VerbsError::Disconnected(reason)),
+            Some(ev) => connect_outcome(ev),
             None => Err(VerbsError::Timeout),
         }
     }
@@ -154,6 +182,14 @@ impl QueuePair {
         }
     }
 
+    /// Makes `channel` readable whenever this queue pair has a connection
+    /// event waiting for [`QueuePair::try_event`] (rdma_cm's event channel;
+    /// see [`EventChannel`] for who drives progress). Fires at once if one
+    /// waits already.
+    pub fn watch_events(&self, channel: &EventChannel) {
+        self.device.watch(Watched::Qp(self.num), &channel.fd);
+    }
+
     /// Closes the connection: outstanding work requests are flushed, the
     /// TCP stream is closed once queued bytes are out.
     pub fn disconnect(&self) {
@@ -162,9 +198,20 @@ impl QueuePair {
     }
 }
 
+/// What a connection event means for a caller waiting to be connected.
+pub(crate) fn connect_outcome(ev: CmEvent) -> Result<ConnectionInfo, VerbsError> {
+    match ev {
+        CmEvent::Established(info) => Ok(info),
+        CmEvent::Rejected { private_data } => Err(ConnectError::Rejected { private_data }.into()),
+        CmEvent::ConnectFailed(why) => Err(why.into()),
+        CmEvent::Disconnected { reason } => Err(VerbsError::Disconnected(reason)),
+    }
+}
+
 impl Drop for QueuePair {
     fn drop(&mut self) {
         let num = self.num;
+        self.device.unwatch(Watched::Qp(num));
         self.device.with_engine_now(|e, now| e.destroy_qp(num, now));
     }
 }

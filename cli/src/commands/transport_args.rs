@@ -293,23 +293,19 @@ impl TransportArgs {
 
     /// The MPA options of this side.
     pub fn mpa_options(&self) -> MpaOptions {
-        MpaOptions {
-            revision: self.mpa_rev,
-            crc: self.crc.policy(),
-            markers: self.markers,
-            p2p: self.rtr_set(),
-            timeout: Duration::try_from_secs_f64(self.mpa_timeout.max(0.001))
-                .unwrap_or(Duration::from_secs(10)),
-            ..MpaOptions::default()
-        }
+        let mut mpa = MpaOptions::default();
+        mpa.revision = self.mpa_rev;
+        mpa.crc = self.crc.policy();
+        mpa.markers = self.markers;
+        mpa.p2p = self.rtr_set();
+        mpa.timeout = Duration::try_from_secs_f64(self.mpa_timeout.max(0.001))
+            .unwrap_or(Duration::from_secs(10));
+        mpa
     }
 
     /// What a listener applies to every request.
     pub fn listen_options(&self) -> ListenOptions {
-        ListenOptions {
-            mpa: self.mpa_options(),
-            backlog: None,
-        }
+        ListenOptions::default().with_mpa(self.mpa_options())
     }
 
     /// Connect parameters: `--ird`/`--ord` override the command's defaults.

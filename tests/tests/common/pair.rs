@@ -381,11 +381,7 @@ pub fn try_connect(net: Net, opts: Opts) -> Result<Pair, Box<(String, CmEvent)>>
     let server_pd = server.alloc_pd();
     let client_cq = client.create_cq(opts.cq_capacity);
     let server_cq = server.create_cq(opts.cq_capacity);
-    let init = |cq: &CompletionQueue| QpInit {
-        sq_depth: opts.sq_depth,
-        rq_depth: opts.rq_depth,
-        ..QpInit::new(cq)
-    };
+    let init = |cq: &CompletionQueue| QpInit::new(cq).with_depths(opts.sq_depth, opts.rq_depth);
     let client_qp = client.create_qp(&client_pd, init(&client_cq)).unwrap();
     let server_qp = server.create_qp(&server_pd, init(&server_cq)).unwrap();
     let listener = server.listen(listen_port, opts.listen.clone()).unwrap();

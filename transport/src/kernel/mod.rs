@@ -6,9 +6,9 @@
 //! `poll` reads into a reusable per-stream buffer that `recv_with` lends
 //! out. `wait` sleeps in poll(2) on every socket that can make progress.
 //! A stream the user closed is released once both sides finished, or at
-//! the latest [`CLOSE_LINGER`] after its close, reset if its bytes were
+//! the latest [`CLOSE_LINGER`](crate::CLOSE_LINGER) after its close, reset if its bytes were
 //! not all delivered by then. A capture, if set, is synthesized from the bytes written and read
-//! ([`super::synth`]): real TCP framing, but not the kernel's segments.
+//! (`synth`): real TCP framing, but not the kernel's segments.
 
 mod buffer;
 pub(crate) mod sys;

@@ -251,4 +251,9 @@ impl LinkDevice for MemoryDevice {
         let (wire, lane) = (Arc::clone(&self.wire), self.rx_lane());
         Some(Arc::new(move || wire.wake(lane)))
     }
+
+    /// An eventfd the peer's sends make readable and our receives clear.
+    fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.wire.readiness_fd(self.rx_lane())
+    }
 }

@@ -5,8 +5,11 @@
 //! to their sender's pool, so a steady flow allocates nothing.
 
 use std::collections::VecDeque;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use crate::EventFd;
 use std::time::{Duration, Instant};
 
 /// A frame's bytes: the first `len` octets of a buffer that keeps its full
@@ -100,6 +103,10 @@ pub(crate) struct Wire {
     ready: [Condvar; 2],
     /// A wake for the receiver of each lane that its next `wait` takes.
     woken: [AtomicBool; 2],
+    /// Made on request for an event loop that drives a lane's receiver
+    /// itself: readable once a frame was queued on the lane, cleared by
+    /// the receiver before it takes frames.
+    readiness: [OnceLock<EventFd>; 2],
     capacity: usize,
 }
 
@@ -109,6 +116,7 @@ impl Wire {
             lanes: [Mutex::default(), Mutex::default()],
             ready: [Condvar::new(), Condvar::new()],
             woken: [AtomicBool::new(false), AtomicBool::new(false)],
+            readiness: [OnceLock::new(), OnceLock::new()],
             capacity: capacity.max(1),
         }
     }
@@ -142,6 +150,13 @@ impl Wire {
         if queued > 0 && asleep {
             self.ready[i].notify_all();
         }
+        if queued > 0 {
+            // After the frames are in the lane: a receiver that clears the
+            // descriptor before taking frames never misses one.
+            if let Some(fd) = self.readiness[i].get() {
+                fd.notify();
+            }
+        }
         queued
     }
 
@@ -154,6 +169,9 @@ impl Wire {
         out: &mut VecDeque<Frame>,
         used: &mut Vec<Vec<u8>>,
     ) {
+        if let Some(fd) = self.readiness[i].get() {
+            fd.clear();
+        }
         let mut lane = self.lane(i);
         lane.pool.append(used);
         while lane.queue.front().is_some_and(|f| f.deliver_at <= now) {
@@ -161,6 +179,25 @@ impl Wire {
                 out.push_back(f.frame);
             }
         }
+    }
+
+    /// A duplicate of lane `i`'s readiness descriptor, made on first use
+    /// (`None` if no eventfd could be made). Readable from the next frame
+    /// queued, or at once if frames are queued already.
+    pub(crate) fn readiness_fd(&self, i: usize) -> Option<OwnedFd> {
+        let fd = match self.readiness[i].get() {
+            Some(fd) => fd,
+            None => {
+                let fresh = EventFd::new().ok()?;
+                let fd = self.readiness[i].get_or_init(|| fresh);
+                // Frames queued before it existed would not show.
+                if self.lane(i).next_due().is_some() {
+                    fd.notify();
+                }
+                fd
+            }
+        };
+        fd.as_fd().try_clone_to_owned().ok()
     }
 
     /// When the next frame of lane `i` is due, if any is queued.
@@ -181,6 +218,10 @@ impl Wire {
         let asleep = self.lane(i).sleepers > 0;
         if asleep {
             self.ready[i].notify_all();
+        }
+        // An event loop driving this end waits on the readiness descriptor.
+        if let Some(fd) = self.readiness[i].get() {
+            fd.notify();
         }
     }
 
@@ -284,6 +325,40 @@ mod tests {
         assert_eq!(w.send(1, &mut batch, &mut Vec::new(), 0), 2);
         assert_eq!(w.overflow_drops(1), 1);
         assert_eq!(w.overflow_drops(0), 0);
+    }
+
+    #[test]
+    fn the_readiness_descriptor_shows_queued_frames_until_they_are_taken() {
+        use crate::kernel::sys::poll;
+        use std::os::fd::AsRawFd;
+        let readable = |fd: &OwnedFd| {
+            let mut fds = [libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            poll(&mut fds, Some(Duration::ZERO)).unwrap() == 1
+        };
+        let w = Wire::new(8);
+        let t = Instant::now();
+        // A frame queued before the descriptor exists still shows.
+        w.send(0, &mut vec![frame(t, 1)], &mut Vec::new(), 0);
+        let fd = w.readiness_fd(0).unwrap();
+        assert!(readable(&fd));
+        assert!(
+            w.readiness_fd(1).is_some_and(|fd| !readable(&fd)),
+            "lanes apart"
+        );
+        let mut out = VecDeque::new();
+        w.receive(0, t, &mut out, &mut Vec::new());
+        assert_eq!(out.len(), 1);
+        assert!(!readable(&fd), "taking frames clears it");
+        w.send(0, &mut vec![frame(t, 2)], &mut Vec::new(), 0);
+        assert!(readable(&fd), "the next frame sets it again");
+        // An empty send (buffers handed back only) does not.
+        w.receive(0, t, &mut out, &mut Vec::new());
+        w.send(0, &mut Vec::new(), &mut Vec::new(), 0);
+        assert!(!readable(&fd));
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Two smoltcp hosts joined by an in-process Ethernet link.
 //!
 //! [`MemoryLink::pair`] gives two [`MemoryHost`]s, each a full
-//! [`Transport`](super::Transport). They can be driven from one thread
+//! [`Transport`]. They can be driven from one thread
 //! (poll one, then the other; [`MemoryNet`] does this) or each from its own
-//! thread, where [`Transport::wait`](super::Transport::wait) sleeps on a
+//! thread, where [`Transport::wait`] sleeps on a
 //! condition variable until the peer sends. Frames pass through a seeded
 //! [`FaultConfig`]: the same seed and the same sequence of `poll` instants
 //! replay the same run exactly, which makes virtual time (advancing `now`

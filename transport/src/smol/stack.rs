@@ -38,6 +38,11 @@ pub trait LinkDevice: Device {
     fn waker(&self) -> Option<Waker> {
         None
     }
+    /// A descriptor readable while frames wait (see
+    /// [`Transport::readiness_fd`]).
+    fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        None
+    }
 }
 
 /// A listening port: armed sockets waiting for a SYN, and sockets that took
@@ -701,6 +706,10 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
 
     fn waker(&self) -> Option<Waker> {
         self.device.waker()
+    }
+
+    fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.device.readiness_fd()
     }
 }
 

@@ -227,4 +227,11 @@ impl LinkDevice for TapDevice {
     fn waker(&self) -> Option<Waker> {
         self.wake.as_ref().map(WakeFd::waker)
     }
+
+    /// The TAP descriptor itself: readable while the kernel holds frames
+    /// for us, and a poll reads them (a burst at a time; `poll_delay` is
+    /// zero while a burst was cut short).
+    fn readiness_fd(&mut self) -> Option<OwnedFd> {
+        self.fd.try_clone().ok()
+    }
 }

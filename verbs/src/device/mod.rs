@@ -30,7 +30,9 @@
 //! cannot be woken is waited on in slices of a few milliseconds instead.
 
 mod stats;
+mod watchers;
 
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -43,6 +45,9 @@ use crate::transport::{Transport, Waker};
 
 pub use stats::DeviceStats;
 use stats::{Counters, WakeCause};
+use transport::EventFd;
+pub(crate) use watchers::Watched;
+use watchers::Watchers;
 
 /// Longest one transport wait lasts when the transport cannot be woken
 /// from another thread, so that a poster is never held up for longer.
@@ -73,6 +78,8 @@ pub(crate) struct DeviceShared {
     next_pd: AtomicU32,
     /// Progress turns and what ended each transport wait (`Device::stats`).
     counters: Counters,
+    /// Event channels watching connection events (`watch_events`).
+    watchers: Watchers,
 }
 
 impl std::fmt::Debug for DeviceShared {
@@ -196,6 +203,22 @@ impl DeviceShared {
         if e.take_changed() {
             self.notify();
         }
+        // Not only on a change: some start-up steps queue a request or an
+        // event without marking the turn as changed.
+        self.watchers.signal(e);
+    }
+
+    /// Makes `channel` fire whenever `what` has an event waiting; fires at
+    /// once if one waits already.
+    pub(crate) fn watch(&self, what: Watched, channel: &Arc<EventFd>) {
+        let e = self.lock();
+        self.watchers.add(what, channel);
+        self.watchers.signal(&e);
+    }
+
+    /// Stops every channel watching `what`.
+    pub(crate) fn unwatch(&self, what: Watched) {
+        self.watchers.remove(what);
     }
 
     pub(crate) fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
@@ -305,6 +328,7 @@ impl Device {
                 threads: AtomicUsize::new(0),
                 next_pd: AtomicU32::new(1),
                 counters: Counters::default(),
+                watchers: Watchers::default(),
             }),
         }
     }
@@ -380,6 +404,25 @@ impl Device {
     /// wait in the transport (see [`DeviceStats`]).
     pub fn stats(&self) -> DeviceStats {
         self.shared.counters.snapshot()
+    }
+
+    /// The transport's readiness descriptor (a duplicate the caller owns):
+    /// readable when received bytes wait for [`Device::progress`]. With
+    /// [`Device::poll_delay`] it lets an event loop drive the device with
+    /// no progress thread (see [`EventChannel`](crate::EventChannel)).
+    /// `None` if the transport has none (kernel TCP).
+    pub fn readiness_fd(&self) -> Option<OwnedFd> {
+        self.with_transport(|t| t.readiness_fd())
+    }
+
+    /// How long until [`Device::progress`] must run again with nothing
+    /// arriving (timers, delayed frames): the timeout an event loop that
+    /// drives the device waits with. `None` when only input can make
+    /// progress.
+    pub fn poll_delay(&self) -> Option<Duration> {
+        let mut e = self.shared.lock_full();
+        let now = e.now();
+        e.poll_delay(now)
     }
 
     /// Registered memory regions.

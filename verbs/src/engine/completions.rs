@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use super::cq_notify::CqNotify;
 use crate::types::{VerbsError, WorkCompletion};
 
 #[derive(Debug)]
@@ -20,11 +21,18 @@ pub(crate) struct CqState {
 #[derive(Debug)]
 pub(crate) struct CqShared {
     state: Mutex<CqState>,
+    /// The completion channel and its arm (`req_notify`).
+    pub(crate) notify: CqNotify,
 }
 
 impl CqShared {
     pub(crate) fn new(capacity: usize) -> Arc<Self> {
+        Self::with_notify(capacity, CqNotify::default())
+    }
+
+    pub(crate) fn with_notify(capacity: usize, notify: CqNotify) -> Arc<Self> {
         Arc::new(CqShared {
+            notify,
             state: Mutex::new(CqState {
                 entries: VecDeque::with_capacity(capacity.min(4096)),
                 capacity,
@@ -39,6 +47,8 @@ impl CqShared {
             s.overflowed = true;
         }
         s.entries.push_back(wc);
+        drop(s);
+        self.notify.on_push(&wc);
     }
 
     pub(crate) fn pop_into(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {

@@ -8,6 +8,7 @@
 //! [`incoming`] until the application accepts them onto a queue pair.
 
 mod completions;
+mod cq_notify;
 mod incoming;
 mod qp_slot;
 mod registry;
@@ -30,6 +31,7 @@ use crate::types::{
 };
 
 pub(crate) use completions::CqShared;
+pub(crate) use cq_notify::CqNotify;
 pub(crate) use incoming::PendingRequest;
 use incoming::{Incoming, IncomingState};
 use qp_slot::{Phase, QpSlot};
@@ -271,6 +273,10 @@ impl Engine {
 
     fn slot(&mut self, num: u32) -> Result<&mut QpSlot, VerbsError> {
         self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))
+    }
+
+    pub(crate) fn qp_count(&self) -> usize {
+        self.qps.len()
     }
 
     pub(crate) fn qp_state(&self, num: u32) -> QpState {

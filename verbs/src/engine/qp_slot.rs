@@ -15,7 +15,8 @@ use super::registry::{RegionCache, Registry};
 use super::startup::{Startup, StartupOutcome};
 use crate::transport::{StreamId, StreamState, Transport};
 use crate::types::{
-    CmEvent, ConnectionInfo, DisconnectReason, QpLimits, QpState, VerbsError, WorkCompletion,
+    CmEvent, ConnectError, ConnectionInfo, DisconnectReason, QpLimits, QpState, VerbsError,
+    WorkCompletion,
 };
 
 pub(super) enum Phase {
@@ -310,7 +311,7 @@ impl QpSlot {
         }
         let mut busy = false;
         if st.is_terminal() {
-            self.fail(transport, "the TCP connection was refused or reset".into());
+            self.fail(transport, ConnectError::Unreachable);
             return (true, true);
         }
         startup.tcp_connected(now);
@@ -407,7 +408,7 @@ impl QpSlot {
         }
     }
 
-    fn fail(&mut self, transport: &mut dyn Transport, why: String) {
+    fn fail(&mut self, transport: &mut dyn Transport, why: ConnectError) {
         self.events.push_back(CmEvent::ConnectFailed(why));
         self.close_without_connection(transport);
     }

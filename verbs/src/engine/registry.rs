@@ -133,6 +133,7 @@ impl Default for Registry {
 }
 
 impl Registry {
+    /// An empty table with a fresh random seed for its STags.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
@@ -222,6 +223,7 @@ impl Registry {
         slots.regions.iter().filter(|r| r.is_some()).count()
     }
 
+    /// Whether nothing is registered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -9,7 +9,9 @@ use rdmap::connection::startup_terminate;
 use rdmap::{Layer, TermCode};
 
 use crate::transport::{StreamId, Transport};
-use crate::types::{AcceptParams, ConnectParams, ListenOptions, VerbsError};
+use crate::types::{
+    AcceptParams, ConnectError, ConnectParams, ListenOptions, MpaSettingsError, VerbsError,
+};
 
 /// The RTR kinds a listener grants: the ones named, or, when none are,
 /// any the initiator offers (WRITE, else READ, else SEND), as every siw
@@ -39,7 +41,7 @@ pub(crate) struct RequestInfo {
 pub(crate) enum StartupOutcome {
     Established(Box<Negotiated>),
     Rejected(Vec<u8>),
-    Failed(String),
+    Failed(ConnectError),
 }
 
 #[derive(Debug)]
@@ -73,8 +75,8 @@ impl Startup {
             reply_timeout: p.mpa.timeout,
             accept_rev1_reply: p.mpa.revision == 1,
         };
-        let inner =
-            mpa::Startup::initiator(cfg, now).map_err(|e| VerbsError::Mpa(e.to_string()))?;
+        let inner = mpa::Startup::initiator(cfg, now)
+            .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
         Ok(Startup {
             inner,
             request: None,
@@ -94,8 +96,8 @@ impl Startup {
             rtr: granted_rtrs(opts.mpa.p2p),
             request_timeout: opts.mpa.timeout,
         };
-        let inner =
-            mpa::Startup::responder(cfg, now).map_err(|e| VerbsError::Mpa(e.to_string()))?;
+        let inner = mpa::Startup::responder(cfg, now)
+            .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
         Ok(Startup {
             inner,
             request: None,
@@ -216,7 +218,7 @@ impl Startup {
         };
         self.inner
             .accept(params, now)
-            .map_err(|e| VerbsError::Mpa(e.to_string()))?;
+            .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
         self.collect();
         Ok(())
     }
@@ -224,7 +226,7 @@ impl Startup {
     pub(crate) fn reject(&mut self, private_data: &[u8], now: Instant) -> Result<(), VerbsError> {
         self.inner
             .reject(private_data, now)
-            .map_err(|e| VerbsError::Mpa(e.to_string()))?;
+            .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
         self.collect();
         Ok(())
     }
@@ -271,7 +273,7 @@ impl Startup {
                         self.terminate = startup_terminate(code, t.crc, t.markers);
                         self.terminates = true;
                     }
-                    self.outcome = Some(StartupOutcome::Failed(e.to_string()))
+                    self.outcome = Some(StartupOutcome::Failed(ConnectError::from_startup(e)))
                 }
             }
         }

@@ -5,8 +5,11 @@ pub use rdmap::{WcOpcode, WcStatus};
 /// One completed work request, shaped like `struct ibv_wc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WorkCompletion {
+    /// The id the work request was posted with.
     pub wr_id: u64,
+    /// Success, or why not (`ibv_wc_status`).
     pub status: WcStatus,
+    /// What completed.
     pub opcode: WcOpcode,
     /// Bytes received (Recv), read (RDMA Read) or sent (Send, Write).
     pub byte_len: u32,
@@ -31,6 +34,7 @@ impl WorkCompletion {
         }
     }
 
+    /// Whether the status is success.
     pub fn is_success(&self) -> bool {
         self.status.is_success()
     }

@@ -6,11 +6,16 @@ use std::time::Duration;
 
 pub use mpa::{CrcPolicy, Rtr, RtrSet};
 
-/// MPA options of one side.
+use super::connect_error::ConnectError;
+
+/// MPA options of one side. Start from `MpaOptions::default()` and set
+/// fields (the struct may grow).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MpaOptions {
     /// MPA revision to offer: 1 (RFC 5044) or 2 (RFC 6581, with IRD/ORD).
     pub revision: u8,
+    /// Whether to use, offer or refuse the MPA CRC.
     pub crc: CrcPolicy,
     /// Ask the peer to send markers to us.
     pub markers: bool,
@@ -60,6 +65,7 @@ pub struct ConnectParams {
     pub ird: u16,
     /// RDMA Reads we want to have outstanding towards the peer.
     pub ord: u16,
+    /// The MPA options of this side.
     pub mpa: MpaOptions,
 }
 
@@ -77,8 +83,11 @@ impl Default for ConnectParams {
 /// What the passive side answers with when it accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcceptParams {
+    /// Private data for the peer (or received from it).
     pub private_data: Vec<u8>,
+    /// RDMA Reads the peer may have outstanding towards us.
     pub ird: u16,
+    /// RDMA Reads we may have outstanding towards the peer.
     pub ord: u16,
 }
 
@@ -95,7 +104,9 @@ impl Default for AcceptParams {
 /// Options of a listening endpoint: the MPA policy applied to every
 /// request it receives.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ListenOptions {
+    /// The MPA options of this side.
     pub mpa: MpaOptions,
     /// Connections that may be in MPA start-up at once, offered requests
     /// included. Default 8. When it is full, the oldest start-up still
@@ -107,21 +118,47 @@ pub struct ListenOptions {
     pub backlog: Option<usize>,
 }
 
+impl ListenOptions {
+    /// With `mpa` as the policy for every request.
+    pub fn with_mpa(mut self, mpa: MpaOptions) -> Self {
+        self.mpa = mpa;
+        self
+    }
+
+    /// With room for `backlog` connections in start-up.
+    pub fn with_backlog(mut self, backlog: usize) -> Self {
+        self.backlog = Some(backlog);
+        self
+    }
+}
+
 /// A connection event of one queue pair.
+///
+/// Not `#[non_exhaustive]` yet: the command-line tools match it
+/// exhaustively; marking it is a one-line change once they carry
+/// wildcard arms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CmEvent {
     /// MPA start-up finished; the connection carries RDMA traffic.
     Established(ConnectionInfo),
     /// The peer rejected the connect request, with its private data.
-    Rejected { private_data: Vec<u8> },
-    /// TCP or MPA start-up failed (refused, timed out, malformed reply…).
-    ConnectFailed(String),
+    Rejected {
+        /// The private data of the peer's MPA Reply.
+        private_data: Vec<u8>,
+    },
+    /// TCP or MPA start-up failed: refused, timed out, the peer broke
+    /// the protocol, or the two sides' settings do not agree.
+    ConnectFailed(ConnectError),
     /// The connection ended (peer close, local disconnect or TERMINATE).
-    Disconnected { reason: DisconnectReason },
+    Disconnected {
+        /// Why it ended.
+        reason: DisconnectReason,
+    },
 }
 
 /// Why a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DisconnectReason {
     /// [`QueuePair::disconnect`](crate::QueuePair::disconnect) was called.
     Local,
@@ -134,24 +171,39 @@ pub enum DisconnectReason {
     FirstFpduTimeout,
     /// A TERMINATE was sent or received: the layer/etype/code it carried.
     Terminated {
+        /// True if the peer sent it, false if this side did.
         by_peer: bool,
+        /// TERMINATE layer (0 RDMAP, 1 DDP, 2 LLP/MPA).
         layer: u8,
+        /// TERMINATE error type.
         etype: u8,
+        /// TERMINATE error code.
         code: u8,
     },
 }
 
 /// What start-up settled on, as the application sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectionInfo {
+    /// The peer's address, if the transport knows.
     pub peer_addr: Option<SocketAddr>,
+    /// This side's address, if the transport knows.
     pub local_addr: Option<SocketAddr>,
+    /// Private data for the peer (or received from it).
     pub private_data: Vec<u8>,
+    /// MPA revision: offered (1 or 2; RFC 5044 or RFC 6581 with IRD/ORD), or settled on.
     pub revision: u8,
+    /// Whether FPDUs carry a CRC.
     pub crc: bool,
+    /// Whether this side sends markers.
     pub markers_tx: bool,
+    /// Whether the peer sends markers.
     pub markers_rx: bool,
+    /// RDMA Reads the peer may have outstanding towards us.
     pub ird: u16,
+    /// RDMA Reads we may have outstanding towards the peer.
     pub ord: u16,
+    /// The peer-to-peer ready-to-receive message used, if any.
     pub rtr: Option<Rtr>,
 }

@@ -4,6 +4,7 @@
 //! they use none of those modules.
 
 mod completion;
+mod connect_error;
 mod connection;
 mod error;
 mod queue_pair;
@@ -11,6 +12,7 @@ mod work_request;
 
 pub(crate) use completion::PLACEHOLDER;
 pub use completion::{WcOpcode, WcStatus, WorkCompletion};
+pub use connect_error::{ConnectError, MpaFailure, MpaSettingsError};
 pub use connection::{
     AcceptParams, CmEvent, ConnectParams, ConnectionInfo, CrcPolicy, DisconnectReason,
     ListenOptions, MpaOptions, Rtr, RtrSet,

@@ -2,6 +2,7 @@
 
 /// Where a queue pair stands (the ibv_qp_state a user would see).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum QpState {
     /// Created, not connected: receives may be posted.
     Init,

@@ -9,6 +9,7 @@ pub use rdmap::work_request::{RecvWr, SendOp, SendWr};
 pub mod wr {
     use super::*;
 
+    /// A signaled Send of the bytes `sgl` names.
     pub fn send(wr_id: u64, sgl: Vec<Sge>) -> SendWr {
         SendWr {
             wr_id,
@@ -21,6 +22,7 @@ pub mod wr {
         }
     }
 
+    /// A signaled Send that asks the peer for a solicited event.
     pub fn send_solicited(wr_id: u64, sgl: Vec<Sge>) -> SendWr {
         SendWr {
             wr_id,
@@ -33,6 +35,7 @@ pub mod wr {
         }
     }
 
+    /// A signaled Send with Invalidate: the peer's `invalidate` STag is invalidated on arrival.
     pub fn send_invalidate(wr_id: u64, sgl: Vec<Sge>, invalidate: STag) -> SendWr {
         SendWr {
             wr_id,
@@ -45,6 +48,7 @@ pub mod wr {
         }
     }
 
+    /// A signaled RDMA Write of `sgl` to the peer's `remote_stag` at tagged offset `remote_to`.
     pub fn write(wr_id: u64, sgl: Vec<Sge>, remote_stag: STag, remote_to: u64) -> SendWr {
         SendWr {
             wr_id,
@@ -57,6 +61,7 @@ pub mod wr {
         }
     }
 
+    /// A signaled RDMA Read from the peer's `remote_stag` at `remote_to` into `sink`.
     pub fn read(wr_id: u64, sink: Sge, remote_stag: STag, remote_to: u64) -> SendWr {
         SendWr {
             wr_id,
@@ -69,6 +74,7 @@ pub mod wr {
         }
     }
 
+    /// A receive into the buffers `sgl` names.
     pub fn recv(wr_id: u64, sgl: Vec<Sge>) -> RecvWr {
         RecvWr { wr_id, sgl }
     }

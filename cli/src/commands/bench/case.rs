@@ -77,19 +77,11 @@ impl Endpoints {
         let server_qp = server
             .create_qp(&server_pd, QpInit::new(&server_cq))
             .map_err(|e| e.to_string())?;
-        let mpa = MpaOptions {
-            crc,
-            markers,
-            ..MpaOptions::default()
-        };
+        let mut mpa = MpaOptions::default();
+        mpa.crc = crc;
+        mpa.markers = markers;
         let listener = server
-            .listen(
-                addr.port(),
-                ListenOptions {
-                    mpa: mpa.clone(),
-                    backlog: None,
-                },
-            )
+            .listen(addr.port(), ListenOptions::default().with_mpa(mpa.clone()))
             .map_err(|e| format!("listen: {e}"))?;
         let depth = MAX_DEPTH as u16;
         client_qp

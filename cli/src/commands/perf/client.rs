@@ -128,7 +128,7 @@ pub fn run_client(
                     .unwrap_or(Status::BadRequest);
                 return Err(PerfError::Refused(status));
             }
-            Some(CmEvent::ConnectFailed(why)) => return Err(PerfError::Connect(why)),
+            Some(CmEvent::ConnectFailed(why)) => return Err(PerfError::Connect(why.to_string())),
             Some(CmEvent::Disconnected { reason }) => return Err(PerfError::Disconnected(reason)),
             None => return Err(PerfError::Connect("timed out".into())),
         };

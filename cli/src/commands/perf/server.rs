@@ -132,7 +132,9 @@ pub fn run_server(
                             }
                             q.finished = true;
                         }
-                        CmEvent::ConnectFailed(why) => return Err(PerfError::Connect(why)),
+                        CmEvent::ConnectFailed(why) => {
+                            return Err(PerfError::Connect(why.to_string()))
+                        }
                         CmEvent::Rejected { .. } => {
                             return Err(PerfError::Connect("rejected".into()))
                         }

@@ -85,6 +85,7 @@ pub fn describe(reason: &DisconnectReason) -> String {
                 "sent to the peer"
             }
         ),
+        other => format!("{other:?}"),
     }
 }
 

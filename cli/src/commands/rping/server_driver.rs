@@ -222,7 +222,7 @@ fn on_event(s: &mut Session, ev: CmEvent, log: &Log) {
             s.outcome = Some(s.server.on_disconnected(reason));
         }
         CmEvent::ConnectFailed(why) => {
-            s.outcome = Some(Err(RpingError::Connect(why)));
+            s.outcome = Some(Err(RpingError::Connect(why.to_string())));
         }
         CmEvent::Rejected { .. } => {
             s.outcome = Some(Err(RpingError::Connect("rejected".into())));

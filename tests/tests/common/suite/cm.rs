@@ -126,10 +126,7 @@ pub fn many_connections_one_listener(make: MakeNet) {
 /// the extra ones are refused at once, the others wait and succeed.
 pub fn backlog_refuses_the_excess(make: MakeNet) {
     let net = make();
-    let opts = ListenOptions {
-        backlog: Some(2),
-        ..Default::default()
-    };
+    let opts = ListenOptions::default().with_backlog(2);
     let listener = net.server.listen(net.listen_port, opts).unwrap();
     let addr = net.addr(listener.port());
     let clients: Vec<_> = (0..5).map(|_| qp_on(&net.client)).collect();

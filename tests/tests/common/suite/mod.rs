@@ -16,9 +16,24 @@ pub type MakeNet<'a> = &'a dyn Fn() -> Net;
 /// Every right a peer can be given.
 pub const REMOTE: Access = Access::ALL;
 
+std::thread_local! {
+    /// Every region the helpers made on this test's thread. The bodies
+    /// hand STags to the peer and drop their handles while the peer still
+    /// uses them, and a region goes with its last handle: these keep the
+    /// registrations until the test (its thread) ends.
+    static HELD: std::cell::RefCell<Vec<MemoryRegion>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Registers `bytes` and keeps the registration for the rest of the test.
+fn held(pd: &ProtectionDomain, bytes: Vec<u8>, access: Access) -> MemoryRegion {
+    let mr = pd.register_vec(bytes, access).unwrap();
+    HELD.with(|h| h.borrow_mut().push(mr.clone()));
+    mr
+}
+
 /// A region of `len` guard bytes.
 pub fn guarded(pd: &ProtectionDomain, len: usize, access: Access) -> MemoryRegion {
-    pd.register_vec(vec![GUARD; len], access).unwrap()
+    held(pd, vec![GUARD; len], access)
 }
 
 /// A region holding `bytes` after `offset` guard bytes, and `tail` more.
@@ -32,7 +47,7 @@ pub fn holding(
     let mut v = vec![GUARD; offset];
     v.extend_from_slice(bytes);
     v.resize(offset + bytes.len() + tail, GUARD);
-    pd.register_vec(v, access).unwrap()
+    held(pd, v, access)
 }
 
 /// Asserts `mr` holds `bytes` at `offset` and guard bytes everywhere else.
