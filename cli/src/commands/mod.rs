@@ -5,3 +5,4 @@ pub mod decode;
 pub mod perf;
 pub mod rping;
 pub mod transport_args;
+pub mod wire_count;

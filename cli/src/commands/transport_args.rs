@@ -224,6 +224,19 @@ impl TransportArgs {
     /// address when `None`), or the TAP host. The capture, if asked for, is
     /// flushed when the device is dropped.
     pub fn open_device(&self, bind: Option<IpAddr>) -> Result<Device, String> {
+        Ok(Device::new(self.open_transport(bind)?))
+    }
+
+    /// Opens the device with its TCP payload bytes counted.
+    pub fn open_counted_device(
+        &self,
+        bind: Option<IpAddr>,
+    ) -> Result<(Device, super::wire_count::WireCounter), String> {
+        let (t, counter) = super::wire_count::Counting::wrap(self.open_transport(bind)?);
+        Ok((Device::new(Box::new(t)), counter))
+    }
+
+    fn open_transport(&self, bind: Option<IpAddr>) -> Result<Box<dyn Transport + Send>, String> {
         let sink = match &self.pcap {
             Some(path) => {
                 Some(PcapSink::create(path).map_err(|e| format!("pcap {}: {e}", path.display()))?)
@@ -257,7 +270,7 @@ impl TransportArgs {
                 Box::new(k)
             }
         };
-        Ok(Device::new(transport))
+        Ok(transport)
     }
 
     /// A short description for debug output.
