@@ -247,7 +247,11 @@ fn perftest_side(args: &Args) -> Result<perftest::report::Outcome, PerfError> {
     };
     let t = &args.transport;
     let outcome = if args.is_server() {
-        let listener = device.listen(args.port, t.listen_options())?;
+        let mut opts = t.listen_options();
+        // ib_write_lat's server writes first, before its client has sent
+        // anything on the test connection.
+        opts.mpa.responder_sends_first = op == Op::WriteLat;
+        let listener = device.listen(args.port, opts)?;
         let params = |req: &verbs::ConnectRequest| t.accept_params(req, 0, Vec::new());
         let role = perftest::Role::Server {
             listener: &listener,
