@@ -53,6 +53,9 @@ use super::transport_args::TransportArgs;
 
 /// perftest's default port.
 pub const DEFAULT_PORT: u16 = 18515;
+/// How long a perftest client waits after each MPA Reply before its first
+/// FPDU (what `iwarp rping --settle-ms` defaults to).
+const FIRST_FPDU_DELAY: Duration = Duration::from_millis(20);
 /// Largest message size either side accepts.
 pub const MAX_SIZE: usize = 64 << 20;
 
@@ -265,7 +268,14 @@ fn perftest_side(args: &Args) -> Result<perftest::report::Outcome, PerfError> {
     } else {
         let peer = args.peer.as_deref().unwrap_or_default();
         let remote = resolve(peer, args.port)?;
-        let params = |ird: u16, ord: u16| t.connect_params(ird, ord, Vec::new());
+        let params = |ird: u16, ord: u16| {
+            let mut p = t.connect_params(ird, ord, Vec::new());
+            // siw, responding, attaches the socket to its queue pair only
+            // after sending the MPA Reply: a first FPDU that lands in
+            // between waits unread (see the interop README).
+            p.mpa.first_fpdu_delay = FIRST_FPDU_DELAY;
+            p
+        };
         let role = perftest::Role::Client {
             remote,
             params: &params,

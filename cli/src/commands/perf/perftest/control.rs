@@ -178,6 +178,23 @@ impl Control {
         self.timeout = timeout;
     }
 
+    /// Waits up to `max` for the peer to close either connection, keeping
+    /// both moving: a peer whose last SEND or WRITE is still completing
+    /// when our FIN arrives may see it flushed (siw does).
+    pub fn wait_peer_close(&self, test: &QueuePair, test_cq: &CompletionQueue, max: Duration) {
+        let deadline = Instant::now() + max;
+        let mut wcs = [super::super::client::placeholder(); 8];
+        while Instant::now() < deadline {
+            let _ = self.cq.poll(&mut wcs);
+            let _ = test_cq.poll(&mut wcs);
+            let closed = |ev: Option<CmEvent>| matches!(ev, Some(CmEvent::Disconnected { .. }));
+            if closed(self.qp.try_event()) || closed(test.try_event()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     pub fn disconnect(&self) {
         self.qp.disconnect();
     }

@@ -435,6 +435,13 @@ pub fn run(
     }
     outcome.wire_rx = counter.received() - wire_start.0;
     outcome.wire_tx = counter.sent() - wire_start.1;
+    // perftest's client closes first; a server that closes at once may
+    // flush the client's last SEND or WRITE before it completes there.
+    let grace = match side {
+        Side::Server => Duration::from_secs(3),
+        Side::Client => Duration::from_millis(300),
+    };
+    control.wait_peer_close(&test.qp, &test.cq, grace);
     test.qp.disconnect();
     control.disconnect();
     Ok(outcome)
