@@ -36,7 +36,14 @@ fn server(op: &str, port: u16, extra: &[&str]) -> Proc {
 fn client(op: &str, port: u16, extra: &[&str]) -> Proc {
     let port = port.to_string();
     let mut args = vec![
-        "perf", op, "127.0.0.1", "-p", &port, "--json", "--proto", "iwarp",
+        "perf",
+        op,
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--json",
+        "--proto",
+        "iwarp",
     ];
     args.extend_from_slice(extra);
     Proc::spawn(&args)

@@ -86,7 +86,10 @@ fn bandwidth_tests_and_both_byte_accounts() {
         assert_eq!(field(&c, "role").as_deref(), Some("client"));
         assert_eq!(num(&c, "MsgSize"), 65536.0, "{c}");
         assert_eq!(num(&c, "n_iterations"), 300.0, "{c}");
-        assert!(num(&c, "BW_average") > 0.0 && num(&c, "MsgRate") > 0.0, "{c}");
+        assert!(
+            num(&c, "BW_average") > 0.0 && num(&c, "MsgRate") > 0.0,
+            "{c}"
+        );
         assert!(num(&c, "BW_peak") >= num(&c, "BW_average") * 0.99, "{c}");
         assert_eq!(num(&c, "payload_bytes"), 300.0 * 65536.0, "{c}");
         assert_eq!(field(&c, "disagreement").as_deref(), Some("null"), "{c}");
@@ -96,7 +99,10 @@ fn bandwidth_tests_and_both_byte_accounts() {
             out.iter().any(|l| l.contains("BW average[MB/sec]")),
             "{out:?}"
         );
-        assert!(out.iter().any(|l| l.starts_with(" 65536      300")), "{out:?}");
+        assert!(
+            out.iter().any(|l| l.starts_with(" 65536      300")),
+            "{out:?}"
+        );
         // The TCP payload that carried the test covers the payload.
         let carried = if op == "read" {
             num(&c, "wire_rx_bytes")
@@ -182,7 +188,10 @@ fn gbits_and_the_json_file() {
     let mut cargs = args.to_vec();
     cargs.extend_from_slice(&["--out_json", "--out_json_file", file.as_str()]);
     let (c, _, out) = run("write", &cargs, &args);
-    assert!(out.iter().any(|l| l.contains("BW average[Gb/sec]")), "{out:?}");
+    assert!(
+        out.iter().any(|l| l.contains("BW average[Gb/sec]")),
+        "{out:?}"
+    );
     let written = std::fs::read_to_string(file.path()).expect("the JSON file");
     assert_eq!(written.trim(), c, "the file holds the same object");
     assert_eq!(field(&c, "BW_unit").as_deref(), Some("Gb/sec"));

@@ -136,7 +136,12 @@ pub struct Args {
     stall: f64,
     /// Server: give up if no client comes within this many seconds (0:
     /// wait forever).
-    #[arg(long, value_name = "SECS", default_value_t = 0.0, conflicts_with = "peer")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 0.0,
+        conflicts_with = "peer"
+    )]
     wait: f64,
     /// Print the result as one JSON object on the last line.
     #[arg(long)]

@@ -92,7 +92,9 @@ pub fn sender(t: &TestQp, peer: &PingpongDest, p: &BwParams) -> Result<BwResult,
         }
         while posted < want && !ended && (posted - completed) < depth as u64 {
             if p.op == Op::Send {
-                let window = (posted as u32).wrapping_add(1).wrapping_sub(t.credit_value());
+                let window = (posted as u32)
+                    .wrapping_add(1)
+                    .wrapping_sub(t.credit_value());
                 if window >= rx_window {
                     break;
                 }
@@ -135,7 +137,13 @@ pub fn sender(t: &TestQp, peer: &PingpongDest, p: &BwParams) -> Result<BwResult,
             let first = posted_at.first().copied().unwrap_or(start);
             let last = done_at.last().copied().unwrap_or(first);
             let secs = last.saturating_duration_since(first).as_secs_f64();
-            BwRow::new(size, completed, secs, best_time(&posted_at, &done_at), p.unit)
+            BwRow::new(
+                size,
+                completed,
+                secs,
+                best_time(&posted_at, &done_at),
+                p.unit,
+            )
         }
     };
     Ok(BwResult {
@@ -176,7 +184,11 @@ fn best_time(posted: &[Instant], done: &[Instant]) -> Option<Duration> {
 /// The SEND receiver: counts receives, re-posts them, and RDMA WRITEs its
 /// count into the sender's credit counter every `rx_depth / 3` receives.
 /// Its clock starts with the first receive, as perftest's does.
-pub fn receiver(t: &TestQp, peer_credit: &PingpongDest, p: &BwParams) -> Result<BwResult, PerfError> {
+pub fn receiver(
+    t: &TestQp,
+    peer_credit: &PingpongDest,
+    p: &BwParams,
+) -> Result<BwResult, PerfError> {
     let mut wcs = [placeholder(); 64];
     let credit_every = (p.rx_depth / 3).max(1) as u64;
     let want = match p.limit {
@@ -263,7 +275,13 @@ mod tests {
         // that the second hundred came 2 us apart.
         let posted: Vec<Instant> = (0..200).map(|_| t0).collect();
         let done: Vec<Instant> = (0..200u64)
-            .map(|i| if i < 100 { us(10 * (i + 1)) } else { us(1000 + 2 * (i - 99)) })
+            .map(|i| {
+                if i < 100 {
+                    us(10 * (i + 1))
+                } else {
+                    us(1000 + 2 * (i - 99))
+                }
+            })
             .collect();
         let best = best_time(&posted, &done).unwrap();
         // Everything posted at once: the best run is the whole of it,

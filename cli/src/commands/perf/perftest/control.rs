@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use verbs::{
-    wr, Access, AcceptParams, CmEvent, CompletionQueue, ConnectParams, ConnectRequest, Device,
+    wr, AcceptParams, Access, CmEvent, CompletionQueue, ConnectParams, ConnectRequest, Device,
     MemoryRegion, QpInit, QueuePair, WcOpcode,
 };
 

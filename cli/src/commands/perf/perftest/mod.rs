@@ -221,8 +221,14 @@ pub fn run(
     let mut control = control;
     // exchange_versions, check_sys_data, check_mtu.
     wire::parse_version(&control.exchange(&wire::version_message())?)?;
-    let page = wire::parse_int("page size", &control.exchange(&wire::int_message(PAGE_SIZE))?)?;
-    wire::parse_int("cache line", &control.exchange(&wire::int_message(CACHE_LINE))?)?;
+    let page = wire::parse_int(
+        "page size",
+        &control.exchange(&wire::int_message(PAGE_SIZE))?,
+    )?;
+    wire::parse_int(
+        "cache line",
+        &control.exchange(&wire::int_message(CACHE_LINE))?,
+    )?;
     wire::parse_mtu(&control.exchange(&wire::mtu_message(wire::MTU_CODE))?)?;
     if page > 64 << 20 {
         return Err(PerfError::Protocol(format!("peer page size {page}")));
@@ -235,7 +241,11 @@ pub fn run(
     let reads = cfg.op.reads();
     let test = match role {
         Role::Client { remote, params } => {
-            let (ird, ord) = if reads { (OUT_READS, OUT_READS) } else { (0, 0) };
+            let (ird, ord) = if reads {
+                (OUT_READS, OUT_READS)
+            } else {
+                (0, 0)
+            };
             TestQp::connect(device, shape, *remote, &|| params(ird, ord), short)?
         }
         Role::Server {

@@ -62,7 +62,11 @@ mod tests {
     fn margins_are_a_quarter_of_whole_seconds() {
         let t0 = Instant::now();
         let p = Phases::new(t0, Duration::from_secs(2));
-        assert_eq!(p.sample(), Duration::from_secs(2), "2/4 rounds to no margin");
+        assert_eq!(
+            p.sample(),
+            Duration::from_secs(2),
+            "2/4 rounds to no margin"
+        );
         assert_eq!(p.state(t0), State::Sample);
         assert_eq!(p.state(t0 + Duration::from_millis(1999)), State::Sample);
         assert_eq!(p.state(t0 + Duration::from_secs(2)), State::End);

@@ -113,7 +113,11 @@ impl LatRow {
     /// largest, and takes the median as "typical".
     pub fn from_deltas(size: u64, iters: u64, deltas: &mut [Duration], rtt_factor: u32) -> LatRow {
         deltas.sort_unstable();
-        let keep = deltas.len().saturating_sub(LAT_MEASURE_TAIL).max(1).min(deltas.len());
+        let keep = deltas
+            .len()
+            .saturating_sub(LAT_MEASURE_TAIL)
+            .max(1)
+            .min(deltas.len());
         let d = &deltas[..keep];
         let f = f64::from(rtt_factor.max(1));
         let us = |x: Duration| x.as_secs_f64() * 1e6 / f;
@@ -331,11 +335,20 @@ mod tests {
         assert!((r.bw_avg - 312.5).abs() < 1e-9, "{}", r.bw_avg);
         assert!((r.msg_rate - 0.005).abs() < 1e-12);
         assert_eq!(r.bw_peak, 0.0);
-        let g = BwRow::new(65536, 5000, 1.0, Some(Duration::from_micros(100)), Unit::Gbps);
+        let g = BwRow::new(
+            65536,
+            5000,
+            1.0,
+            Some(Duration::from_micros(100)),
+            Unit::Gbps,
+        );
         assert!((g.bw_avg - 2.62144).abs() < 1e-9, "{}", g.bw_avg);
         assert!((g.bw_peak - 5.24288).abs() < 1e-9, "{}", g.bw_peak);
         let line = bw_line(&r, Unit::MiBps);
-        assert!(line.starts_with(" 65536      5000             0.00 "), "{line:?}");
+        assert!(
+            line.starts_with(" 65536      5000             0.00 "),
+            "{line:?}"
+        );
         assert!(line.contains("312.50"), "{line:?}");
         assert!(bw_header(Unit::Gbps).contains("BW average[Gb/sec]"));
     }
@@ -369,8 +382,14 @@ mod tests {
             disagreement: None,
         };
         let j = o.json();
-        assert!(j.starts_with("{\"test_info\":{\"test\":\"RDMA_Write_BW_Test\""), "{j}");
-        assert!(j.contains("\"results\":{\"MsgSize\":4096,\"n_iterations\":10,"), "{j}");
+        assert!(
+            j.starts_with("{\"test_info\":{\"test\":\"RDMA_Write_BW_Test\""),
+            "{j}"
+        );
+        assert!(
+            j.contains("\"results\":{\"MsgSize\":4096,\"n_iterations\":10,"),
+            "{j}"
+        );
         assert!(j.contains("\"peer_payload_bytes\":null"), "{j}");
         assert!(j.ends_with("\"disagreement\":null}"), "{j}");
     }
@@ -380,6 +399,9 @@ mod tests {
         assert_eq!(check_accounts("the client", 1000, 1200), None);
         assert_eq!(check_accounts("the client", 1200, 1200), None);
         let why = check_accounts("the client", 2000, 1200).unwrap();
-        assert!(why.contains("the client reports 2000") && why.contains("only 1200"), "{why}");
+        assert!(
+            why.contains("the client reports 2000") && why.contains("only 1200"),
+            "{why}"
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use verbs::{
-    wr, Access, AcceptParams, CmEvent, CompletionQueue, ConnectParams, ConnectRequest, Device,
+    wr, AcceptParams, Access, CmEvent, CompletionQueue, ConnectParams, ConnectRequest, Device,
     MemoryRegion, ProtectionDomain, QpInit, QueuePair, STag,
 };
 
@@ -148,7 +148,9 @@ impl TestQp {
                 None => {}
             }
         }
-        Err(PerfError::Connect("test connection: not established".into()))
+        Err(PerfError::Connect(
+            "test connection: not established".into(),
+        ))
     }
 
     /// Posts every receive, each `size` bytes at the start of the receive
@@ -188,7 +190,12 @@ impl TestQp {
 
     /// RDMA WRITEs this side's receive count into the sender's credit
     /// counter.
-    pub fn post_credit(&self, id: u64, received: u64, peer: &PingpongDest) -> Result<(), PerfError> {
+    pub fn post_credit(
+        &self,
+        id: u64,
+        received: u64,
+        peer: &PingpongDest,
+    ) -> Result<(), PerfError> {
         self.credit.write(0, &super::wire::credit_bytes(received))?;
         let sge = self.credit.sge(0, 4)?;
         self.qp

@@ -278,10 +278,7 @@ mod tests {
     fn old_or_garbled_versions_are_refused() {
         let mut m = [0u8; 16];
         m[..4].copy_from_slice(b"5.60");
-        assert_eq!(
-            parse_version(&m),
-            Err(WireError::OldVersion("5.60".into()))
-        );
+        assert_eq!(parse_version(&m), Err(WireError::OldVersion("5.60".into())));
         m[..4].copy_from_slice(b"abcd");
         assert!(matches!(parse_version(&m), Err(WireError::BadVersion(_))));
         assert!(matches!(
