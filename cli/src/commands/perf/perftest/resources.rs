@@ -205,7 +205,7 @@ impl TestQp {
 
     /// The receiver's latest credit, as written into our counter.
     pub fn credit_value(&self) -> u32 {
-        self.credit.with_bytes(|b| super::wire::parse_credit(b))
+        self.credit.with_bytes(super::wire::parse_credit)
     }
 
     /// write_lat: the byte the peer's WRITE of `size` bytes ends with.

@@ -157,7 +157,7 @@ impl PingpongDest {
         })
     }
 
-    pub fn to_bytes(&self) -> [u8; DEST_LEN] {
+    pub fn to_bytes(self) -> [u8; DEST_LEN] {
         let mut b = [0u8; DEST_LEN];
         b[0..4].copy_from_slice(&self.lid.to_be_bytes());
         b[4..8].copy_from_slice(&self.out_reads.to_be_bytes());
@@ -261,12 +261,12 @@ mod tests {
     const DEST_FIXTURE: &str = "000000000000000100000002\
         00cb89039a622000dd7f0000000055b1bfcf5000\
         5254009900030000000000000000000000000000\
-        0000000000000000";
+        00000000";
     /// The same from a READ test: out_reads 128.
     const READ_DEST_FIXTURE: &str = "000000000000008000000002\
         003df82ef597ea005b7f000000005566e1bcd000\
         5254009900020000000000000000000000000000\
-        0000000000000000";
+        00000000";
 
     #[test]
     fn version_matches_perftest_bytes() {
