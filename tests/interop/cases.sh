@@ -13,8 +13,8 @@
 #            cleanly (both ends exit by themselves, no hang); its passing is
 #            reported as XPASS and fails the run, so the list stays true.
 #
-# perftest cases (IWARP_INTEROP_PERFTEST=1 adds them; `perftest-*` patterns
-# select them) use the same line, with the perftest test in COUNT:
+# perftest cases (IWARP_INTEROP_PERFTEST=0 leaves them out; `perftest-*`
+# patterns select them) use the same line, with the perftest test in COUNT:
 #   KIND     perftest-siw-siw       ib_*_bw/ib_*_lat -R between two siw guests
 #            perftest-iwarp-server  a siw guest's ib_* client against
 #                                   `iwarp perf` serving over kernel TCP
@@ -83,7 +83,7 @@ interop_cases() {
 # The perftest cases: every test at a couple of sizes, in each role.
 perftest_cases() {
 	local kind t s sizes
-	[ "${IWARP_INTEROP_PERFTEST:-0}" = 1 ] || return 0
+	[ "${IWARP_INTEROP_PERFTEST:-1}" = 1 ] || return 0
 	for kind in $PERFTEST_KINDS; do
 		for t in $PERFTEST_TESTS; do
 			case "$t" in *_lat) sizes=$PERFTEST_LAT_SIZES ;; *) sizes=$PERFTEST_BW_SIZES ;; esac
