@@ -103,6 +103,11 @@ fn bandwidth_tests_and_both_byte_accounts() {
             out.iter().any(|l| l.starts_with(" 65536      300")),
             "{out:?}"
         );
+        assert!(
+            out.iter()
+                .any(|l| l.starts_with(" Bytes: payload 19660800 here")),
+            "{out:?}"
+        );
         // The TCP payload that carried the test covers the payload.
         let carried = if op == "read" {
             num(&c, "wire_rx_bytes")

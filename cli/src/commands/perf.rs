@@ -6,6 +6,9 @@
 //! rdma_cm (`-R`) protocol ([`perftest`]), so either end may be perftest
 //! itself, and print perftest's table (`--report_gbits`, `--out_json`).
 //!
+//! Both sides account for the bytes moved (see [`perftest::report`]); when
+//! the accounts cannot both be true the run exits with status 3.
+//!
 //! `--proto iwarp` selects this tool's own protocol instead, which adds
 //! several connections (`-q`), a data check and the client's totals
 //! confirmed by the server: test parameters and buffer advertisements
@@ -53,6 +56,8 @@ use super::transport_args::TransportArgs;
 
 /// perftest's default port.
 pub const DEFAULT_PORT: u16 = 18515;
+/// Exit status when the two sides' byte accounts cannot both be true.
+const DISAGREEMENT: u8 = 3;
 /// How long a perftest client waits after each MPA Reply before its first
 /// FPDU (what `iwarp rping --settle-ms` defaults to).
 const FIRST_FPDU_DELAY: Duration = Duration::from_millis(20);
@@ -183,6 +188,14 @@ fn run_perftest(args: &Args) -> ExitCode {
     let side = if args.is_server() { "server" } else { "client" };
     match perftest_side(args) {
         Ok(outcome) => {
+            let opt = |b: Option<u64>| b.map_or("-".to_string(), |b| b.to_string());
+            println!(
+                " Bytes: payload {} here, {} by the peer's account; TCP payload {} in, {} out",
+                opt(outcome.payload_bytes),
+                opt(outcome.peer_bytes),
+                outcome.wire_rx,
+                outcome.wire_tx
+            );
             if let Some(why) = &outcome.disagreement {
                 println!(" Disagreement: {why}");
             }
@@ -201,7 +214,7 @@ fn run_perftest(args: &Args) -> ExitCode {
                 println!("{json}");
             }
             if outcome.disagreement.is_some() {
-                ExitCode::from(2)
+                ExitCode::from(DISAGREEMENT)
             } else {
                 ExitCode::SUCCESS
             }
