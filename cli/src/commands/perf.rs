@@ -183,7 +183,7 @@ impl Args {
     }
 }
 
-/// Runs one side of a perftest session and prints its result.
+/// Runs one side of a perftest run and prints its result.
 fn run_perftest(args: &Args) -> ExitCode {
     let side = if args.is_server() { "server" } else { "client" };
     match perftest_side(args) {

@@ -197,7 +197,7 @@ fn print_row(row: &Row, unit: Unit) {
     }
 }
 
-/// Runs one perftest session in `role` and returns this side's outcome.
+/// Runs one perftest exchange in `role` and returns this side's outcome.
 pub fn run(
     device: &Device,
     counter: &WireCounter,
