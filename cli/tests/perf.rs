@@ -1,6 +1,7 @@
-//! `iwarp perf` as two processes over kernel TCP on 127.0.0.1: every
-//! test, its JSON result checked for sane and consistent figures, several
-//! connections, a duration limit, and the failures.
+//! `iwarp perf --proto iwarp` (the tool's own protocol) as two processes
+//! over kernel TCP on 127.0.0.1: every test, its JSON result checked for
+//! sane and consistent figures, several connections, a duration limit, and
+//! the failures. perftest's protocol, the default, is in perftest.rs.
 
 mod two_process;
 
@@ -12,7 +13,9 @@ const LIMIT: Duration = Duration::from_secs(90);
 
 fn server(op: &str, port: u16, extra: &[&str]) -> Proc {
     let port = port.to_string();
-    let mut args = vec!["perf", op, "--server", "-p", &port, "--json"];
+    let mut args = vec![
+        "perf", op, "--server", "-p", &port, "--json", "--proto", "iwarp",
+    ];
     if !extra.contains(&"--wait") {
         args.extend_from_slice(&["--wait", "60"]);
     }
@@ -32,7 +35,16 @@ fn server(op: &str, port: u16, extra: &[&str]) -> Proc {
 
 fn client(op: &str, port: u16, extra: &[&str]) -> Proc {
     let port = port.to_string();
-    let mut args = vec!["perf", op, "127.0.0.1", "-p", &port, "--json"];
+    let mut args = vec![
+        "perf",
+        op,
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--json",
+        "--proto",
+        "iwarp",
+    ];
     args.extend_from_slice(extra);
     Proc::spawn(&args)
 }
@@ -199,7 +211,6 @@ fn the_client_fails_cleanly_when_the_server_dies() {
 #[test]
 fn usage_errors_exit_2() {
     for args in [
-        vec!["perf", "write"],
         vec!["perf", "write", "--server", "127.0.0.1"],
         vec!["perf", "atomic", "127.0.0.1"],
         vec!["perf", "write", "127.0.0.1", "-s", "0"],

@@ -12,11 +12,26 @@
 #   EXPECT   pass, or fail: a known-unsupported combination that must fail
 #            cleanly (both ends exit by themselves, no hang); its passing is
 #            reported as XPASS and fails the run, so the list stays true.
+#
+# perftest cases (IWARP_INTEROP_PERFTEST=0 leaves them out; `perftest-*`
+# patterns select them) use the same line, with the perftest test in COUNT:
+#   KIND     perftest-siw-siw       ib_*_bw/ib_*_lat -R between two siw guests
+#            perftest-iwarp-server  a siw guest's ib_* client against
+#                                   `iwarp perf` serving over kernel TCP
+#            perftest-iwarp-client  `iwarp perf HOST` against a siw guest's
+#                                   ib_* server
+#   SIZE     -s;  COUNT  write, read, send, write_lat, read_lat, send_lat
+#   every run is `-R -D 2` on the default siw build.
 
 INTEROP_SIZES="64 4000 65000"
 SIW_SIW_COUNT=10
 IWARP_COUNT=100
 IWARP_KINDS="iwarp-client-kernel iwarp-client-tap iwarp-server-kernel iwarp-server-tap"
+PERFTEST_KINDS="perftest-siw-siw perftest-iwarp-server perftest-iwarp-client"
+PERFTEST_TESTS="write read send write_lat read_lat send_lat"
+PERFTEST_BW_SIZES="4096 65536"
+PERFTEST_LAT_SIZES="2 4096"
+PERFTEST_SECS=2
 
 # known_unsupported KIND VARIANT: why that combination cannot work, or
 # nothing when it is expected to.
@@ -62,4 +77,30 @@ interop_cases() {
 			done
 		done
 	done
+	perftest_cases
 }
+
+# The perftest cases: every test at a couple of sizes, in each role.
+perftest_cases() {
+	local kind t s sizes
+	[ "${IWARP_INTEROP_PERFTEST:-1}" = 1 ] || return 0
+	for kind in $PERFTEST_KINDS; do
+		for t in $PERFTEST_TESTS; do
+			case "$t" in *_lat) sizes=$PERFTEST_LAT_SIZES ;; *) sizes=$PERFTEST_BW_SIZES ;; esac
+			for s in $sizes; do
+				echo "$kind/$t/$s $kind default $s $t pass"
+			done
+		done
+	done
+}
+
+# perftest_program TEST: the perftest binary that runs it.
+perftest_program() {
+	case "$1" in
+	*_lat) echo "ib_$1" ;;
+	*) echo "ib_$1_bw" ;;
+	esac
+}
+
+# perftest_iwarp_op TEST: the `iwarp perf` test of the same name.
+perftest_iwarp_op() { echo "${1//_/-}"; }

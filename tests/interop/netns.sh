@@ -87,7 +87,7 @@ capture_start() {
 	local pcap=$1 errlog=$1.log i
 	# Not through nsx: a backgrounded function would leave a subshell between
 	# $! and tcpdump, and the signal meant for tcpdump would go to the shell.
-	ip netns exec "$NETNS" tcpdump -i "$BRIDGE" -s 0 -U -w "$pcap" >"$errlog" 2>&1 &
+	ip netns exec "$NETNS" tcpdump -i "$BRIDGE" -s 0 -B 32768 -U -w "$pcap" >"$errlog" 2>&1 &
 	CAPTURE_PID=$!
 	netns_track_pid "$CAPTURE_PID"
 	for _ in $(seq 1 50); do

@@ -86,7 +86,13 @@ expect_eq "wait_pair: a single end gets the grace from the start" "$PAIR_RC_A" k
 
 # --- the case list ----------------------------------------------------------
 cases=$(interop_cases)
-expect_eq "case count" "$(echo "$cases" | wc -l)" 60
+expect_eq "case count" "$(echo "$cases" | wc -l)" 96
+expect_eq "without perftest" "$(IWARP_INTEROP_PERFTEST=0 interop_cases | wc -l)" 60
+expect_eq "perftest cases" "$(echo "$cases" | grep -c '^perftest-')" 36
+expect_eq "perftest cases name their program" \
+	"$(echo "$cases" | awk '$2 ~ /^perftest-/ { print $5 }' | sort -u | while read -r t; do perftest_program "$t"; done | tr '\n' ' ')" \
+	"ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_write_bw ib_write_lat "
+expect_eq "perftest test names as iwarp perf takes them" "$(perftest_iwarp_op write_lat)" write-lat
 expect_eq "case names unique" "$(echo "$cases" | cut -d' ' -f1 | sort | uniq -d | wc -l)" 0
 expect_eq "siw-siw cases" "$(echo "$cases" | grep -c '^siw-siw/')" 12
 expect_eq "known-unsupported siw-siw cases are rev1" \

@@ -6,3 +6,4 @@ pub mod fuzz_peer;
 pub mod perf;
 pub mod rping;
 pub mod transport_args;
+pub mod wire_count;

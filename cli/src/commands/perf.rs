@@ -1,12 +1,20 @@
-//! `iwarp perf`: a two-process RDMA tester in the manner of perftest's
-//! ib_write_bw, ib_read_bw, ib_send_bw and ib_*_lat.
+//! `iwarp perf`: perftest's ib_write_bw, ib_read_bw, ib_send_bw and
+//! ib_*_lat, and a peer of them.
 //!
-//! Start `iwarp perf <op> --server` on one side and `iwarp perf <op> HOST`
-//! on the other. The client measures; the server serves one client run
-//! (all of its `-q` connections) and exits. Test parameters and buffer
-//! advertisements travel in the MPA private data of the connect request
-//! and reply (see [`wire`]), so nothing but the test runs on the
-//! connections until the client reports its totals over a SEND.
+//! `iwarp perf <op>` with no HOST is the server (`--server` says the same),
+//! `iwarp perf <op> HOST` the client. By default both speak perftest's
+//! rdma_cm (`-R`) protocol ([`perftest`]), so either end may be perftest
+//! itself, and print perftest's table (`--report_gbits`, `--out_json`).
+//!
+//! Both sides account for the bytes moved (see [`perftest::report`]); when
+//! the accounts cannot both be true the run exits with status 3.
+//!
+//! `--proto iwarp` selects this tool's own protocol instead, which adds
+//! several connections (`-q`), a data check and the client's totals
+//! confirmed by the server: test parameters and buffer advertisements
+//! travel in the MPA private data of the connect request and reply (see
+//! [`wire`]), so nothing but the test runs on the connections until the
+//! client reports its totals over a SEND.
 //!
 //! * `write`, `read`, `send`: keep `--tx-depth` requests outstanding per
 //!   connection and count completions. SENDs are paced by receive credits
@@ -26,6 +34,7 @@ mod client;
 mod credit;
 mod error;
 mod op;
+pub mod perftest;
 mod server;
 mod stats;
 #[cfg(test)]
@@ -47,31 +56,59 @@ use super::transport_args::TransportArgs;
 
 /// perftest's default port.
 pub const DEFAULT_PORT: u16 = 18515;
+/// Exit status when the two sides' byte accounts cannot both be true.
+const DISAGREEMENT: u8 = 3;
+/// How long a perftest client waits after each MPA Reply before its first
+/// FPDU (what `iwarp rping --settle-ms` defaults to).
+const FIRST_FPDU_DELAY: Duration = Duration::from_millis(20);
 /// Largest message size either side accepts.
 pub const MAX_SIZE: usize = 64 << 20;
 
-/// Two-process RDMA bandwidth and latency tests (perftest-like).
+/// Which protocol the two sides speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Proto {
+    /// perftest's `-R` (rdma_cm) exchange: talks to ib_*_bw / ib_*_lat.
+    Perftest,
+    /// This tool's own: several queue pairs, data checks, server-confirmed
+    /// totals.
+    Iwarp,
+}
+
+/// Two-process RDMA bandwidth and latency tests, perftest's and with it.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("side").required(true).args(["server", "peer"])))]
 pub struct Args {
     /// The test: write, read, send (bandwidth); lat (= write-lat),
     /// write-lat, send-lat, read-lat (latency).
     #[arg(value_enum)]
     op: OpArg,
-    /// The server to test against.
+    /// The server to test against; none: be the server.
     #[arg(value_name = "HOST")]
     peer: Option<String>,
-    /// Be the server.
-    #[arg(long)]
+    /// Be the server (the same as giving no HOST).
+    #[arg(long, conflicts_with = "peer")]
     server: bool,
     /// Address the server binds (kernel TCP; default any).
-    #[arg(
-        short = 'a',
-        long = "bind",
-        value_name = "ADDR",
-        conflicts_with = "peer"
-    )]
+    #[arg(long = "bind", value_name = "ADDR", conflicts_with = "peer")]
     bind: Option<IpAddr>,
+    /// The protocol: perftest's (default) or this tool's own.
+    #[arg(long, value_enum, default_value_t = Proto::Perftest)]
+    proto: Proto,
+    /// Every message size from 2 bytes to 8 MiB (perftest's -a).
+    #[arg(short = 'a', long = "all", conflicts_with_all = ["size", "duration"])]
+    all: bool,
+    /// Use rdma_cm for the connections (perftest's -R; always so here).
+    #[arg(short = 'R', long = "rdma_cm")]
+    rdma_cm: bool,
+    /// Report bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes).
+    #[arg(long = "report_gbits", alias = "report-gbits")]
+    report_gbits: bool,
+    /// Write the result to a JSON file (perftest_out.json unless
+    /// --out_json_file names another).
+    #[arg(long = "out_json", alias = "out-json")]
+    out_json: bool,
+    /// The file --out_json writes.
+    #[arg(long = "out_json_file", alias = "out-json-file", value_name = "FILE")]
+    out_json_file: Option<std::path::PathBuf>,
     /// Port.
     #[arg(short = 'p', long, value_name = "PORT", default_value_t = DEFAULT_PORT)]
     port: u16,
@@ -104,7 +141,12 @@ pub struct Args {
     stall: f64,
     /// Server: give up if no client comes within this many seconds (0:
     /// wait forever).
-    #[arg(long, value_name = "SECS", default_value_t = 0.0, requires = "server")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 0.0,
+        conflicts_with = "peer"
+    )]
     wait: f64,
     /// Print the result as one JSON object on the last line.
     #[arg(long)]
@@ -114,6 +156,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    if args.proto == Proto::Perftest {
+        return run_perftest(args);
+    }
     match run_side(args) {
         Ok(report) => {
             println!("{}", report.table());
@@ -125,11 +170,139 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => {
             eprintln!(
                 "iwarp perf {}: {e}",
-                if args.server { "server" } else { "client" }
+                if args.is_server() { "server" } else { "client" }
             );
             ExitCode::FAILURE
         }
     }
+}
+
+impl Args {
+    fn is_server(&self) -> bool {
+        self.server || self.peer.is_none()
+    }
+}
+
+/// Runs one side of a perftest run and prints its result.
+fn run_perftest(args: &Args) -> ExitCode {
+    let side = if args.is_server() { "server" } else { "client" };
+    match perftest_side(args) {
+        Ok(outcome) => {
+            let opt = |b: Option<u64>| b.map_or("-".to_string(), |b| b.to_string());
+            println!(
+                " Bytes: payload {} here, {} by the peer's account; TCP payload {} in, {} out",
+                opt(outcome.payload_bytes),
+                opt(outcome.peer_bytes),
+                outcome.wire_rx,
+                outcome.wire_tx
+            );
+            if let Some(why) = &outcome.disagreement {
+                println!(" Disagreement: {why}");
+            }
+            let json = outcome.json();
+            if args.out_json || args.out_json_file.is_some() {
+                let path = args
+                    .out_json_file
+                    .clone()
+                    .unwrap_or_else(|| "perftest_out.json".into());
+                if let Err(e) = std::fs::write(&path, format!("{json}\n")) {
+                    eprintln!("iwarp perf {side}: {}: {e}", path.display());
+                    return ExitCode::FAILURE;
+                }
+            }
+            if args.json {
+                println!("{json}");
+            }
+            if outcome.disagreement.is_some() {
+                ExitCode::from(DISAGREEMENT)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("iwarp perf {side}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn perftest_side(args: &Args) -> Result<perftest::report::Outcome, PerfError> {
+    use perftest::bw::Limit as PtLimit;
+    let op = Op::from(args.op);
+    if args.qps != 1 {
+        return Err(PerfError::Setup(
+            "perftest's protocol runs one queue pair here (-q 1); --proto iwarp runs several"
+                .into(),
+        ));
+    }
+    let (device, counter) = args
+        .transport
+        .open_counted_device(args.bind)
+        .map_err(PerfError::Setup)?;
+    let sizes = if args.all {
+        perftest::Config::all_sizes()
+    } else {
+        vec![args
+            .size
+            .map_or(if op.is_latency() { 2 } else { 65536 }, |s| s as usize)]
+    };
+    let limit = match (args.duration, args.iters) {
+        (Some(d), _) => PtLimit::For(secs(d.floor().max(1.0))),
+        (None, Some(n)) => PtLimit::Iters(n),
+        (None, None) => PtLimit::Iters(if op == Op::Write { 5000 } else { 1000 }),
+    };
+    let cfg = perftest::Config {
+        op,
+        sizes,
+        all: args.all,
+        limit,
+        tx_depth: usize::from(args.tx_depth),
+        rx_depth: args.rx_depth as usize,
+        stall: secs(args.stall),
+        unit: if args.report_gbits {
+            perftest::report::Unit::Gbps
+        } else {
+            perftest::report::Unit::MiBps
+        },
+        connect_timeout: args.transport.mpa_options().timeout + Duration::from_secs(5),
+    };
+    let t = &args.transport;
+    let outcome = if args.is_server() {
+        let mut opts = t.listen_options();
+        // ib_write_lat's server writes first, before its client has sent
+        // anything on the test connection.
+        opts.mpa.responder_sends_first = op == Op::WriteLat;
+        let listener = device.listen(args.port, opts)?;
+        let params = |req: &verbs::ConnectRequest| t.accept_params(req, 0, Vec::new());
+        let role = perftest::Role::Server {
+            listener: &listener,
+            params: &params,
+            wait: (args.wait > 0.0).then(|| secs(args.wait)),
+        };
+        let r = perftest::run(&device, &counter, &role, &cfg);
+        drop(listener);
+        linger(&device);
+        r?
+    } else {
+        let peer = args.peer.as_deref().unwrap_or_default();
+        let remote = resolve(peer, args.port)?;
+        let params = |ird: u16, ord: u16| {
+            let mut p = t.connect_params(ird, ord, Vec::new());
+            // siw, responding, attaches the socket to its queue pair only
+            // after sending the MPA Reply: a first FPDU that lands in
+            // between waits unread (see the interop README).
+            p.mpa.first_fpdu_delay = FIRST_FPDU_DELAY;
+            p
+        };
+        let role = perftest::Role::Client {
+            remote,
+            params: &params,
+        };
+        let r = perftest::run(&device, &counter, &role, &cfg);
+        linger(&device);
+        r?
+    };
+    Ok(outcome)
 }
 
 fn secs(s: f64) -> Duration {
@@ -142,7 +315,7 @@ fn run_side(args: &Args) -> Result<Report, PerfError> {
         .transport
         .open_device(args.bind)
         .map_err(PerfError::Setup)?;
-    if args.server {
+    if args.is_server() {
         let listener = device.listen(args.port, args.transport.listen_options())?;
         println!(
             " Waiting for client to connect... ({} test, port {}, {})",

@@ -227,6 +227,15 @@ impl TransportArgs {
         Ok(Device::new(self.open_transport(bind)?))
     }
 
+    /// Opens the device with its TCP payload bytes counted.
+    pub fn open_counted_device(
+        &self,
+        bind: Option<IpAddr>,
+    ) -> Result<(Device, super::wire_count::WireCounter), String> {
+        let (t, counter) = super::wire_count::Counting::wrap(self.open_transport(bind)?);
+        Ok((Device::new(Box::new(t)), counter))
+    }
+
     /// Opens the transport alone, for tools that speak on raw byte streams
     /// (`fuzz-peer`); as [`open_device`](Self::open_device) otherwise.
     pub fn open_transport(

@@ -36,6 +36,11 @@ pub struct ConnectionConfig {
     /// and reports [`Event::FirstFpduTimeout`](super::Event::FirstFpduTimeout).
     /// `None`: wait as long as TCP keeps the stream.
     pub first_fpdu_deadline: Option<Instant>,
+    /// Responder: send without waiting for the initiator's first FPDU.
+    /// RFC 5044 (section 7.1.2) has the responder wait; Linux siw does not,
+    /// and perftest's ib_write_lat relies on that (its server writes
+    /// first and its client sends nothing before). Off by default.
+    pub responder_sends_first: bool,
 }
 
 /// The smallest FPDU a connection builds: room for a TERMINATE carrying
@@ -57,6 +62,7 @@ impl ConnectionConfig {
             max_send_sge: 6,
             max_recv_sge: 6,
             first_fpdu_deadline: None,
+            responder_sends_first: false,
         }
     }
 }

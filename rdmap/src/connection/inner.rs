@@ -67,7 +67,7 @@ impl Inner {
         let initiator = n.role == Role::Initiator;
         Inner {
             pd: cfg.pd,
-            state: if initiator {
+            state: if initiator || cfg.responder_sends_first {
                 State::Established
             } else {
                 State::AwaitingFirstFpdu
@@ -91,7 +91,7 @@ impl Inner {
             rq_head_status: None,
             events: VecDeque::new(),
             event_cap: cfg.sq_depth + cfg.rq_depth + 4,
-            first_fpdu_deadline: if initiator {
+            first_fpdu_deadline: if initiator || cfg.responder_sends_first {
                 None
             } else {
                 cfg.first_fpdu_deadline

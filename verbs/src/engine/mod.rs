@@ -546,6 +546,7 @@ impl Engine {
         let mut inc = self.incoming.remove(&id).ok_or(VerbsError::RequestGone)?;
         if let Some(l) = self.listeners.get(&inc.listener) {
             slot.set_first_fpdu_timeout(l.opts.mpa.first_fpdu_timeout);
+            slot.set_responder_sends_first(l.opts.mpa.responder_sends_first);
         }
         if !matches!(inc.state, IncomingState::Offered(_)) {
             if let Some(t) = self.transport.as_deref_mut() {

@@ -56,6 +56,7 @@ pub(super) struct QpSlot {
     /// Responder: give up on the initiator's first FPDU this long after
     /// start-up.
     first_fpdu_timeout: Option<Duration>,
+    responder_sends_first: bool,
     /// Nothing is sent before this instant (see `first_fpdu_delay`).
     hold_until: Option<Instant>,
     /// Regions placed into and sent from last, kept between calls so a
@@ -84,6 +85,7 @@ impl QpSlot {
             reset: false,
             first_fpdu_delay: Duration::ZERO,
             first_fpdu_timeout: None,
+            responder_sends_first: false,
             hold_until: None,
             rx_regions: RegionCache::default(),
             tx_regions: RegionCache::default(),
@@ -116,6 +118,10 @@ impl QpSlot {
 
     pub(super) fn set_first_fpdu_timeout(&mut self, timeout: Duration) {
         self.first_fpdu_timeout = Some(timeout);
+    }
+
+    pub(super) fn set_responder_sends_first(&mut self, on: bool) {
+        self.responder_sends_first = on;
     }
 
     pub(super) fn set_first_fpdu_delay(&mut self, delay: Duration) {
@@ -355,6 +361,7 @@ impl QpSlot {
                 cfg.max_send_sge = self.init.max_send_sge;
                 cfg.max_recv_sge = self.init.max_recv_sge;
                 cfg.first_fpdu_deadline = self.first_fpdu_timeout.map(|t| now + t);
+                cfg.responder_sends_first = self.responder_sends_first;
                 let mut conn = Box::new(Connection::new(cfg));
                 for wr in self.early_recvs.drain(..) {
                     if let Err(e) = conn.post_recv(wr.clone()) {

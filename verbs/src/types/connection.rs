@@ -39,6 +39,10 @@ pub struct MpaOptions {
     /// [`DisconnectReason::FirstFpduTimeout`]; a peer that completes MPA
     /// and then says nothing cannot hold a queue pair until TCP gives up.
     pub first_fpdu_timeout: Duration,
+    /// Responder: send at once instead of waiting for the initiator's first
+    /// FPDU (RFC 5044 section 7.1.2 says wait; siw does not, and perftest's
+    /// write latency test needs it). Off by default.
+    pub responder_sends_first: bool,
 }
 
 impl Default for MpaOptions {
@@ -51,6 +55,7 @@ impl Default for MpaOptions {
             timeout: Duration::from_secs(10),
             first_fpdu_delay: Duration::ZERO,
             first_fpdu_timeout: Duration::from_secs(10),
+            responder_sends_first: false,
         }
     }
 }

@@ -496,7 +496,7 @@ fn check(ok: bool) -> Verdict {
     }
 }
 
-pub(super) fn placeholder() -> WorkCompletion {
+pub(crate) fn placeholder() -> WorkCompletion {
     WorkCompletion {
         wr_id: 0,
         status: WcStatus::GeneralErr,

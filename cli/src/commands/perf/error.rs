@@ -14,6 +14,8 @@ pub enum PerfError {
     Refused(Status),
     #[error("malformed message from the peer: {0}")]
     Wire(#[from] WireError),
+    #[error("malformed perftest message from the peer: {0}")]
+    PerftestWire(#[from] super::perftest::wire::WireError),
     #[error("work request failed: {opcode:?} {status:?}")]
     Completion { opcode: WcOpcode, status: WcStatus },
     #[error("connection ended early: {0:?}")]

@@ -40,6 +40,33 @@ fn responder_sends_nothing_before_the_first_fpdu() {
 }
 
 #[test]
+fn a_responder_told_to_may_send_first() {
+    // perftest's ib_write_lat server writes before its client sent
+    // anything; siw lets it, and so does this opt-in.
+    let setup = Setup::default();
+    let a = super::util::config(mpa::Role::Initiator, &setup);
+    let mut b = super::util::config(mpa::Role::Responder, &setup);
+    b.responder_sends_first = true;
+    b.first_fpdu_deadline = Some(std::time::Instant::now());
+    let mut p = Pair::with_configs(setup, a, b);
+    assert_eq!(p.b.conn.state(), State::Established);
+    assert_eq!(p.b.conn.poll_timeout(), None, "no first-FPDU deadline");
+    let r = p.a.register(Access::LOCAL_WRITE, vec![0; 8]);
+    let rs = p.a.sge(r);
+    p.a.recv(1, vec![rs]);
+    let src = p.b.register(Access::NONE, vec![7; 8]);
+    let s = p.b.sge(src);
+    p.b.send(1, vec![s]);
+    p.drive();
+    assert_eq!(p.a.bytes(r), &[7u8; 8][..]);
+    assert!(p
+        .a
+        .completions()
+        .iter()
+        .any(|c| c.status == WcStatus::Success));
+}
+
+#[test]
 fn write_rtr_is_sent_first_and_swallowed() {
     let mut p = p2p(Rtr::Write);
     p.drive();
