@@ -75,7 +75,7 @@ impl Control {
         match c.qp.wait_event(timeout) {
             Some(CmEvent::Established(_)) => Ok(c),
             Some(CmEvent::Rejected { .. }) => Err(PerfError::Connect("rejected".into())),
-            Some(CmEvent::ConnectFailed(why)) => Err(PerfError::Connect(why)),
+            Some(CmEvent::ConnectFailed(why)) => Err(PerfError::Connect(why.to_string())),
             Some(CmEvent::Disconnected { reason }) => Err(PerfError::Disconnected(reason)),
             None => Err(PerfError::Connect("timed out".into())),
         }

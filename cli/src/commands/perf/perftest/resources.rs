@@ -118,7 +118,7 @@ impl TestQp {
             match t.qp.wait_event(timeout) {
                 Some(CmEvent::Established(_)) => return Ok(t),
                 Some(CmEvent::Rejected { .. }) => last = "rejected".into(),
-                Some(CmEvent::ConnectFailed(why)) => last = why,
+                Some(CmEvent::ConnectFailed(why)) => last = why.to_string(),
                 Some(CmEvent::Disconnected { reason }) => last = format!("{reason:?}"),
                 None => last = "timed out".into(),
             }
