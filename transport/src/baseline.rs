@@ -36,6 +36,8 @@ pub struct Measurement {
     pub frames_sent: u64,
     /// Frames the link's impairment dropped in either direction.
     pub frames_lost: u64,
+    /// The sender's loss-recovery counters at the end of the transfer.
+    pub sender_tcp: Option<smoltcp::socket::tcp::TcpStats>,
 }
 
 impl Measurement {
@@ -59,7 +61,15 @@ impl std::fmt::Display for Measurement {
             self.gbit_per_s(),
             self.frames_sent,
             self.frames_lost
-        )
+        )?;
+        if let Some(t) = &self.sender_tcp {
+            write!(
+                f,
+                "; sender: {} segments resent, {} fast recoveries, {} timeouts, {} probes",
+                t.retransmitted_segments, t.fast_recoveries, t.timeouts, t.tail_loss_probes
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -142,6 +152,7 @@ pub fn raw_tcp_goodput_with(
         elapsed,
         frames_sent: sa.frames_sent,
         frames_lost: sa.lost + sb.lost,
+        sender_tcp: net.a.tcp_stats(client),
     })
 }
 
@@ -234,6 +245,7 @@ mod tests {
             elapsed: Duration::from_secs(1),
             frames_sent: 10,
             frames_lost: 1,
+            sender_tcp: None,
         };
         assert!((m.gbit_per_s() - 1.0).abs() < 1e-9);
         assert!(m.to_string().contains("1.00 Gbit/s"));

@@ -651,6 +651,9 @@ pub struct Socket<'a> {
     /// Left edges of the SACK blocks last reported, most recent first
     /// (RFC 2018 section 4 repeats them in later ACKs).
     sack_recent: [Option<TcpSeqNumber>; 3],
+    /// Quick-ACK mode (as Linux's `icsk_ack.quick`): ACKs still to send at
+    /// once, for every second full-sized segment, after out-of-order data.
+    quick_acks: u8,
 
     /// Duration for Delayed ACK. If None no ACKs will be delayed.
     ack_delay: Option<Duration>,
@@ -690,6 +693,10 @@ const DEFAULT_MSS: usize = 536;
 /// The smallest tail loss probe timeout (RFC 8985 section 7.2 leaves the
 /// timer granularity to the implementation).
 const PTO_MIN: Duration = Duration::from_millis(1);
+
+/// ACKs sent at once, for every second full-sized segment, after
+/// out-of-order data arrived (Linux's `TCP_MAX_QUICKACKS`).
+const QUICK_ACKS: u8 = 16;
 
 /// DupThresh (RFC 5681, RFC 6675): duplicate ACKs, or SACKed segments above a
 /// hole, that mark it lost.
@@ -760,6 +767,7 @@ impl<'a> Socket<'a> {
             scoreboard: Scoreboard::default(),
             stats: TcpStats::default(),
             sack_recent: [None; 3],
+            quick_acks: 0,
             head_rxt_mark: None,
             head_resend: false,
             rack_edge: None,
@@ -1159,6 +1167,7 @@ impl<'a> Socket<'a> {
         self.scoreboard.clear();
         self.stats = TcpStats::default();
         self.sack_recent = [None; 3];
+        self.quick_acks = 0;
         self.tlp_at = None;
         self.tlp_probe = false;
         self.tlp_end_seq = None;
@@ -1866,9 +1875,12 @@ impl<'a> Socket<'a> {
         {
             return;
         }
-        // Never below a floor (Linux uses 10 ms), so that a near-zero SRTT
-        // does not probe at once; never above half the minimum RTO.
-        let floor = PTO_MIN.min(self.rtte.config.min / 2);
+        // Never below a floor, so that a near-zero SRTT does not probe at
+        // once: PTO_MIN, or an eighth of the minimum RTO where that is
+        // smaller (a link whose round trip is microseconds has its RTO
+        // minimum set in milliseconds; Linux's floor is 2 ms beside a
+        // 200 ms minimum).
+        let floor = PTO_MIN.min(self.rtte.config.min / 8);
         let mut pto = (srtt * 2).max(floor);
         if flight <= self.remote_mss {
             pto += self.ack_delay.unwrap_or(Duration::ZERO);
@@ -1877,6 +1889,18 @@ impl<'a> Socket<'a> {
         match self.timer {
             Timer::Retransmit { expires_at } if at >= expires_at => {}
             _ => self.tlp_at = Some(at),
+        }
+    }
+
+    /// Whether the probe timer expired before the retransmission timer did.
+    /// Both can be overdue at once when the socket is polled late (a busy
+    /// host); the probe, which would have come first, goes first, and a
+    /// probe rearms the RTO (RFC 8985 section 7.3), as with Linux's single
+    /// timer for both.
+    fn probe_due_first(&self, now: Instant) -> bool {
+        match (self.tlp_at, self.timer) {
+            (Some(at), Timer::Retransmit { expires_at }) => at <= now && at < expires_at,
+            _ => false,
         }
     }
 
@@ -2903,6 +2927,19 @@ impl<'a> Socket<'a> {
             // This is fine because smoltcp assumes that it can always transmit zero or one
             // packets for every packet it receives.
             tcp_trace!("ACKing incoming segment");
+            self.quick_acks = QUICK_ACKS;
+            Some(self.ack_reply(ip_repr, repr))
+        } else if self.quick_acks > 0
+            && !repr.payload.is_empty()
+            && self.immediate_ack_to_transmit()
+        {
+            // After a loss, every second full-sized segment is acknowledged
+            // at once (RFC 5681 section 4.2), rather than once for all the
+            // segments one poll receives: on a lossy path a single ACK for
+            // a whole flight is too easily lost, and with it every signal
+            // the sender's loss recovery runs on.
+            tcp_trace!("quick ACK for incoming segment");
+            self.quick_acks -= 1;
             Some(self.ack_reply(ip_repr, repr))
         } else {
             None
@@ -3102,7 +3139,7 @@ impl<'a> Socket<'a> {
             // If a timeout expires, we should abort the connection.
             net_debug!("timeout exceeded");
             self.set_state(State::Closed);
-        } else if self.timer.should_retransmit(cx.now()) {
+        } else if self.timer.should_retransmit(cx.now()) && !self.probe_due_first(cx.now()) {
             // If a retransmit timer expired, we should resend data starting at the last ACK.
             net_debug!("retransmitting after rto");
             self.stats.timeouts += 1;
@@ -8459,6 +8496,39 @@ mod test {
     }
 
     #[test]
+    fn test_tail_loss_probe_floor_follows_the_minimum_rto() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_rto_min(Duration::from_millis(2));
+        s.rtte.sample(10);
+        s.send_slice(b"aaa").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaa", 3);
+        // An eighth of a 2 ms minimum RTO.
+        assert_eq!(s.tlp_at, Some(Instant::from_micros(1_000_250)));
+    }
+
+    #[test]
+    fn test_overdue_probe_goes_before_overdue_rto() {
+        // Polled long after both timers expired (a busy host): the probe,
+        // due first, is sent, not a timeout's resend from SND.UNA.
+        let mut s = socket_tlp_sent(b"aaaBBBccc", 3);
+        let rto_at = match s.timer {
+            Timer::Retransmit { expires_at } => expires_at,
+            t => panic!("{t:?}"),
+        };
+        let late = (rto_at + Duration::from_millis(5)).total_millis();
+        recv!(s, time late, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().tail_loss_probes, 1);
+        assert_eq!(s.stats().timeouts, 0);
+        // The probe rearmed the RTO.
+        assert!(matches!(s.timer, Timer::Retransmit { expires_at } if expires_at > rto_at));
+    }
+
+    #[test]
     fn test_tail_loss_probe_needs_sack_and_rtt() {
         let mut s = socket_sack_sent(b"aaa", 3);
         // No RTT sample yet: nothing before the RTO.
@@ -10343,6 +10413,67 @@ mod test {
             (buffer.len(), ())
         })
         .unwrap();
+    }
+
+    /// The ACK number of the immediate reply `process` gives a data
+    /// segment at `offset` past the initial receive sequence, if any.
+    fn immediate_ack(s: &mut TestSocket, offset: usize, payload: &[u8]) -> Option<TcpSeqNumber> {
+        let repr = TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + offset,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload,
+            ..SEND_TEMPL
+        };
+        send(s, Instant::from_millis(0), &repr).and_then(|r| r.ack_number)
+    }
+
+    #[test]
+    fn test_quick_acks_after_out_of_order_data() {
+        let mut s = socket_established();
+        s.remote_mss = 3;
+        // In order and no loss seen: one ACK for all of it, when the socket
+        // is next dispatched.
+        assert_eq!(immediate_ack(&mut s, 0, b"abc"), None);
+        assert_eq!(immediate_ack(&mut s, 3, b"def"), None);
+        recv!(
+            s,
+            [TcpRepr {
+                seq_number: LOCAL_SEQ + 1,
+                ack_number: Some(REMOTE_SEQ + 1 + 6),
+                window_len: 58,
+                ..RECV_TEMPL
+            }]
+        );
+        // Out of order, then the hole filled: both acknowledged at once.
+        assert_eq!(immediate_ack(&mut s, 9, b"jkl"), Some(REMOTE_SEQ + 1 + 6));
+        assert_eq!(immediate_ack(&mut s, 6, b"ghi"), Some(REMOTE_SEQ + 1 + 12));
+        assert_eq!(s.quick_acks, QUICK_ACKS);
+        // From now on every second full-sized segment is acknowledged at
+        // once, not only at the next dispatch.
+        assert_eq!(immediate_ack(&mut s, 12, b"mno"), None);
+        assert_eq!(immediate_ack(&mut s, 15, b"pqr"), Some(REMOTE_SEQ + 1 + 18));
+        assert_eq!(immediate_ack(&mut s, 18, b"stu"), None);
+        assert_eq!(immediate_ack(&mut s, 21, b"vwx"), Some(REMOTE_SEQ + 1 + 24));
+        assert_eq!(s.quick_acks, QUICK_ACKS - 2);
+    }
+
+    #[test]
+    fn test_quick_acks_run_out() {
+        let mut s = socket_established_with_buffer_sizes(256, 64);
+        s.remote_mss = 3;
+        assert!(immediate_ack(&mut s, 3, b"def").is_some());
+        assert!(immediate_ack(&mut s, 0, b"abc").is_some());
+        let mut at = 6;
+        for _ in 0..QUICK_ACKS {
+            assert_eq!(immediate_ack(&mut s, at, b"xxx"), None);
+            assert!(immediate_ack(&mut s, at + 3, b"yyy").is_some());
+            at += 6;
+            let mut sink = [0; 64];
+            s.recv_slice(&mut sink).unwrap();
+        }
+        // Back to one ACK per dispatch.
+        assert_eq!(immediate_ack(&mut s, at, b"xxx"), None);
+        assert_eq!(immediate_ack(&mut s, at + 3, b"yyy"), None);
     }
 
     #[test]

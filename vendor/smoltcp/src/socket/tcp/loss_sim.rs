@@ -143,32 +143,47 @@ struct Outcome {
     /// The longest time the receiving application saw no new data.
     longest_stall: Duration,
     finished_at: Instant,
+    /// From the connection's establishment to the last byte read.
+    transfer_time: Duration,
 }
 
 /// Sends `TOTAL` bytes from A to B, with `loss` of the frames in both
 /// directions dropped, and checks B read exactly what A wrote.
 fn run(loss: f64, seed: u64) -> Outcome {
-    let mut link = Link {
+    let link = Link {
         rng: ChaCha8Rng::seed_from_u64(seed),
         loss,
         one_way: ONE_WAY,
         jitter: Duration::ZERO,
         frames: VecDeque::new(),
     };
+    transfer(link, socket(), socket(), TOTAL, seed)
+}
+
+/// Sends `total` bytes from `a` to `b` over `link` on virtual time, and
+/// checks `b` read exactly what `a` wrote.
+fn transfer(
+    mut link: Link,
+    mut a: Socket<'static>,
+    mut b: Socket<'static>,
+    total: usize,
+    seed: u64,
+) -> Outcome {
+    let loss = link.loss;
     let mut cx = context();
-    let (mut a, mut b) = (socket(), socket());
     b.listen(80).unwrap();
     a.connect(&mut cx, (IpAddress::from(B_ADDR), 80), 49500)
         .unwrap();
 
-    let data: Vec<u8> = (0..TOTAL).map(|i| (i * 7 + i / 251) as u8).collect();
-    let (mut written, mut read) = (0, Vec::with_capacity(TOTAL));
+    let data: Vec<u8> = (0..total).map(|i| (i * 7 + i / 251) as u8).collect();
+    let (mut written, mut read) = (0, Vec::with_capacity(total));
     let mut now = Instant::ZERO;
     let mut last_progress = now;
     let mut longest_stall = Duration::ZERO;
+    let mut started = None;
     let deadline = Instant::from_secs(120);
 
-    while read.len() < TOTAL {
+    while read.len() < total {
         assert!(
             now < deadline,
             "loss {loss} seed {seed}: stuck at {read_len} bytes",
@@ -183,7 +198,8 @@ fn run(loss: f64, seed: u64) -> Outcome {
                 deliver(&mut cx, &mut a, &mut link, frame);
             }
         }
-        if a.state() == State::Established && written < TOTAL {
+        if a.state() == State::Established && written < total {
+            started.get_or_insert(now);
             written += a.send_slice(&data[written..]).unwrap();
         }
         if b.can_recv() {
@@ -218,6 +234,7 @@ fn run(loss: f64, seed: u64) -> Outcome {
         stats: a.stats(),
         longest_stall,
         finished_at: now,
+        transfer_time: now - started.unwrap_or(Instant::ZERO),
     }
 }
 
@@ -370,4 +387,59 @@ fn jitter_both_ways_with_small_rto_keeps_the_connection() {
     // Spurious timeouts do happen here (the point of the test); a bound
     // keeps them from silently becoming the only recovery.
     assert!(timeouts < 12 * 20, "{timeouts} timeouts");
+}
+
+/// A link of 10 us each way, as between two stacks in one process, and
+/// sockets set up as the in-memory transport sets them (128 KiB buffers,
+/// CUBIC, a 2 ms minimum RTO): 4 MiB across at `loss`.
+fn run_fast(loss: f64, seed: u64) -> Outcome {
+    let link = Link {
+        rng: ChaCha8Rng::seed_from_u64(seed),
+        loss,
+        one_way: Duration::from_micros(10),
+        jitter: Duration::ZERO,
+        frames: VecDeque::new(),
+    };
+    let socket = || {
+        let mut s = Socket::new(
+            SocketBuffer::new(vec![0; 128 << 10]),
+            SocketBuffer::new(vec![0; 128 << 10]),
+        );
+        s.set_ack_delay(None);
+        s.set_nagle_enabled(false);
+        #[cfg(feature = "socket-tcp-cubic")]
+        s.set_congestion_control(super::CongestionControl::Cubic);
+        s.set_rto_min(Duration::from_millis(2));
+        s.set_rto_initial(Duration::from_millis(8));
+        s
+    };
+    transfer(link, socket(), socket(), 4 << 20, seed)
+}
+
+/// At 10% loss each way and windows of a few segments, one ACK for a whole
+/// flight is lost one time in ten, and with it every signal loss recovery
+/// runs on. Quick ACKs after a loss keep timeouts rare, and each costs at
+/// most an RTO plus its backoff.
+#[test]
+fn ten_percent_loss_on_a_fast_link_times_out_rarely() {
+    let (mut timeouts, mut recoveries, mut time) = (0, 0, Duration::ZERO);
+    for seed in 1..=4 {
+        let o = run_fast(0.10, seed);
+        timeouts += o.stats.timeouts;
+        recoveries += o.stats.fast_recoveries + o.stats.tail_loss_probes;
+        time += o.transfer_time;
+    }
+    std::println!(
+        "10% loss, 10 us each way, 4 x 4 MiB: {timeouts} timeouts, {recoveries} fast recoveries and probes, {:.2} Gbit/s of virtual time",
+        (16u64 << 20) as f64 * 8.0 / time.total_micros() as f64 / 1e3
+    );
+    // Without a congestion window or with a 4-hole assembler (the crate's
+    // defaults) the sender floods the link and SACK information is lost:
+    // timeouts are then the rule, quick ACKs or not.
+    if cfg!(feature = "socket-tcp-cubic") && crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
+        assert!(
+            timeouts * 20 <= recoveries,
+            "{timeouts} timeouts, {recoveries} recoveries"
+        );
+    }
 }
