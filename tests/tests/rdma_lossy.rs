@@ -30,7 +30,7 @@ const SEEDS: [u64; 4] = [11, 12, 13, 14];
 /// One-way delay of the link: a LAN's round trip, so virtual time counts
 /// round trips and goodput in it means something.
 const LATENCY: Duration = Duration::from_micros(100);
-/// The longest completion gap a run may show, in minimum RTOs of the link:
+/// The longest completion gap a run may show, in first RTOs of the link:
 /// a timeout, its retry and the retry's retry (1 + 2 + 4), plus one. Fast
 /// retransmit, SACK and RACK-TLP repair a loss within a few round trips;
 /// losing one segment four times running at 10 % loss is a
@@ -250,9 +250,10 @@ fn sweep(op: Op, loss: f64) -> Vec<Run> {
 }
 
 /// Delivery over every seed, and no stall longer than [`STALL_RTOS`]
-/// minimum RTOs.
+/// first timeouts: the link's round trip plus its minimum RTO (RTO = SRTT
+/// + max(minimum, 4 RTTVAR)).
 fn no_stall(op: Op, loss: f64) {
-    let bound = link(loss, 0).tuning.rto_min * STALL_RTOS;
+    let bound = (link(loss, 0).tuning.rto_min + LATENCY * 2) * STALL_RTOS;
     let runs = sweep(op, loss);
     let worst = runs.iter().map(|r| r.longest_gap).max().unwrap_or_default();
     assert!(

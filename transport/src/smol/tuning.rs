@@ -81,12 +81,20 @@ pub struct TcpTuning {
 }
 
 impl TcpTuning {
-    /// A minimum RTO for the in-memory link: far above its round trip, far
-    /// below the 200 ms a real network needs. With fault injection adding
-    /// milliseconds of latency and jitter, timeouts at 2 ms are often
-    /// spurious; that costs resends, never the connection (the vendored
-    /// smoltcp numbers its ACKs at SND.MAX after a timeout).
-    pub const MEMORY_LINK_RTO_MIN: Duration = Duration::from_millis(2);
+    /// A minimum RTO for the in-memory link: far above its round trip (tens
+    /// of microseconds when one thread drives both ends), far below the
+    /// 200 ms a real network needs. It is the margin above the smoothed
+    /// RTT (RTO = SRTT + max(minimum, 4 RTTVAR)), so a link given latency
+    /// by fault injection keeps its RTO above its round trip. At 10% loss
+    /// timeouts still happen (a flight and all its ACKs lost), and each
+    /// costs this much: 2 ms gave 0.54 Gbit/s of raw TCP there, 1 ms 1.06,
+    /// 500 us 1.41 (32 MiB over the default link, one run each). Below
+    /// 1 ms chains of timeouts stretch past eight first RTOs on a link
+    /// with 100 us of latency (tests/tests/rdma_lossy.rs), and timeouts a
+    /// descheduled process makes spurious grow common; those cost resends,
+    /// never the connection (the vendored smoltcp numbers its ACKs at
+    /// SND.MAX after a timeout).
+    pub const MEMORY_LINK_RTO_MIN: Duration = Duration::from_millis(1);
 }
 
 impl Default for TcpTuning {
