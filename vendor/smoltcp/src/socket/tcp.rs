@@ -652,7 +652,7 @@ pub struct Socket<'a> {
     /// (RFC 2018 section 4 repeats them in later ACKs).
     sack_recent: [Option<TcpSeqNumber>; 3],
     /// Quick-ACK mode (as Linux's `icsk_ack.quick`): ACKs still to send at
-    /// once, for every second full-sized segment, after out-of-order data.
+    /// once, one per data segment, after out-of-order data.
     quick_acks: u8,
 
     /// Duration for Delayed ACK. If None no ACKs will be delayed.
@@ -694,8 +694,8 @@ const DEFAULT_MSS: usize = 536;
 /// timer granularity to the implementation).
 const PTO_MIN: Duration = Duration::from_millis(1);
 
-/// ACKs sent at once, for every second full-sized segment, after
-/// out-of-order data arrived (Linux's `TCP_MAX_QUICKACKS`).
+/// ACKs sent at once, one per data segment, after out-of-order data
+/// arrived (Linux's `TCP_MAX_QUICKACKS`).
 const QUICK_ACKS: u8 = 16;
 
 /// DupThresh (RFC 5681, RFC 6675): duplicate ACKs, or SACKed segments above a
@@ -2567,7 +2567,12 @@ impl<'a> Socket<'a> {
                     ack_of_fin = true;
                 }
 
-                ack_all = self.remote_last_seq <= ack_number;
+                // All outstanding data: up to SND.MAX, not to the resend
+                // cursor a timeout stepped back (RFC 6298 5.2). Stopping
+                // the timer when the cursor is reached, with data beyond
+                // it unacknowledged and the window full, left nothing but
+                // the keep-alive timer to end the wait.
+                ack_all = self.snd_max() <= ack_number;
             }
         }
 
@@ -2929,15 +2934,12 @@ impl<'a> Socket<'a> {
             tcp_trace!("ACKing incoming segment");
             self.quick_acks = QUICK_ACKS;
             Some(self.ack_reply(ip_repr, repr))
-        } else if self.quick_acks > 0
-            && !repr.payload.is_empty()
-            && self.immediate_ack_to_transmit()
-        {
-            // After a loss, every second full-sized segment is acknowledged
-            // at once (RFC 5681 section 4.2), rather than once for all the
-            // segments one poll receives: on a lossy path a single ACK for
-            // a whole flight is too easily lost, and with it every signal
-            // the sender's loss recovery runs on.
+        } else if self.quick_acks > 0 && !repr.payload.is_empty() {
+            // After a loss every data segment is acknowledged at once, as in
+            // Linux's quick-ACK mode, rather than once for all the segments
+            // one poll receives: on a lossy path a single ACK for a whole
+            // flight is too easily lost, and with it every signal the
+            // sender's loss recovery runs on.
             tcp_trace!("quick ACK for incoming segment");
             self.quick_acks -= 1;
             Some(self.ack_reply(ip_repr, repr))
@@ -3174,8 +3176,16 @@ impl<'a> Socket<'a> {
             // Clear the `should_retransmit` state. If we can't retransmit right
             // now for whatever reason (like zero window), this avoids an
             // infinite polling loop where `poll_at` returns `Now` but `dispatch`
-            // can't actually do anything.
-            self.timer.set_for_idle(cx.now(), self.keep_alive);
+            // can't actually do anything. With the peer's window closed,
+            // probe it: nothing else would rearm a timer (a window update
+            // the peer sent may have been lost), and the connection would
+            // wait for the keep-alive timer or forever.
+            if self.remote_win_len == 0 && !self.tx_buffer.is_empty() {
+                let delay = self.rtte.retransmission_timeout();
+                self.timer.set_for_zero_window_probe(cx.now(), delay);
+            } else {
+                self.timer.set_for_idle(cx.now(), self.keep_alive);
+            }
 
             // Inform RTTE, so that it can avoid bogus measurements.
             self.rtte.on_retransmit();
@@ -9743,6 +9753,42 @@ mod test {
     }
 
     #[test]
+    fn test_timeout_with_closed_window_probes() {
+        // Data went out into a window the peer then closed; the window
+        // update that would reopen it is lost. The timeout resends nothing
+        // (the window is closed) and must leave a probe timer behind.
+        let mut s = socket_established();
+        s.send_slice(b"abc").unwrap();
+        recv!(s, time 1000, Ok(TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"abc"[..],
+            ..RECV_TEMPL
+        }));
+        send!(s, time 1010, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1),
+            window_len: 0,
+            ..SEND_TEMPL
+        });
+        assert!(s.timer.is_retransmit());
+        recv_nothing!(s, time 3000);
+        assert_eq!(s.stats().timeouts, 1);
+        assert!(s.timer.is_zero_window_probe(), "{:?}", s.timer);
+        match s.socket.poll_at(&mut s.cx) {
+            PollAt::Time(t) => {
+                recv!(s, time t.total_millis(), Ok(TcpRepr {
+                    seq_number: LOCAL_SEQ + 1,
+                    ack_number: Some(REMOTE_SEQ + 1),
+                    payload:    &b"a"[..],
+                    ..RECV_TEMPL
+                }));
+            }
+            at => panic!("no timer after the timeout: {at:?}"),
+        }
+    }
+
+    #[test]
     fn test_zero_window_probe_enter_on_send() {
         let mut s = socket_established();
 
@@ -10448,12 +10494,10 @@ mod test {
         assert_eq!(immediate_ack(&mut s, 9, b"jkl"), Some(REMOTE_SEQ + 1 + 6));
         assert_eq!(immediate_ack(&mut s, 6, b"ghi"), Some(REMOTE_SEQ + 1 + 12));
         assert_eq!(s.quick_acks, QUICK_ACKS);
-        // From now on every second full-sized segment is acknowledged at
-        // once, not only at the next dispatch.
-        assert_eq!(immediate_ack(&mut s, 12, b"mno"), None);
+        // From now on every data segment is acknowledged at once, not only
+        // at the next dispatch.
+        assert_eq!(immediate_ack(&mut s, 12, b"mno"), Some(REMOTE_SEQ + 1 + 15));
         assert_eq!(immediate_ack(&mut s, 15, b"pqr"), Some(REMOTE_SEQ + 1 + 18));
-        assert_eq!(immediate_ack(&mut s, 18, b"stu"), None);
-        assert_eq!(immediate_ack(&mut s, 21, b"vwx"), Some(REMOTE_SEQ + 1 + 24));
         assert_eq!(s.quick_acks, QUICK_ACKS - 2);
     }
 
@@ -10465,9 +10509,8 @@ mod test {
         assert!(immediate_ack(&mut s, 0, b"abc").is_some());
         let mut at = 6;
         for _ in 0..QUICK_ACKS {
-            assert_eq!(immediate_ack(&mut s, at, b"xxx"), None);
-            assert!(immediate_ack(&mut s, at + 3, b"yyy").is_some());
-            at += 6;
+            assert!(immediate_ack(&mut s, at, b"xxx").is_some());
+            at += 3;
             let mut sink = [0; 64];
             s.recv_slice(&mut sink).unwrap();
         }
