@@ -353,12 +353,20 @@ impl Driver<'_> {
             ProgressModel::Caller => progress_both(&self.ep.client, &self.ep.server),
             ProgressModel::Thread => false,
         };
+        // Take only what is queued: polling an empty queue runs another
+        // turn of caller-driven progress, and the turns above just ran.
         if self.case.op == Op::Send {
-            while let Some(wc) = self.ep.server_cq.poll_one().map_err(|e| e.to_string())? {
+            while !self.ep.server_cq.is_empty() {
+                let Some(wc) = self.ep.server_cq.poll_one().map_err(|e| e.to_string())? else {
+                    break;
+                };
                 self.on_server(&wc, repost)?;
             }
         }
-        while let Some(wc) = self.ep.client_cq.poll_one().map_err(|e| e.to_string())? {
+        while !self.ep.client_cq.is_empty() {
+            let Some(wc) = self.ep.client_cq.poll_one().map_err(|e| e.to_string())? else {
+                break;
+            };
             self.on_client(&wc)?;
         }
         // Sleep only when this call took nothing: a Send's own completion

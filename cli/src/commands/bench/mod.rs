@@ -13,7 +13,9 @@ mod cpu;
 mod link;
 mod linux_tcp;
 mod nft_loss;
+mod plot;
 mod report;
+mod scale;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,6 +26,10 @@ use verbs::{CrcPolicy, Device};
 use case::{Case, Op};
 use link::{LinkOptions, TransportKind};
 use report::{Progress, Row};
+
+/// The most queue pairs `--qps` opens at once (each is a TCP connection
+/// at each end).
+const MAX_QPS: usize = 1024;
 
 /// Which progress model drives the two devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -98,6 +104,19 @@ pub struct Args {
     /// Skip the raw TCP baseline.
     #[arg(long)]
     no_baseline: bool,
+    /// Also measure this many queue pairs at once, comma separated (e.g.
+    /// 1,8,64,256): Writes on all of them together, total goodput, CPU
+    /// seconds per GB beside the raw transport's, and resident bytes per
+    /// idle queue pair.
+    #[arg(long, value_delimiter = ',')]
+    qps: Vec<usize>,
+    /// Message size of the `--qps` runs.
+    #[arg(long, value_parser = parse_size, default_value = "64k")]
+    qps_size: usize,
+    /// Draw goodput and latency against message size, RDMA beside the raw
+    /// transport, into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<std::path::PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -140,6 +159,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if args.transport != TransportKind::Memory && args.corrupt > 0.0 {
         return Err("--corrupt needs --transport memory".into());
     }
+    if let Some(&n) = args.qps.iter().find(|&&n| n == 0 || n > MAX_QPS) {
+        return Err(format!("--qps {n}: between 1 and {MAX_QPS}"));
+    }
     let opts = LinkOptions {
         kind: args.transport,
         mtu: args.mtu,
@@ -149,8 +171,13 @@ fn run_inner(args: &Args) -> Result<(), String> {
     };
     let duration = Duration::from_secs_f64(args.duration);
     let lossy = args.loss > 0.0 && !args.no_baseline;
+    let small_wanted = !args.no_baseline;
     let progress = Progress::new(
-        args.ops.len() * args.sizes.len() + usize::from(!args.no_baseline) + usize::from(lossy),
+        args.ops.len() * args.sizes.len()
+            + usize::from(!args.no_baseline)
+            + usize::from(lossy)
+            + usize::from(small_wanted)
+            + args.qps.len(),
     );
 
     let baseline = if args.no_baseline {
@@ -159,6 +186,13 @@ fn run_inner(args: &Args) -> Result<(), String> {
         progress.step("raw TCP baseline");
         let m = baseline::measure(&opts, duration.max(Duration::from_millis(500)))?;
         Some(m)
+    };
+    let small = if small_wanted {
+        progress.step("raw TCP, 64-byte records and round trips");
+        let d = duration.max(Duration::from_millis(500));
+        Some(baseline::measure_small(&opts, d, &args.sizes)?)
+    } else {
+        None
     };
     // On a lossy link smoltcp's raw TCP is no yardstick; Linux TCP over the
     // same loss is. Missing (no root, no nft) is reported, not fatal.
@@ -206,17 +240,48 @@ fn run_inner(args: &Args) -> Result<(), String> {
                 progress: args.progress,
             };
             let m = case.run(&endpoints).map_err(fail)?;
-            rows.push(Row::new(op, size, args.transport, &m, baseline).with_linux_tcp(&linux));
+            rows.push(
+                Row::new(op, size, args.transport, &m, baseline)
+                    .with_small(small.as_ref())
+                    .with_linux_tcp(&linux),
+            );
         }
     }
-    progress.done();
     endpoints.close();
+    drop(endpoints);
     drop(link.guard);
 
+    let scale = scale::Scale {
+        opts: &opts,
+        crc,
+        markers,
+        size: args.qps_size,
+        duration,
+    };
+    let mut scale_rows = Vec::new();
+    for &n in &args.qps {
+        progress.step(&format!("{n} queue pairs at once"));
+        scale_rows.push(scale.run(n).map_err(fail)?);
+    }
+    progress.done();
+
+    if let Some(path) = &args.plot {
+        let svg = plot::Plot {
+            rows: &rows,
+            baseline,
+            small: small.as_ref(),
+            title: describe(args),
+            raw: report::raw_name(args.transport),
+        }
+        .svg();
+        std::fs::write(path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+
     if args.json {
-        println!("{}", report::json(&rows));
+        println!("{}", report::json(&rows, &scale_rows, baseline));
     } else {
-        report::table(&rows, baseline, linux.as_ref(), args);
+        report::table(&rows, baseline, small.as_ref(), linux.as_ref(), args);
+        report::scale_table(&scale_rows, baseline, args);
     }
     Ok(())
 }

@@ -3,10 +3,11 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use super::baseline::Baseline;
+use super::baseline::{Baseline, SmallBaseline};
 use super::case::{Measured, Op};
 use super::link::TransportKind;
 use super::linux_tcp::LinuxTcp;
+use super::scale::ScaleRow;
 use super::Args;
 
 /// One line of results.
@@ -35,6 +36,12 @@ pub(crate) struct Row {
     pub vs_linux_tcp: Option<f64>,
     /// Why that figure is missing, or what qualifies it.
     pub linux_tcp_note: Option<String>,
+    /// The ratios compare message rates with raw TCP carrying records of
+    /// this many bytes (small messages), not bulk goodput.
+    pub vs_records: Option<usize>,
+    /// Raw TCP round trip of a message of this size there and a 64-byte
+    /// record back, median: the raw transport's latency at this size.
+    pub raw_rtt_us_p50: Option<f64>,
 }
 
 impl Row {
@@ -83,7 +90,40 @@ impl Row {
             linux_tcp_gbps: None,
             vs_linux_tcp: None,
             linux_tcp_note: None,
+            vs_records: None,
+            raw_rtt_us_p50: None,
         }
+    }
+
+    /// For messages no larger than the small baseline's records, compares
+    /// message rates with it instead of bulk goodput: a 64-byte message
+    /// cannot move bulk goodput, but it can move as many messages as TCP
+    /// moves 64-byte records.
+    pub(crate) fn with_small(mut self, small: Option<&SmallBaseline>) -> Row {
+        let Some(b) = small else {
+            return self;
+        };
+        self.raw_rtt_us_p50 = b
+            .latency
+            .iter()
+            .find(|(size, _)| *size == self.size)
+            .map(|(_, us)| *us);
+        if self.size > b.record {
+            return self;
+        }
+        let size = self.size.max(1) as f64;
+        let cpu_msgs = self.cpu_gbps.map(|g| g * 1e9 / 8.0 / size);
+        self.baseline_gbps = Some(b.msgs_per_s * b.record as f64 * 8.0 / 1e9);
+        self.ratio = Some(b.msgs_per_s)
+            .filter(|r| *r > 0.0)
+            .map(|r| self.msgs_per_s / r);
+        self.baseline_cpu_gbps = b.cpu_msgs_per_s.map(|r| r * b.record as f64 * 8.0 / 1e9);
+        self.cpu_ratio = match (cpu_msgs, b.cpu_msgs_per_s) {
+            (Some(x), Some(r)) if r > 0.0 => Some(x / r),
+            _ => None,
+        };
+        self.vs_records = Some(b.record);
+        self
     }
 
     /// Adds the Linux TCP baseline, when one was attempted.
@@ -146,13 +186,22 @@ fn num(x: f64) -> String {
     }
 }
 
-/// A JSON array of rows (hand-written: flat numbers and short strings).
-pub(crate) fn json(rows: &[Row]) -> String {
+/// CPU seconds per GB (1e9 bytes) of the raw transport's bulk goodput.
+fn raw_cpu_s_per_gb(baseline: Option<Baseline>) -> Option<f64> {
+    baseline
+        .and_then(|b| b.cpu_gbps)
+        .filter(|g| *g > 0.0)
+        .map(|g| 8.0 / g)
+}
+
+/// A JSON array of rows (hand-written: flat numbers and short strings);
+/// the `--qps` runs follow as objects with `"kind":"scale"`.
+pub(crate) fn json(rows: &[Row], scale: &[ScaleRow], baseline: Option<Baseline>) -> String {
     let items: Vec<String> = rows
         .iter()
         .map(|r| {
             format!(
-                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"lat_us_p99_undisturbed\":{},\"undisturbed_share\":{},\"baseline_gbps\":{},\"ratio\":{},\"cpu_gbps\":{},\"baseline_cpu_gbps\":{},\"cpu_ratio\":{},\"linux_tcp_gbps\":{},\"vs_linux_tcp\":{},\"linux_tcp_note\":{}}}",
+                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"lat_us_p99_undisturbed\":{},\"undisturbed_share\":{},\"baseline_gbps\":{},\"ratio\":{},\"cpu_gbps\":{},\"baseline_cpu_gbps\":{},\"cpu_ratio\":{},\"linux_tcp_gbps\":{},\"vs_linux_tcp\":{},\"linux_tcp_note\":{},\"vs_records\":{},\"raw_rtt_us_p50\":{}}}",
                 r.op,
                 r.size,
                 transport_name(r.transport),
@@ -170,13 +219,64 @@ pub(crate) fn json(rows: &[Row]) -> String {
                 r.linux_tcp_gbps.map_or("null".into(), num),
                 r.vs_linux_tcp.map_or("null".into(), num),
                 r.linux_tcp_note.as_deref().map_or("null".into(), string),
+                r.vs_records.map_or("null".into(), |n| n.to_string()),
+                r.raw_rtt_us_p50.map_or("null".into(), num),
             )
         })
+        .chain(scale.iter().map(|r| {
+            format!(
+                "{{\"kind\":\"scale\",\"op\":\"write\",\"qps\":{},\"size\":{},\"gbps\":{},\"cpu_s_per_gb\":{},\"raw_cpu_s_per_gb\":{},\"idle_bytes_per_qp\":{},\"connect_secs\":{}}}",
+                r.qps,
+                r.size,
+                num(r.gbps),
+                r.cpu_s_per_gb.map_or("null".into(), num),
+                raw_cpu_s_per_gb(baseline).map_or("null".into(), num),
+                r.idle_bytes_per_qp.map_or("null".into(), num),
+                num(r.connect_secs),
+            )
+        }))
         .collect();
     format!("[{}]", items.join(","))
 }
 
-fn human_size(n: usize) -> String {
+/// The `--qps` runs, after the main table.
+pub(crate) fn scale_table(rows: &[ScaleRow], baseline: Option<Baseline>, args: &Args) {
+    let Some(first) = rows.first() else {
+        return;
+    };
+    let raw = raw_name(args.transport);
+    println!();
+    println!(
+        "queue pairs at once: RDMA Write {} on each, one thread driving both endpoints",
+        human_size(first.size)
+    );
+    println!(
+        "{:>6} {:>10} {:>12} {:>16} {:>22} {:>11}",
+        "qps",
+        "Gbit/s",
+        "cpu s/GB",
+        format!("{raw} cpu s/GB"),
+        "resident B per idle QP",
+        "connect s"
+    );
+    let raw_cost = raw_cpu_s_per_gb(baseline);
+    for r in rows {
+        println!(
+            "{:>6} {:>10.3} {} {} {} {:>11.2}",
+            r.qps,
+            r.gbps,
+            opt(r.cpu_s_per_gb, 12, 3),
+            opt(raw_cost, 16, 3),
+            opt(r.idle_bytes_per_qp, 22, 0),
+            r.connect_secs
+        );
+    }
+    println!("cpu s/GB = CPU seconds of this process (both ends) per 1e9 bytes of payload moved");
+    println!("resident B per idle QP = growth of the process's resident memory once all were");
+    println!("       connected and idle, over the queue pairs at both ends (2 per connection)");
+}
+
+pub(crate) fn human_size(n: usize) -> String {
     match n {
         n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
         n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
@@ -194,6 +294,7 @@ fn opt(x: Option<f64>, width: usize, digits: usize) -> String {
 pub(crate) fn table(
     rows: &[Row],
     baseline: Option<Baseline>,
+    small: Option<&SmallBaseline>,
     linux: Option<&Result<LinuxTcp, String>>,
     args: &Args,
 ) {
@@ -206,6 +307,16 @@ pub(crate) fn table(
             opt(b.cpu_gbps, 0, 2)
         ),
         None => println!("raw TCP baseline skipped"),
+    }
+    if let Some(b) = small {
+        println!(
+            "{raw} {}-byte records, {} queued: {:.0} msgs/s, {} per CPU-second; round trip p50 {:.1} us",
+            b.record,
+            super::baseline::RECORDS_IN_FLIGHT,
+            b.msgs_per_s,
+            opt(b.cpu_msgs_per_s, 0, 0),
+            b.rtt_us_p50
+        );
     }
     match linux {
         None => {}
@@ -235,6 +346,9 @@ pub(crate) fn table(
         vs_raw,
         w = vs_raw.len().max(8),
     );
+    if small.is_some() {
+        print!(" {:>10}", "raw rt us");
+    }
     if linux.is_some() {
         print!(" {:>12}", "vs Linux TCP");
     }
@@ -251,6 +365,11 @@ pub(crate) fn table(
             opt(r.lat_us_p99_undisturbed, 9, 1),
             opt(r.ratio, vs_raw.len().max(8), 2),
         );
+        let mark = if r.vs_records.is_some() { "r" } else { " " };
+        print!("{mark}");
+        if small.is_some() {
+            print!("{}", opt(r.raw_rtt_us_p50, 10, 1));
+        }
         if linux.is_some() {
             print!(" {}", opt(r.vs_linux_tcp, 12, 3));
         }
@@ -258,6 +377,16 @@ pub(crate) fn table(
     }
     println!();
     println!("{vs_raw} = RDMA goodput / {raw} goodput; latency = one request at a time, post to completion");
+    if let Some(b) = small {
+        println!(
+            "r = messages/s over {raw} {}-byte records/s (also per CPU-second), not bulk goodput",
+            b.record
+        );
+        println!(
+            "raw rt = {raw}: a message of that size there and a {}-byte record back, p50",
+            b.record
+        );
+    }
     if linux.is_some() {
         println!(
             "vs Linux TCP = RDMA goodput / Linux kernel TCP goodput over the same loss and MTU"
@@ -293,7 +422,7 @@ pub(crate) fn with_baselines(
 }
 
 /// What the raw TCP baseline of a transport runs on.
-fn raw_name(t: TransportKind) -> &'static str {
+pub(crate) fn raw_name(t: TransportKind) -> &'static str {
     match t {
         TransportKind::Memory | TransportKind::Tap => "smoltcp raw",
         TransportKind::Kernel => "kernel raw",
@@ -371,7 +500,7 @@ mod tests {
         assert_eq!(r.linux_tcp_gbps, Some(4.0));
         assert_eq!(r.vs_linux_tcp, Some(0.25));
         assert!(r.linux_tcp_note.as_deref().unwrap().contains("TSO"));
-        let out = json(&[r]);
+        let out = json(&[r], &[], None);
         assert!(out.contains("\"linux_tcp_gbps\":4.0000"), "{out}");
         assert!(out.contains("\"vs_linux_tcp\":0.2500"), "{out}");
     }
@@ -382,14 +511,14 @@ mod tests {
         let why = Some(Err("nft: \"no\" \\ here\n".to_string()));
         let r = Row::new(Op::Read, 64, TransportKind::Tap, &m, None).with_linux_tcp(&why);
         assert_eq!(r.vs_linux_tcp, None);
-        let out = json(&[r]);
+        let out = json(&[r], &[], None);
         assert!(out.contains("\"vs_linux_tcp\":null"), "{out}");
         assert!(
             out.contains(r#""linux_tcp_note":"nft: \"no\" \\ here\u000a""#),
             "{out}"
         );
         let lossless = Row::new(Op::Read, 64, TransportKind::Tap, &m, None).with_linux_tcp(&None);
-        assert!(json(&[lossless]).contains("\"linux_tcp_note\":null"));
+        assert!(json(&[lossless], &[], None).contains("\"linux_tcp_note\":null"));
     }
 
     #[test]
