@@ -69,8 +69,9 @@ pub struct Args {
     #[arg(long)]
     depth: Option<usize>,
     /// Frames lost, percent, each way (memory link, or nftables on the TAP
-    /// bridge). On a lossy link the bench also measures Linux kernel TCP
-    /// over a veth pair dropping the same share, as a second baseline.
+    /// bridge). On a lossy link, and on TAP, the bench also measures Linux
+    /// kernel TCP over a veth pair dropping the same share, as a second
+    /// baseline.
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
     /// Frames corrupted on the memory link, percent (TCP checksum or MPA CRC
@@ -86,6 +87,11 @@ pub struct Args {
     /// IP MTU of the link (memory and TAP transports).
     #[arg(long, default_value_t = 1500)]
     mtu: usize,
+    /// Checksum and segmentation offloads of the TAP devices (virtio-net
+    /// header, TCP super-frames the kernel cuts at the MSS); `off` moves one
+    /// frame per system call.
+    #[arg(long, value_enum, default_value = "on")]
+    offload: OnOff,
     /// Write what crosses the link to this pcap file.
     #[arg(long, value_name = "FILE")]
     pcap: Option<std::path::PathBuf>,
@@ -95,7 +101,7 @@ pub struct Args {
     /// Print a JSON array of rows instead of the table.
     #[arg(long)]
     json: bool,
-    /// Skip the raw TCP baseline.
+    /// Skip the raw TCP and Linux TCP baselines.
     #[arg(long)]
     no_baseline: bool,
 }
@@ -137,6 +143,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if args.transport == TransportKind::Kernel && args.loss > 0.0 {
         return Err("--loss needs --transport memory or tap".into());
     }
+    if args.transport != TransportKind::Tap && args.offload == OnOff::Off {
+        return Err("--offload off needs --transport tap".into());
+    }
     if args.transport != TransportKind::Memory && args.corrupt > 0.0 {
         return Err("--corrupt needs --transport memory".into());
     }
@@ -146,11 +155,16 @@ fn run_inner(args: &Args) -> Result<(), String> {
         loss: args.loss / 100.0,
         corrupt: args.corrupt / 100.0,
         pcap: args.pcap.clone(),
+        tap_offload: args.offload == OnOff::On,
     };
     let duration = Duration::from_secs_f64(args.duration);
-    let lossy = args.loss > 0.0 && !args.no_baseline;
+    // Linux TCP is the yardstick on a lossy link, and on TAP (the kernel's
+    // own TCP at the same MTU).
+    let with_linux = !args.no_baseline && (args.loss > 0.0 || args.transport == TransportKind::Tap);
     let progress = Progress::new(
-        args.ops.len() * args.sizes.len() + usize::from(!args.no_baseline) + usize::from(lossy),
+        args.ops.len() * args.sizes.len()
+            + usize::from(!args.no_baseline)
+            + usize::from(with_linux),
     );
 
     let baseline = if args.no_baseline {
@@ -162,7 +176,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
     };
     // On a lossy link smoltcp's raw TCP is no yardstick; Linux TCP over the
     // same loss is. Missing (no root, no nft) is reported, not fatal.
-    let linux = lossy.then(|| {
+    let linux = with_linux.then(|| {
         progress.step("Linux TCP baseline");
         linux_tcp::measure(
             args.mtu,
@@ -224,8 +238,13 @@ fn run_inner(args: &Args) -> Result<(), String> {
 /// What a device pair is built from, for the report.
 pub(crate) fn describe(args: &Args) -> String {
     format!(
-        "transport {:?}, MTU {}, CRC {:?}, markers {:?}, loss {}%, corrupt {}%, {} progress",
+        "transport {:?}{}, MTU {}, CRC {:?}, markers {:?}, loss {}%, corrupt {}%, {} progress",
         args.transport,
+        match (args.transport, args.offload) {
+            (TransportKind::Tap, OnOff::On) => " (offloads on)",
+            (TransportKind::Tap, OnOff::Off) => " (offloads off)",
+            _ => "",
+        },
         args.mtu,
         args.crc,
         args.markers,
