@@ -35,6 +35,9 @@ const MAX_IP_PACKET: usize = 65535;
 const ETHERNET_HEADER: usize = 14;
 /// Frames read in one `receive` call while skipping ones with bad checksums.
 const RX_SKIP_LIMIT: usize = 64;
+/// Ethernet, IP and TCP headers with options at most: cleared before
+/// smoltcp builds each frame.
+const HEADERS_CLEARED: usize = ETHERNET_HEADER + 60 + 60;
 
 /// Counters of one TAP device.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -171,13 +174,22 @@ impl phy::TxToken for TxToken<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         let tx = self.tx;
         let at = if tx.offload { vnet::HEADER_LEN } else { 0 };
-        tx.buf.clear();
-        tx.buf.resize(at + len, 0);
-        let r = f(&mut tx.buf[at..]);
+        // smoltcp writes every byte of the frame it asks for, so only a
+        // grown buffer is zeroed (a full-size clear per 64 KiB super-frame
+        // cost as much as a copy), and the header area that TCP options
+        // may leave unwritten is cleared each time.
+        if tx.buf.len() < at + len {
+            tx.buf.resize(at + len, 0);
+        }
+        let frame = &mut tx.buf[..at + len];
+        let dirty = frame.len().min(at + HEADERS_CLEARED);
+        frame[..dirty].fill(0);
+        let r = f(&mut frame[at..]);
+        let total = at + len;
         tx.budget = tx.budget.saturating_sub(1);
         tx.activity = true;
         let hdr = if tx.offload {
-            let (head, frame) = tx.buf.split_at_mut(at);
+            let (head, frame) = tx.buf[..total].split_at_mut(at);
             let hdr = offload::prepare_tx(frame, self.gso_size);
             // `head` is exactly HEADER_LEN bytes: emit cannot fail.
             let _ = hdr.emit(head);
@@ -187,9 +199,9 @@ impl phy::TxToken for TxToken<'_> {
         };
         if let Some(p) = tx.pcap.as_mut() {
             let now = tx.now;
-            offload::wire_frames(&hdr, &tx.buf[at..], &mut |f| p.record(now, f));
+            offload::wire_frames(&hdr, &tx.buf[at..total], &mut |f| p.record(now, f));
         }
-        match sys::write_frame(self.fd, &tx.buf) {
+        match sys::write_frame(self.fd, &tx.buf[..total]) {
             Ok(true) => {
                 tx.stats.frames_sent += 1;
                 tx.stats.super_frames_sent += u64::from(hdr.segmentation.is_some());
