@@ -69,9 +69,13 @@ pub(crate) fn open_tap(ifname: &str, vnet_hdr: bool) -> io::Result<(OwnedFd, Str
 
 /// Offloads the kernel may use towards us and expects from us
 /// (TUNSETOFFLOAD): partial checksums and TCP/IPv4 super-frames. Needs a
-/// descriptor opened with the virtio-net header, whose fields are then made
-/// little-endian (TUNSETVNETLE; a little-endian host has them so already).
+/// descriptor opened with the virtio-net header, which is then set to 10
+/// bytes (TUNSETVNETHDRSZ) with little-endian fields (TUNSETVNETLE; a
+/// little-endian host has them so already).
 pub(crate) fn enable_tcp4_offload(fd: &OwnedFd) -> io::Result<()> {
+    // The header size belongs to the interface, not the descriptor: another
+    // program (qemu uses 12) may have changed it. Ours is the 10-byte one.
+    set_vnet_hdr_size(fd, super::vnet::HEADER_LEN)?;
     let le: libc::c_int = 1;
     // SAFETY: TUNSETVNETLE reads one int through the pointer, which points
     // to a live local; `fd` is open.
@@ -88,6 +92,20 @@ pub(crate) fn enable_tcp4_offload(fd: &OwnedFd) -> io::Result<()> {
             flags as libc::c_ulong,
         )
     };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sets the size of the virtio-net header before each frame
+/// (TUNSETVNETHDRSZ; the kernel accepts 10 or more).
+pub(crate) fn set_vnet_hdr_size(fd: &OwnedFd, size: usize) -> io::Result<()> {
+    let size =
+        libc::c_int::try_from(size).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: TUNSETVNETHDRSZ reads one int through the pointer, which
+    // points to a live local; `fd` is open.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ as _, &size) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }

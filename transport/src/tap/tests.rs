@@ -141,6 +141,31 @@ fn smoltcp_connects_to_kernel_tcp_over_tap() {
 }
 
 #[test]
+fn a_header_size_left_by_another_program_is_reset() {
+    let Some(ns) = Netns::for_test("a_header_size_left_by_another_program_is_reset") else {
+        return;
+    };
+    ns.ip(&["tuntap", "add", "dev", "iwtap0", "mode", "tap", "vnet_hdr"])
+        .unwrap();
+    // As qemu leaves it: a 12-byte header on the interface.
+    netns::in_netns(ns.name(), || {
+        let (fd, _) = sys::open_tap("iwtap0", true).unwrap();
+        sys::set_vnet_hdr_size(&fd, 12).unwrap();
+    })
+    .unwrap();
+    let (mut t, _) = tap_in(&ns, false);
+    assert!(t.device().offload());
+    let l = kernel_listener(&ns);
+    let remote = l.local_addr().unwrap();
+    let peer = std::thread::spawn(move || kernel_peer(accept_bounded(&l), MIB, MIB));
+    let c = t.connect(remote).unwrap();
+    smol_side(&mut t, c, MIB, MIB);
+    assert_eq!(peer.join().unwrap(), (MIB, 0));
+    let st = t.device().stats();
+    assert_eq!(st.rx_errors + st.rx_bad_checksum, 0, "{st:?}");
+}
+
+#[test]
 fn without_offloads_every_frame_fits_the_mtu() {
     let Some(ns) = Netns::for_test("without_offloads_every_frame_fits_the_mtu") else {
         return;
