@@ -277,6 +277,15 @@ impl Device for TapDevice {
     }
 }
 
+impl Drop for TapDevice {
+    fn drop(&mut self) {
+        if self.tx.offload {
+            // Nothing to do about a failure: the descriptor closes anyway.
+            let _ = sys::disable_offload(&self.fd);
+        }
+    }
+}
+
 impl TapDevice {
     /// Reads one frame: `None` when none waits, `Some(None)` for a frame
     /// dropped here, else where the frame lies in `rx_buf`.

@@ -98,6 +98,18 @@ pub(crate) fn enable_tcp4_offload(fd: &OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Withdraws the offloads (TUNSETOFFLOAD 0). They belong to the interface
+/// and outlive the descriptor: a persistent interface would otherwise hand
+/// super-frames to the next program that opens it without them.
+pub(crate) fn disable_offload(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: TUNSETOFFLOAD takes its flags by value, no pointer; `fd` is open.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETOFFLOAD as _, 0 as libc::c_ulong) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sets the size of the virtio-net header before each frame
 /// (TUNSETVNETHDRSZ; the kernel accepts 10 or more).
 pub(crate) fn set_vnet_hdr_size(fd: &OwnedFd, size: usize) -> io::Result<()> {

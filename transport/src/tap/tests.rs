@@ -166,6 +166,35 @@ fn a_header_size_left_by_another_program_is_reset() {
 }
 
 #[test]
+fn offloads_end_with_the_transport() {
+    let Some(ns) = Netns::for_test("offloads_end_with_the_transport") else {
+        return;
+    };
+    // A persistent interface, as a harness makes: the next program to
+    // open it without offloads must not get super-frames.
+    ns.ip(&["tuntap", "add", "dev", "iwtap0", "mode", "tap"])
+        .unwrap();
+    let (t, _) = tap_in(&ns, false);
+    assert!(t.device().offload());
+    drop(t);
+    let cfg = TapConfig {
+        ifname: "iwtap0".into(),
+        netns: Some(ns.name().to_owned()),
+        offload: false,
+        ..Default::default()
+    };
+    let mut t = TapTransport::open(&cfg).unwrap();
+    let l = kernel_listener(&ns);
+    let remote = l.local_addr().unwrap();
+    let peer = std::thread::spawn(move || kernel_peer(accept_bounded(&l), MIB, 4 * MIB));
+    let c = t.connect(remote).unwrap();
+    smol_side(&mut t, c, MIB, 4 * MIB);
+    assert_eq!(peer.join().unwrap(), (MIB, 0));
+    let st = t.device().stats();
+    assert_eq!(st.rx_errors + st.super_frames_received, 0, "{st:?}");
+}
+
+#[test]
 fn without_offloads_every_frame_fits_the_mtu() {
     let Some(ns) = Netns::for_test("without_offloads_every_frame_fits_the_mtu") else {
         return;
