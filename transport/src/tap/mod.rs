@@ -106,10 +106,17 @@ fn open_fd(cfg: &TapConfig) -> io::Result<(OwnedFd, String, bool)> {
         }
         // Reopen plain; a `%d` name is resolved by now.
         drop(fd);
-        let (fd, ifname) = sys::open_tap(&ifname, false)?;
-        return Ok((fd, ifname, false));
+        return open_plain(&ifname);
     }
-    let (fd, ifname) = sys::open_tap(&cfg.ifname, false)?;
+    open_plain(&cfg.ifname)
+}
+
+/// The descriptor without offloads, withdrawing any a program that ended
+/// without doing so left on the interface (they belong to it, and frames
+/// of up to 64 KiB would come up).
+fn open_plain(ifname: &str) -> io::Result<(OwnedFd, String, bool)> {
+    let (fd, ifname) = sys::open_tap(ifname, false)?;
+    sys::disable_offload(&fd)?;
     Ok((fd, ifname, false))
 }
 
