@@ -201,7 +201,8 @@ pub struct PartialChecksum {
 /// Segmentation asked for (transmit) or coalescing done (receive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segmentation {
-    /// Never [`GsoType::None`] (that is the absence of this struct).
+    /// [`GsoType::None`] only beside `ecn` (a header that sets the ECN
+    /// bit alone, kept as read); otherwise its absence is this struct's.
     pub kind: GsoType,
     pub ecn: bool,
     /// Bytes of headers repeated before each segment.
@@ -375,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn every_header_parses_and_re_emits_the_same_bytes() {
+    fn every_header_parses_and_re_emits_its_meaning() {
         // Any 10 bytes have a meaning; walk the type and flag bytes and a
         // spread of the 16-bit fields.
         for flags in 0..=255u8 {
