@@ -149,6 +149,12 @@ pub struct TransportArgs {
     /// `ip netns add`, or a path).
     #[arg(long, value_name = "NS", requires = "tap", help_heading = "Transport")]
     pub netns: Option<String>,
+    /// Move one MTU-sized frame per system call on the TAP interface,
+    /// checksums in software, instead of handing the kernel 64 KiB TCP
+    /// super-frames to cut at the MSS (a capture on the kernel's side then
+    /// shows the frames as sent).
+    #[arg(long, requires = "tap", help_heading = "Transport")]
+    pub no_offload: bool,
     /// Record what the transport sends and receives in this pcap file (the
     /// kernel transport synthesizes TCP/IP framing around the real bytes).
     #[arg(long, value_name = "FILE", help_heading = "Transport")]
@@ -207,6 +213,7 @@ impl Default for TransportArgs {
             mac: None,
             gateway: None,
             netns: None,
+            no_offload: false,
             pcap: None,
             crc: CrcArg::Off,
             markers: false,
@@ -259,6 +266,7 @@ impl TransportArgs {
                     mac: self.mac.map_or(defaults.mac, |m| m.0),
                     gateway: self.gateway,
                     seed: seed_from_clock(),
+                    offload: !self.no_offload,
                     ..defaults
                 };
                 let mut tap = TapTransport::open(&cfg).map_err(|e| format!("TAP {ifname}: {e}"))?;

@@ -1,6 +1,7 @@
 //! The two devices of a test and the network between them: the in-memory
 //! link (real or virtual time, optionally impaired), kernel TCP on
-//! loopback, or smoltcp on a TAP device facing kernel TCP in a namespace.
+//! loopback, smoltcp on a TAP device facing kernel TCP in a namespace, or
+//! two smoltcp hosts on bridged TAP devices.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Instant;
@@ -139,6 +140,53 @@ impl Net {
             name: format!(
                 "tap ({} connects)",
                 if tap_is_client { "tap" } else { "kernel" }
+            ),
+        }
+    }
+
+    /// Two smoltcp hosts on TAP devices joined by a bridge in `ns`, each
+    /// with or without the kernel's checksum and segmentation offloads;
+    /// the server's frames are recorded (what its kernel side delivered
+    /// and took). Must run on a thread inside `ns`.
+    pub fn tap_pair(ns: &Netns, client_offload: bool, server_offload: bool) -> Net {
+        let k = ns.next_iface();
+        let subnet = 10 + (k % 200) as u8;
+        let bridge = format!("iwbr{k}");
+        ns.ip(&["link", "add", &bridge, "type", "bridge"])
+            .expect("bridge in the namespace");
+        ns.ip(&["link", "set", &bridge, "up"]).expect("bridge up");
+        let open = |side: u8, offload: bool| {
+            let ifname = format!("iwtap{k}s{side}");
+            let cfg = TapConfig {
+                ifname: ifname.clone(),
+                netns: None,
+                addr: Ipv4Addr::new(10, 77, subnet, side),
+                mac: [0x02, 0x49, 0x57, subnet, 0, side],
+                offload,
+                ..Default::default()
+            };
+            let tap = TapTransport::open(&cfg).expect("TAP in the namespace");
+            assert_eq!(tap.device().offload(), offload, "the kernel's offloads");
+            ns.ip(&["link", "set", &ifname, "master", &bridge])
+                .expect("TAP on the bridge");
+            tap
+        };
+        let client = open(1, client_offload);
+        let mut server = open(2, server_offload);
+        let capture = Capture::default();
+        server.device_mut().set_pcap(Some(capture.sink()));
+        let on_off = |b: bool| if b { "on" } else { "off" };
+        Net {
+            client: Device::new(Box::new(client)),
+            server: Device::new(Box::new(server)),
+            server_ip: IpAddr::V4(Ipv4Addr::new(10, 77, subnet, 2)),
+            listen_port: PORT,
+            capture: Some(capture),
+            virtual_start: None,
+            name: format!(
+                "tap pair (client offloads {}, server offloads {})",
+                on_off(client_offload),
+                on_off(server_offload)
             ),
         }
     }

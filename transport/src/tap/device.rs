@@ -4,14 +4,23 @@
 //! rather than a panic, frame buffers are allocated once, and at most
 //! `burst` frames are written per poll so a window's worth of segments does
 //! not overflow the kernel's per-CPU backlog in one go.
+//!
+//! With offloads (see [`super::offload`]) each frame carries a virtio-net
+//! header, TCP goes out as super-frames of up to 64 KiB that the kernel
+//! cuts at the MSS, and the kernel hands up frames it coalesced: one
+//! system call moves up to 44 segments instead of one.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
+use smoltcp::phy::{
+    self, Checksum, Device, DeviceCapabilities, Medium, PacketMeta, SegmentationCapabilities,
+};
 
+use super::offload::{self, RxDrop};
 use super::sys;
+use super::vnet::{self, VnetHeader, VnetRepr};
 use crate::kernel::sys::poll;
 use crate::smol::LinkDevice;
 use crate::wake::WakeFd;
@@ -20,6 +29,15 @@ use capture::pcap::PcapSink;
 
 /// Ethernet header plus an 802.1Q tag.
 const FRAME_OVERHEAD: usize = 18;
+/// The largest IP packet, which a super-frame may fill.
+const MAX_IP_PACKET: usize = 65535;
+/// Ethernet header before an IP packet smoltcp emits.
+const ETHERNET_HEADER: usize = 14;
+/// Frames read in one `receive` call while skipping ones with bad checksums.
+const RX_SKIP_LIMIT: usize = 64;
+/// Ethernet, IP and TCP headers with options at most: cleared before
+/// smoltcp builds each frame.
+const HEADERS_CLEARED: usize = ETHERNET_HEADER + 60 + 60;
 
 /// Counters of one TAP device.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,6 +48,12 @@ pub struct TapStats {
     pub tx_dropped: u64,
     pub rx_errors: u64,
     pub tx_errors: u64,
+    /// Of `frames_sent`, TCP super-frames the kernel cut into segments.
+    pub super_frames_sent: u64,
+    /// Of `frames_received`, frames the kernel coalesced from segments.
+    pub super_frames_received: u64,
+    /// TCP frames dropped for a checksum nobody had verified.
+    pub rx_bad_checksum: u64,
 }
 
 #[derive(Debug)]
@@ -41,6 +65,8 @@ struct TxSide {
     /// Frames still allowed this poll.
     budget: usize,
     activity: bool,
+    /// Frames carry a virtio-net header and offloads are on.
+    offload: bool,
 }
 
 /// A TAP interface as a smoltcp Ethernet device.
@@ -57,8 +83,20 @@ pub struct TapDevice {
 }
 
 impl TapDevice {
-    pub(crate) fn new(fd: OwnedFd, ifname: String, mtu: usize, burst: usize) -> Self {
-        let frame = mtu + FRAME_OVERHEAD;
+    /// `offload`: the descriptor was opened with the virtio-net header and
+    /// the kernel accepted `TUN_F_CSUM | TUN_F_TSO4`.
+    pub(crate) fn new(
+        fd: OwnedFd,
+        ifname: String,
+        mtu: usize,
+        burst: usize,
+        offload: bool,
+    ) -> Self {
+        let frame = if offload {
+            vnet::HEADER_LEN + (mtu + FRAME_OVERHEAD).max(MAX_IP_PACKET + FRAME_OVERHEAD)
+        } else {
+            mtu + FRAME_OVERHEAD
+        };
         TapDevice {
             fd,
             ifname,
@@ -72,6 +110,7 @@ impl TapDevice {
                 stats: TapStats::default(),
                 budget: burst.max(1),
                 activity: false,
+                offload,
             },
             wake: WakeFd::new().ok().map(Arc::new),
         }
@@ -91,7 +130,16 @@ impl TapDevice {
         self.tx.stats
     }
 
-    /// Records every frame written to and read from the device.
+    /// Whether the kernel segments and checksums for this device (see
+    /// [`super::TapConfig::offload`]).
+    pub fn offload(&self) -> bool {
+        self.tx.offload
+    }
+
+    /// Records every frame written to and read from the device. With
+    /// offloads, a super-frame is recorded as the segments the kernel cuts
+    /// it into and partial checksums completed: the capture shows the
+    /// frames a peer receives, not the system calls.
     pub fn set_pcap(&mut self, sink: Option<PcapSink>) {
         self.tx.pcap = sink;
     }
@@ -118,26 +166,55 @@ impl phy::RxToken for RxToken<'_> {
 pub struct TxToken<'a> {
     fd: &'a OwnedFd,
     tx: &'a mut TxSide,
+    /// The MSS to cut a super-segment at, as smoltcp asked.
+    gso_size: Option<u16>,
 }
 
 impl phy::TxToken for TxToken<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         let tx = self.tx;
-        tx.buf.clear();
-        tx.buf.resize(len, 0);
-        let r = f(&mut tx.buf);
+        let at = if tx.offload { vnet::HEADER_LEN } else { 0 };
+        // smoltcp writes every byte of the frame it asks for, so only a
+        // grown buffer is zeroed (a full-size clear per 64 KiB super-frame
+        // cost as much as a copy), and the header area that TCP options
+        // may leave unwritten is cleared each time.
+        if tx.buf.len() < at + len {
+            tx.buf.resize(at + len, 0);
+        }
+        let frame = &mut tx.buf[..at + len];
+        let dirty = frame.len().min(at + HEADERS_CLEARED);
+        frame[..dirty].fill(0);
+        let r = f(&mut frame[at..]);
+        let total = at + len;
         tx.budget = tx.budget.saturating_sub(1);
         tx.activity = true;
+        let hdr = if tx.offload {
+            let (head, frame) = tx.buf[..total].split_at_mut(at);
+            let hdr = offload::prepare_tx(frame, self.gso_size);
+            // `head` is exactly HEADER_LEN bytes: emit cannot fail.
+            let _ = hdr.emit(head);
+            hdr
+        } else {
+            VnetRepr::default()
+        };
         if let Some(p) = tx.pcap.as_mut() {
-            p.record(tx.now, &tx.buf);
+            let now = tx.now;
+            offload::wire_frames(&hdr, &tx.buf[at..total], &mut |f| p.record(now, f));
         }
-        match sys::write_frame(self.fd, &tx.buf) {
-            Ok(true) => tx.stats.frames_sent += 1,
+        match sys::write_frame(self.fd, &tx.buf[..total]) {
+            Ok(true) => {
+                tx.stats.frames_sent += 1;
+                tx.stats.super_frames_sent += u64::from(hdr.segmentation.is_some());
+            }
             // TCP retransmits what the device could not take.
             Ok(false) => tx.stats.tx_dropped += 1,
             Err(_) => tx.stats.tx_errors += 1,
         }
         r
+    }
+
+    fn set_meta(&mut self, meta: PacketMeta) {
+        self.gso_size = meta.segmentation_offload_size.map(|n| n.get());
     }
 }
 
@@ -149,25 +226,26 @@ impl Device for TapDevice {
         &mut self,
         _timestamp: smoltcp::time::Instant,
     ) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
-        let n = match sys::read_frame(&self.fd, &mut self.rx_buf) {
-            Ok(Some(n)) => n,
-            Ok(None) => return None,
-            Err(_) => {
-                self.tx.stats.rx_errors += 1;
-                return None;
+        let mut range = None;
+        for _ in 0..RX_SKIP_LIMIT {
+            match self.read_one() {
+                None => return None,
+                Some(None) => continue,
+                Some(Some(r)) => {
+                    range = Some(r);
+                    break;
+                }
             }
-        };
-        let frame = &self.rx_buf[..n];
-        self.tx.stats.frames_received += 1;
-        self.tx.activity = true;
-        if let Some(p) = self.tx.pcap.as_mut() {
-            p.record(self.tx.now, frame);
         }
+        let range = range?;
         Some((
-            RxToken { frame },
+            RxToken {
+                frame: &self.rx_buf[range],
+            },
             TxToken {
                 fd: &self.fd,
                 tx: &mut self.tx,
+                gso_size: None,
             },
         ))
     }
@@ -179,14 +257,75 @@ impl Device for TapDevice {
         Some(TxToken {
             fd: &self.fd,
             tx: &mut self.tx,
+            gso_size: None,
         })
     }
 
     fn capabilities(&self) -> DeviceCapabilities {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
-        caps.max_transmission_unit = self.mtu + 14;
+        caps.max_transmission_unit = self.mtu + ETHERNET_HEADER;
+        if self.tx.offload {
+            // The kernel completes TCP checksums on transmit; on receive
+            // the device checks those nobody vouched for (see `read_one`).
+            caps.checksum.tcp = Checksum::None;
+            let mut seg = SegmentationCapabilities::default();
+            seg.tcpv4 = std::num::NonZeroUsize::new(ETHERNET_HEADER + MAX_IP_PACKET);
+            caps.segmentation = seg;
+        }
         caps
+    }
+}
+
+impl Drop for TapDevice {
+    fn drop(&mut self) {
+        if self.tx.offload {
+            // Nothing to do about a failure: the descriptor closes anyway.
+            let _ = sys::disable_offload(&self.fd);
+        }
+    }
+}
+
+impl TapDevice {
+    /// Reads one frame: `None` when none waits, `Some(None)` for a frame
+    /// dropped here, else where the frame lies in `rx_buf`.
+    fn read_one(&mut self) -> Option<Option<std::ops::Range<usize>>> {
+        let n = match sys::read_frame(&self.fd, &mut self.rx_buf) {
+            Ok(Some(n)) => n,
+            Ok(None) => return None,
+            Err(_) => {
+                self.tx.stats.rx_errors += 1;
+                return None;
+            }
+        };
+        let stats = &mut self.tx.stats;
+        stats.frames_received += 1;
+        self.tx.activity = true;
+        if !self.tx.offload {
+            if let Some(p) = self.tx.pcap.as_mut() {
+                p.record(self.tx.now, &self.rx_buf[..n]);
+            }
+            return Some(Some(0..n));
+        }
+        let (head, frame) = self.rx_buf[..n].split_at_mut(vnet::HEADER_LEN.min(n));
+        let Ok(h) = VnetHeader::new_checked(&*head) else {
+            stats.rx_errors += 1;
+            return Some(None);
+        };
+        let hdr = VnetRepr::parse(&h);
+        stats.super_frames_received += u64::from(hdr.segmentation.is_some());
+        if let Err(why) = offload::accept_rx(&hdr, frame) {
+            match why {
+                RxDrop::BadChecksum => stats.rx_bad_checksum += 1,
+                RxDrop::BadHeader => stats.rx_errors += 1,
+            }
+            return Some(None);
+        }
+        if let Some(p) = self.tx.pcap.as_mut() {
+            let now = self.tx.now;
+            offload::wire_frames(&hdr, frame, &mut |f| p.record(now, f));
+        }
+        Some(Some(vnet::HEADER_LEN..n))
     }
 }
 

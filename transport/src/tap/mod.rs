@@ -8,7 +8,9 @@
 
 mod device;
 pub mod netns;
+mod offload;
 mod sys;
+pub mod vnet;
 
 use std::io;
 use std::net::Ipv4Addr;
@@ -52,6 +54,12 @@ pub struct TapConfig {
     pub fit_window_to_queue: bool,
     /// Frames written per poll at most.
     pub tx_burst: usize,
+    /// Let the kernel segment and checksum (a virtio-net header on every
+    /// frame, `TUN_F_CSUM | TUN_F_TSO4`): smoltcp writes TCP super-frames of
+    /// up to 64 KiB that the kernel cuts at the MSS, and reads the large
+    /// frames the kernel coalesced. Falls back to one frame per MTU, with
+    /// checksums in software, where the kernel refuses.
+    pub offload: bool,
     /// Seeds initial sequence numbers and ephemeral ports.
     pub seed: u64,
 }
@@ -74,6 +82,7 @@ impl Default for TapConfig {
             },
             fit_window_to_queue: true,
             tx_burst: 256,
+            offload: true,
             seed: 0x7a9_5eed,
         }
     }
@@ -85,10 +94,34 @@ struct Opened {
     ifname: String,
     mtu: usize,
     txqueuelen: usize,
+    offload: bool,
+}
+
+/// The descriptor, with offloads if asked for and the kernel agrees.
+fn open_fd(cfg: &TapConfig) -> io::Result<(OwnedFd, String, bool)> {
+    if cfg.offload {
+        let (fd, ifname) = sys::open_tap(&cfg.ifname, true)?;
+        if sys::enable_tcp4_offload(&fd).is_ok() {
+            return Ok((fd, ifname, true));
+        }
+        // Reopen plain; a `%d` name is resolved by now.
+        drop(fd);
+        return open_plain(&ifname);
+    }
+    open_plain(&cfg.ifname)
+}
+
+/// The descriptor without offloads, withdrawing any a program that ended
+/// without doing so left on the interface (they belong to it, and frames
+/// of up to 64 KiB would come up).
+fn open_plain(ifname: &str) -> io::Result<(OwnedFd, String, bool)> {
+    let (fd, ifname) = sys::open_tap(ifname, false)?;
+    sys::disable_offload(&fd)?;
+    Ok((fd, ifname, false))
 }
 
 fn open_here(cfg: &TapConfig) -> io::Result<Opened> {
-    let (fd, ifname) = sys::open_tap(&cfg.ifname)?;
+    let (fd, ifname, offload) = open_fd(cfg)?;
     let ctl = sys::control_socket()?;
     if cfg.bring_up {
         sys::bring_up(&ctl, &ifname)?;
@@ -104,6 +137,7 @@ fn open_here(cfg: &TapConfig) -> io::Result<Opened> {
         ifname,
         mtu,
         txqueuelen,
+        offload,
     })
 }
 
@@ -124,7 +158,13 @@ impl SmolStack<TapDevice> {
             return Err(TransportError::BadAddress("TAP MTU outside 576..=65535"));
         }
         let tuning = fitted_tuning(cfg, opened.mtu, opened.txqueuelen);
-        let dev = TapDevice::new(opened.fd, opened.ifname, opened.mtu, cfg.tx_burst);
+        let dev = TapDevice::new(
+            opened.fd,
+            opened.ifname,
+            opened.mtu,
+            cfg.tx_burst,
+            opened.offload,
+        );
         SmolStack::new(
             dev,
             EthernetAddress(cfg.mac),
@@ -136,14 +176,20 @@ impl SmolStack<TapDevice> {
     }
 }
 
-/// The tuning with the receive window capped to the TAP queue, if asked.
+/// The tuning with the receive window capped to the TAP queue, if asked,
+/// and, for aligned segments, a send ring of whole segments.
 fn fitted_tuning(cfg: &TapConfig, mtu: usize, txqueuelen: usize) -> TcpTuning {
     let mut t = cfg.tuning.clone();
+    let mss = mtu.saturating_sub(40).max(1);
     if cfg.fit_window_to_queue {
-        let mss = mtu.saturating_sub(40).max(1);
         // Never below a few segments, or the connection crawls.
         let cap = (txqueuelen * mss).max(4 * mss);
         t.rx_buffer = t.rx_buffer.min(cap);
+    }
+    if t.segment_aligned && t.tx_buffer >= mss {
+        // smoltcp sends no segment across the ring's end: a ring of whole
+        // segments wraps between two, so the MSS-sized FPDUs stay aligned.
+        t.tx_buffer -= t.tx_buffer % mss;
     }
     t
 }

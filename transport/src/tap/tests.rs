@@ -132,6 +132,99 @@ fn smoltcp_connects_to_kernel_tcp_over_tap() {
     let st = t.device().stats();
     println!("TAP, smoltcp↔kernel, MTU 1500: {gbps:.2} Gbit/s both ways together; {st:?}");
     assert_eq!(st.rx_errors + st.tx_errors, 0);
+    // Offloads on (the default): the kernel took super-frames from us and
+    // handed its own TSO super-frames up whole, checksums vouched for.
+    assert!(t.device().offload());
+    assert!(st.super_frames_sent > 0, "{st:?}");
+    assert!(st.super_frames_received > 0, "{st:?}");
+    assert_eq!(st.rx_bad_checksum, 0);
+}
+
+#[test]
+fn a_header_size_left_by_another_program_is_reset() {
+    let Some(ns) = Netns::for_test("a_header_size_left_by_another_program_is_reset") else {
+        return;
+    };
+    ns.ip(&["tuntap", "add", "dev", "iwtap0", "mode", "tap", "vnet_hdr"])
+        .unwrap();
+    // As qemu leaves it: a 12-byte header on the interface.
+    netns::in_netns(ns.name(), || {
+        let (fd, _) = sys::open_tap("iwtap0", true).unwrap();
+        sys::set_vnet_hdr_size(&fd, 12).unwrap();
+    })
+    .unwrap();
+    let (mut t, _) = tap_in(&ns, false);
+    assert!(t.device().offload());
+    let l = kernel_listener(&ns);
+    let remote = l.local_addr().unwrap();
+    let peer = std::thread::spawn(move || kernel_peer(accept_bounded(&l), MIB, MIB));
+    let c = t.connect(remote).unwrap();
+    smol_side(&mut t, c, MIB, MIB);
+    assert_eq!(peer.join().unwrap(), (MIB, 0));
+    let st = t.device().stats();
+    assert_eq!(st.rx_errors + st.rx_bad_checksum, 0, "{st:?}");
+}
+
+#[test]
+fn offloads_end_with_the_transport() {
+    let Some(ns) = Netns::for_test("offloads_end_with_the_transport") else {
+        return;
+    };
+    // A persistent interface, as a harness makes: the next program to
+    // open it without offloads must not get super-frames.
+    ns.ip(&["tuntap", "add", "dev", "iwtap0", "mode", "tap"])
+        .unwrap();
+    let (t, _) = tap_in(&ns, false);
+    assert!(t.device().offload());
+    drop(t);
+    let cfg = TapConfig {
+        ifname: "iwtap0".into(),
+        netns: Some(ns.name().to_owned()),
+        offload: false,
+        ..Default::default()
+    };
+    let mut t = TapTransport::open(&cfg).unwrap();
+    let l = kernel_listener(&ns);
+    let remote = l.local_addr().unwrap();
+    let peer = std::thread::spawn(move || kernel_peer(accept_bounded(&l), MIB, 4 * MIB));
+    let c = t.connect(remote).unwrap();
+    smol_side(&mut t, c, MIB, 4 * MIB);
+    assert_eq!(peer.join().unwrap(), (MIB, 0));
+    let st = t.device().stats();
+    assert_eq!(st.rx_errors + st.super_frames_received, 0, "{st:?}");
+}
+
+#[test]
+fn without_offloads_every_frame_fits_the_mtu() {
+    let Some(ns) = Netns::for_test("without_offloads_every_frame_fits_the_mtu") else {
+        return;
+    };
+    let cfg = TapConfig {
+        ifname: "iwtap0".into(),
+        netns: Some(ns.name().to_owned()),
+        offload: false,
+        ..Default::default()
+    };
+    let mut t = TapTransport::open(&cfg).unwrap();
+    ns.ip(&["addr", "add", "10.77.1.1/24", "dev", "iwtap0"])
+        .unwrap();
+    let buf = SharedBuf::default();
+    t.device_mut()
+        .set_pcap(Some(PcapSink::new(Box::new(buf.clone())).unwrap()));
+    assert!(!t.device().offload());
+    let l = kernel_listener(&ns);
+    let remote = l.local_addr().unwrap();
+    let peer = std::thread::spawn(move || kernel_peer(accept_bounded(&l), 2 * MIB, 2 * MIB));
+    let c = t.connect(remote).unwrap();
+    smol_side(&mut t, c, 2 * MIB, 2 * MIB);
+    assert_eq!(peer.join().unwrap(), (2 * MIB, 0));
+    let st = t.device().stats();
+    assert_eq!(st.super_frames_sent + st.super_frames_received, 0, "{st:?}");
+    drop(t.device_mut().take_pcap());
+    let bytes = buf.0.lock().unwrap().clone();
+    let (_, _, recs) = crate::testutil::parse(&bytes).unwrap();
+    let largest = recs.iter().map(|r| r.2.len()).max().unwrap();
+    assert!(largest <= 1514, "a {largest}-byte frame on a 1500-byte MTU");
 }
 
 #[test]
@@ -212,6 +305,15 @@ fn tap_capture_is_well_formed() {
     assert_eq!(link, 1);
     // ARP both ways, the handshake, data, FINs: well over a hundred frames.
     assert!(recs.len() > 100, "{}", recs.len());
+    // Offloads on: super-frames both ways, recorded as the segments the
+    // wire carries.
+    let st = t.device().stats();
+    assert!(
+        st.super_frames_sent > 0 && st.super_frames_received > 0,
+        "{st:?}"
+    );
+    let largest = recs.iter().map(|r| r.2.len()).max().unwrap();
+    assert!(largest <= 1514, "a {largest}-byte frame recorded");
     crate::pcap_check::tshark_accepts(&bytes, "tap");
 }
 

@@ -43,6 +43,8 @@ pub(crate) struct LinkOptions {
     pub loss: f64,
     pub corrupt: f64,
     pub pcap: Option<PathBuf>,
+    /// TAP devices with checksum and segmentation offloads.
+    pub tap_offload: bool,
 }
 
 pub(crate) type BoxedTransport = Box<dyn Transport + Send>;
@@ -133,6 +135,7 @@ pub(crate) fn build_with(
                     prefix_len: 24,
                     mac: [0x02, 0x49, 0x57, 0xbe, 0, last],
                     mtu: None,
+                    offload: opts.tap_offload,
                     ..TapConfig::default()
                 };
                 TapTransport::open(&cfg).map_err(|e| format!("TAP {name}: {e}"))

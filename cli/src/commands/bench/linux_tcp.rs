@@ -1,13 +1,16 @@
 //! Linux kernel TCP over the same loss and MTU: the figure to hold RDMA
 //! goodput against on a lossy link, where smoltcp's own raw TCP collapses
-//! and a ratio to it says nothing.
+//! and a ratio to it says nothing, and on the TAP transport, where it says
+//! what the kernel's own TCP makes of the same MTU.
 //!
 //! Two private network namespaces joined by a veth pair at the bench's MTU,
 //! each dropping the TCP packets it sends at the bench's loss rate
 //! (nftables, output hook), one bulk stream between kernel sockets for the
-//! duration. Segmentation offloads are turned off on the veths where
-//! ethtool can, so a dropped packet is one MTU-sized frame, not a 64 KiB
-//! TSO burst; the report says when they could not be.
+//! duration. On a lossy link segmentation offloads are turned off on the
+//! veths where ethtool can, so a dropped packet is one MTU-sized frame, not
+//! a 64 KiB TSO burst; the report says when they could not be. Without
+//! loss they stay on, as Linux sets them (and as the TAP transport uses
+//! the kernel's).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -27,12 +30,22 @@ const PORT: u16 = 7472;
 const WARM_UP: Duration = Duration::from_millis(300);
 const CHUNK: usize = 256 * 1024;
 
-/// Kernel TCP goodput over the lossy veth pair.
+/// TSO, GSO and GRO on the veths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offloads {
+    /// Turned off (a lossy link).
+    Off,
+    /// A lossy link, but ethtool could not turn them off.
+    StillOn,
+    /// Left as Linux sets them (no loss).
+    Default,
+}
+
+/// Kernel TCP goodput over the veth pair.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LinuxTcp {
     pub gbps: f64,
-    /// Whether TSO, GSO and GRO were off on both veths.
-    pub offloads_off: bool,
+    pub offloads: Offloads,
 }
 
 /// Measures one bulk stream for `duration` over a veth pair at `mtu` that
@@ -60,13 +73,22 @@ pub(crate) fn measure(mtu: usize, loss: f64, duration: Duration) -> Result<Linux
     ] {
         ns.ip(&["link", "set", dev, "mtu", &mtu.to_string()])?;
         ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
-        offloads_off &= offloads_off_on(ns.name(), dev);
+        if loss > 0.0 {
+            offloads_off &= offloads_off_on(ns.name(), dev);
+        }
         ns.ip(&["link", "set", dev, "up"])?;
         ns.ip(&["link", "set", "lo", "up"])?;
-        nft_loss::install(ns.name(), Hook::Output, loss)?;
+        if loss > 0.0 {
+            nft_loss::install(ns.name(), Hook::Output, loss)?;
+        }
     }
     let gbps = stream(sender.name(), receiver.name(), duration)?;
-    Ok(LinuxTcp { gbps, offloads_off })
+    let offloads = match (loss > 0.0, offloads_off) {
+        (false, _) => Offloads::Default,
+        (true, true) => Offloads::Off,
+        (true, false) => Offloads::StillOn,
+    };
+    Ok(LinuxTcp { gbps, offloads })
 }
 
 /// `ethtool -K DEV tso off gso off gro off` inside `ns`; false if it failed.

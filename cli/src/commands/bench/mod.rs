@@ -75,8 +75,9 @@ pub struct Args {
     #[arg(long)]
     depth: Option<usize>,
     /// Frames lost, percent, each way (memory link, or nftables on the TAP
-    /// bridge). On a lossy link the bench also measures Linux kernel TCP
-    /// over a veth pair dropping the same share, as a second baseline.
+    /// bridge). On a lossy link, and on TAP, the bench also measures Linux
+    /// kernel TCP over a veth pair dropping the same share, as a second
+    /// baseline.
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
     /// Frames corrupted on the memory link, percent (TCP checksum or MPA CRC
@@ -92,6 +93,12 @@ pub struct Args {
     /// IP MTU of the link (memory and TAP transports).
     #[arg(long, default_value_t = 1500)]
     mtu: usize,
+    /// Checksum and segmentation offloads of the TAP devices (virtio-net
+    /// header, TCP super-frames the kernel cuts at the MSS); `off` moves one
+    /// frame per system call. Always off with `--loss`, so the bridge drops
+    /// single frames.
+    #[arg(long, value_enum, default_value = "on")]
+    offload: OnOff,
     /// Write what crosses the link to this pcap file.
     #[arg(long, value_name = "FILE")]
     pcap: Option<std::path::PathBuf>,
@@ -101,7 +108,7 @@ pub struct Args {
     /// Print a JSON array of rows instead of the table.
     #[arg(long)]
     json: bool,
-    /// Skip the raw TCP baseline.
+    /// Skip the raw TCP and Linux TCP baselines.
     #[arg(long)]
     no_baseline: bool,
     /// Also measure this many queue pairs at once, comma separated (e.g.
@@ -156,6 +163,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if args.transport == TransportKind::Kernel && args.loss > 0.0 {
         return Err("--loss needs --transport memory or tap".into());
     }
+    if args.transport != TransportKind::Tap && args.offload == OnOff::Off {
+        return Err("--offload off needs --transport tap".into());
+    }
     if args.transport != TransportKind::Memory && args.corrupt > 0.0 {
         return Err("--corrupt needs --transport memory".into());
     }
@@ -168,14 +178,17 @@ fn run_inner(args: &Args) -> Result<(), String> {
         loss: args.loss / 100.0,
         corrupt: args.corrupt / 100.0,
         pcap: args.pcap.clone(),
+        tap_offload: tap_offload(args),
     };
     let duration = Duration::from_secs_f64(args.duration);
-    let lossy = args.loss > 0.0 && !args.no_baseline;
+    // Linux TCP is the yardstick on a lossy link, and on TAP (the kernel's
+    // own TCP at the same MTU).
+    let with_linux = !args.no_baseline && (args.loss > 0.0 || args.transport == TransportKind::Tap);
     let small_wanted = !args.no_baseline;
     let progress = Progress::new(
         args.ops.len() * args.sizes.len()
             + usize::from(!args.no_baseline)
-            + usize::from(lossy)
+            + usize::from(with_linux)
             + usize::from(small_wanted)
             + args.qps.len(),
     );
@@ -196,7 +209,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
     };
     // On a lossy link smoltcp's raw TCP is no yardstick; Linux TCP over the
     // same loss is. Missing (no root, no nft) is reported, not fatal.
-    let linux = lossy.then(|| {
+    let linux = with_linux.then(|| {
         progress.step("Linux TCP baseline");
         linux_tcp::measure(
             args.mtu,
@@ -289,8 +302,14 @@ fn run_inner(args: &Args) -> Result<(), String> {
 /// What a device pair is built from, for the report.
 pub(crate) fn describe(args: &Args) -> String {
     format!(
-        "transport {:?}, MTU {}, CRC {:?}, markers {:?}, loss {}%, corrupt {}%, {} progress",
+        "transport {:?}{}, MTU {}, CRC {:?}, markers {:?}, loss {}%, corrupt {}%, {} progress",
         args.transport,
+        match (args.transport, tap_offload(args)) {
+            (TransportKind::Tap, true) => " (offloads on)",
+            (TransportKind::Tap, false) if args.loss > 0.0 => " (offloads off: loss per frame)",
+            (TransportKind::Tap, false) => " (offloads off)",
+            _ => "",
+        },
         args.mtu,
         args.crc,
         args.markers,
@@ -302,6 +321,13 @@ pub(crate) fn describe(args: &Args) -> String {
         }
     )
     .to_lowercase()
+}
+
+/// Whether the TAP devices use the kernel's offloads: not on a lossy
+/// link, where the bridge's drop would take a whole 64 KiB super-frame
+/// instead of one frame (as the Linux baseline turns TSO off there).
+fn tap_offload(args: &Args) -> bool {
+    args.offload == OnOff::On && args.loss == 0.0
 }
 
 /// Drives both devices once; true if either moved.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::baseline::{Baseline, SmallBaseline};
 use super::case::{Measured, Op};
 use super::link::TransportKind;
-use super::linux_tcp::LinuxTcp;
+use super::linux_tcp::{LinuxTcp, Offloads};
 use super::scale::ScaleRow;
 use super::Args;
 
@@ -142,7 +142,7 @@ impl Row {
 }
 
 fn linux_note(l: &LinuxTcp) -> Option<String> {
-    (!l.offloads_off)
+    (l.offloads == Offloads::StillOn)
         .then(|| "TSO/GSO/GRO could not be turned off: a drop may take a whole burst".into())
 }
 
@@ -320,16 +320,26 @@ pub(crate) fn table(
     }
     match linux {
         None => {}
-        Some(Ok(l)) => println!(
-            "Linux TCP goodput over a veth pair, same loss each way (nftables), MTU {}, {}: {:.2} Gbit/s",
-            args.mtu,
-            if l.offloads_off {
-                "TSO/GSO/GRO off"
-            } else {
-                "TSO/GSO/GRO could not be turned off"
-            },
-            l.gbps
-        ),
+        Some(Ok(l)) => {
+            println!(
+                "Linux TCP goodput over a veth pair, {}, MTU {}, {}: {:.2} Gbit/s",
+                if args.loss > 0.0 {
+                    "same loss each way (nftables)"
+                } else {
+                    "no loss"
+                },
+                args.mtu,
+                match l.offloads {
+                    Offloads::Off => "TSO/GSO/GRO off",
+                    Offloads::StillOn => "TSO/GSO/GRO could not be turned off",
+                    Offloads::Default => "TSO/GSO/GRO on (Linux's defaults)",
+                },
+                l.gbps
+            );
+            if let Some(b) = baseline.filter(|_| l.gbps > 0.0) {
+                println!("{raw} / Linux TCP: {:.2}", b.gbps / l.gbps);
+            }
+        }
         Some(Err(why)) => println!("Linux TCP baseline missing: {why}"),
     }
     let vs_raw = format!("vs {raw}");
@@ -494,7 +504,7 @@ mod tests {
         let m = measured(125_000_000); // 1 Gbit in 1 s
         let linux = Some(Ok(LinuxTcp {
             gbps: 4.0,
-            offloads_off: false,
+            offloads: Offloads::StillOn,
         }));
         let r = Row::new(Op::Write, 4096, TransportKind::Memory, &m, None).with_linux_tcp(&linux);
         assert_eq!(r.linux_tcp_gbps, Some(4.0));

@@ -21,6 +21,7 @@ use crate::wire::{
 mod congestion;
 #[cfg(all(test, feature = "medium-ip", feature = "proto-ipv4"))]
 mod loss_sim;
+mod offload;
 mod scoreboard;
 mod stats;
 
@@ -3431,7 +3432,7 @@ impl<'a> Socket<'a> {
                         if self.sws_hold(sendable, effective_mss) {
                             0
                         } else {
-                            sendable
+                            self.offload_aligned(sendable, effective_mss)
                         }
                     };
 
