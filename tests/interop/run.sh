@@ -368,44 +368,6 @@ run_one() {
 	fi
 }
 
-# A lossy case's figures, added to its note and kept in LOSSY_ROW: the netem
-# parameters its guest reported applying and what netem dropped, the
-# client's wall time and its ratio to the control's of this run, the TCP
-# resends and quiet spells in the capture.
-declare -A LOSSY_CONTROL_MS=()
-LOSSY_ROWS=()
-LOSSY_ROW=
-lossy_notes() {
-	local dir=$1 netem_log applied drops control control_ms ratio secs stalls tcp tshark_bad ours
-	[ -n "$NETEM_SERVER" ] && netem_log=$dir/server.log || netem_log=$dir/client.log
-	applied=$(guest_netem "$netem_log")
-	if [ "$applied" != "$LOSSY_NETEM" ]; then
-		note+="; netem not applied as asked ('${applied}')"
-		case "$result" in PASS | XFAIL) result=FAIL ;; esac
-	fi
-	drops=$(guest_netem_drops "$netem_log")
-	control=$(lossy_control "$kind")
-	if [ -z "$control" ]; then
-		[ "$result" != PASS ] || [ -z "$CLIENT_MS" ] || LOSSY_CONTROL_MS[$kind]=$CLIENT_MS
-		control_ms=$CLIENT_MS
-	else
-		control_ms=${LOSSY_CONTROL_MS[$control]:-}
-	fi
-	ratio=$(lossy_ratio "$CLIENT_MS" "$control_ms")
-	secs=-
-	[ -z "$CLIENT_MS" ] || secs=$(awk -v ms="$CLIENT_MS" 'BEGIN { printf "%.1f", ms / 1000 }')
-	read -r -a stalls <<<"$(capture_stalls "$dir/case.pcap" "$RPING_PORT")"
-	tcp=$(lossy_tcp_note "$dir/case.pcap.decode.txt")
-	note+="; netem '$applied' in the $(lossy_netem_guest "$kind") guest, dropped ${drops#* } of ${drops%% *} sent"
-	note+="; client wall time ${secs} s, ${ratio} x ${control:-itself}"
-	note+="; stalls >= ${LOSSY_STALL_SECS} s: ${stalls[0]:-?} (${stalls[1]:-?} s, longest ${stalls[2]:-?} s, ended by ${stalls[3]:-?}); $tcp"
-	tshark_bad=$(grep -c 'Bad CRC32' "$dir/case.pcap.txt" 2>/dev/null || true)
-	[ "${tshark_bad:-0}" = 0 ] || note+="; tshark lost FPDU sync: ${tshark_bad} Bad CRC32 by its count (iwarp decode checks every CRC)"
-	ours=$(sed -n 's/^tcp: //p' "$dir/iwarp.log" 2>/dev/null | tail -n 1)
-	[ -z "$ours" ] || note+="; our TCP: $ours"
-	LOSSY_ROW="$name|$result|$secs|$ratio|${control:--}|${drops#* }/${drops%% *}|${stalls[0]:-?}/${stalls[1]:-?}|${stalls[3]:-?}|$tcp|$ours"
-}
-
 results=()
 n_pass=0
 n_fail=0
@@ -449,19 +411,7 @@ for r in "${results[@]}"; do
 	IFS='|' read -r name expect result secs note <<<"$r"
 	printf '%-38s %-6s %-6s %5s  %s\n' "$name" "$expect" "$result" "$secs" "$note"
 done
-if [ "${#LOSSY_ROWS[@]}" -gt 0 ]; then
-	echo
-	echo "lossy link: tc qdisc add dev eth0 root netem $LOSSY_NETEM; rping -C $LOSSY_COUNT -S $LOSSY_SIZE -V, siw build $LOSSY_VARIANT"
-	echo "  (client wall time, ratio to the siw-to-siw control of this run with netem on the same side;"
-	echo "   netem dropped/sent; stalls >= ${LOSSY_STALL_SECS} s on the connection: count/total s, who ended them)"
-	printf '%-44s %-6s %8s %6s %-27s %-11s %-10s %s\n' CASE RESULT CLIENT-S RATIO CONTROL DROPPED STALLS ENDED-BY
-	for r in "${LOSSY_ROWS[@]}"; do
-		IFS='|' read -r name result secs ratio control drops stalls by tcp ours <<<"$r"
-		printf '%-44s %-6s %8s %6s %-27s %-11s %-10s %s\n' "$name" "$result" "$secs" "$ratio" "$control" "$drops" "$stalls" "$by"
-		printf '%-44s %s\n' "" "tcp in the capture: $tcp"
-		[ -z "$ours" ] || printf '%-44s %s\n' "" "our smoltcp: $ours"
-	done
-fi
+lossy_table
 echo
 echo "interop: total $(($(date +%s) - t_all)) s, logs and captures in $out_dir"
 echo "interop: $n_pass passed, $n_fail failed, $n_skip skipped"
