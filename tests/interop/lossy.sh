@@ -125,6 +125,6 @@ lossy_table() {
 		IFS='|' read -r name result secs ratio control drops stalls by tcp ours <<<"$r"
 		printf '%-44s %-6s %8s %6s %-27s %-11s %-10s %s\n' "$name" "$result" "$secs" "$ratio" "$control" "$drops" "$stalls" "$by"
 		printf '%-44s %s\n' "" "tcp in the capture: $tcp"
-		[ -z "$ours" ] || printf '%-44s %s\n' "" "our smoltcp: $ours"
+		[ -z "$ours" ] || printf '%-44s %s\n' "" "our TCP: $ours"
 	done
 }
