@@ -22,6 +22,20 @@
 #                                   ib_* server
 #   SIZE     -s;  COUNT  write, read, send, write_lat, read_lat, send_lat
 #   every run is `-R -D 2` on the default siw build.
+#
+# Lossy cases, opt-in (IWARP_INTEROP_LOSSY=1 adds them, as run-lossy.sh
+# does; together they take 10-12 minutes, more than the rest of the matrix
+# should grow by): netem in one siw guest, `rping -C 1000 -S 65000 -V` on
+# the crc build (so every FPDU's CRC is checked across the lossy path):
+#   KIND     lossy-siw-siw               two siw guests, netem in the server
+#                                        guest: the control of lossy-iwarp-client-*
+#            lossy-siw-siw-netem-client  the same with netem in the client
+#                                        guest: the control of lossy-iwarp-server-*
+#            lossy-iwarp-client-tap      our client on TAP vs a siw server guest
+#            lossy-iwarp-client-kernel   our client over kernel TCP, the same
+#            lossy-iwarp-server-tap      our server on TAP vs a siw client guest
+#   Each prints the client's wall time and its ratio to its control's in
+#   the same run (a figure, not a pass/fail).
 
 INTEROP_SIZES="64 4000 65000"
 SIW_SIW_COUNT=10
@@ -32,6 +46,11 @@ PERFTEST_TESTS="write read send write_lat read_lat send_lat"
 PERFTEST_BW_SIZES="4096 65536"
 PERFTEST_LAT_SIZES="2 4096"
 PERFTEST_SECS=2
+LOSSY_NETEM="loss 2% delay 1ms reorder 5%"
+LOSSY_KINDS="lossy-siw-siw lossy-iwarp-client-tap lossy-iwarp-client-kernel lossy-siw-siw-netem-client lossy-iwarp-server-tap"
+LOSSY_VARIANT=crc
+LOSSY_SIZE=65000
+LOSSY_COUNT=${IWARP_INTEROP_LOSSY_COUNT:-1000}
 
 # known_unsupported KIND VARIANT: why that combination cannot work, or
 # nothing when it is expected to.
@@ -78,6 +97,45 @@ interop_cases() {
 		done
 	done
 	perftest_cases
+	lossy_cases
+}
+
+# The lossy cases, each control before the cases measured against it.
+lossy_cases() {
+	local kind
+	[ "${IWARP_INTEROP_LOSSY:-0}" = 1 ] || return 0
+	for kind in $LOSSY_KINDS; do
+		echo "$kind/$LOSSY_VARIANT/$LOSSY_SIZE $kind $LOSSY_VARIANT $LOSSY_SIZE $LOSSY_COUNT pass"
+	done
+}
+
+# lossy_netem_guest KIND: which siw guest (server or client) runs netem:
+# the one our tool talks to, or for a control the one its cases have.
+lossy_netem_guest() {
+	case "$1" in
+	lossy-siw-siw | lossy-iwarp-client-*) echo server ;;
+	lossy-siw-siw-netem-client | lossy-iwarp-server-*) echo client ;;
+	*) return 1 ;;
+	esac
+}
+
+# lossy_control KIND: the siw-to-siw case a lossy case is compared with
+# (nothing for a control itself).
+lossy_control() {
+	case "$1" in
+	lossy-iwarp-client-*) echo lossy-siw-siw ;;
+	lossy-iwarp-server-*) echo lossy-siw-siw-netem-client ;;
+	esac
+}
+
+# lossy_ratio MS CONTROL_MS: MS / CONTROL_MS with two decimals, or "-"
+# without a control time.
+lossy_ratio() {
+	if [ -z "$2" ] || [ "$2" = 0 ] || [ -z "$1" ]; then
+		echo -
+		return
+	fi
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'
 }
 
 # The perftest cases: every test at a couple of sizes, in each role.

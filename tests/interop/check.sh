@@ -17,6 +17,15 @@
 #     its per-message counts are the ones checked against rping's.
 # A case expected to fail still gets every check that its partial traffic
 # allows (no malformed frames, no bad CRC, the right MPA policy).
+#
+# TSHARK_CRC_ADVISORY=1 (the lossy cases) leaves tshark's Bad CRC32 count
+# out of the verdict when `iwarp decode` is there to check every CRC (it
+# fails on a bad one). After netem's losses and reorders the resends that
+# fill holes cut the stream differently, and tshark's MPA dissector, which
+# reassembles from where it believes an FPDU starts, can lose FPDU sync and
+# check a CRC over the wrong bytes: seen once in 1000 pings of 65000 bytes,
+# on siw's own direction, where iwarp decode (which reassembles each
+# direction by sequence number) verified all 49000 CRCs.
 
 TSHARK_OPTS=(--disable-protocol rpcordma)
 
@@ -117,7 +126,11 @@ check_capture() {
 	bad=$(grep -c 'Bad CRC32' "$text" || true)
 	malformed=$(grep -c 'Malformed Packet' "$text" || true)
 	fpdus=$(tshark -r "$pcap" "${TSHARK_OPTS[@]}" -Y iwarp_mpa.fpdu -T fields -e frame.number 2>/dev/null | wc -l)
-	[ "$bad" = 0 ] || problem "$bad FPDUs with Bad CRC32"
+	if [ "${TSHARK_CRC_ADVISORY:-0}" = 1 ] && iwarp_has_subcommand decode; then
+		:
+	else
+		[ "$bad" = 0 ] || problem "$bad FPDUs with Bad CRC32"
+	fi
 	[ "$malformed" = 0 ] || problem "$malformed malformed frames"
 
 	req=$(mpa_headers "$pcap" iwarp_mpa.req | head -n 1)

@@ -11,6 +11,10 @@
 #   iwarp.wait_settle=SECONDS             and then this long (default 2)
 #   iwarp.dmesg_lines=N                   kernel log lines shown at the end
 #   iwarp.siw_debug=1                     turn on siw's debug messages
+#   iwarp.netem=loss,2%,delay,1ms         optional: netem on eth0's egress,
+#                                         its parameters with commas for
+#                                         spaces (segmentation offloads go
+#                                         off first, so it sees frames)
 #
 # Markers on the serial console tell the host how far the guest got; the
 # host never has to guess from a hang:
@@ -18,6 +22,8 @@
 #   IWARP-INTEROP-RESULT rc=N             the command ended with status N
 #                                         (124: it ran into iwarp.timeout)
 #   IWARP-INTEROP-SETUP-FAILED <what>     the guest could not get that far
+#   IWARP-INTEROP-NETEM <parameters>      netem is on eth0 with these
+#   IWARP-INTEROP-ELAPSED ms=N            the command's wall time
 # and then the guest powers off, always.
 
 PATH=/bin:/usr/bin:/sbin:/usr/sbin
@@ -51,6 +57,7 @@ wait_for=
 wait_settle=2
 dmesg_lines=20
 siw_debug=0
+netem=
 # shellcheck disable=SC2013 # the command line is words, one line
 for word in $(cat /proc/cmdline); do
 	case "$word" in
@@ -62,9 +69,11 @@ for word in $(cat /proc/cmdline); do
 	iwarp.wait_settle=*) wait_settle=${word#iwarp.wait_settle=} ;;
 	iwarp.dmesg_lines=*) dmesg_lines=${word#iwarp.dmesg_lines=} ;;
 	iwarp.siw_debug=*) siw_debug=${word#iwarp.siw_debug=} ;;
+	iwarp.netem=*) netem=${word#iwarp.netem=} ;;
 	esac
 done
 cmd=$(echo "$cmd" | tr ',' ' ')
+netem=$(echo "$netem" | tr ',' ' ')
 
 # Modules in dependency order, worked out on the host with modprobe
 # --show-depends. A module the CPU cannot use (crc32c-intel without SSE4.2)
@@ -96,6 +105,25 @@ ip link set eth0 up || setup_failed "eth0 missing"
 # siw0 first, the address second: a peer that sees this guest answer ARP
 # (iwarp.wait_for) knows siw is already attached.
 rdma link add siw0 type siw netdev eth0 || setup_failed "rdma link add siw0"
+# A lossy link: netem on eth0's egress. netem drops, delays and reorders
+# whole packets, and with segmentation offloads on, the guest's TCP hands
+# it 64 KB GSO packets: they go off so that the loss rate is per frame.
+# iproute2's tc and ethtool by path: /bin's busybox tc has no netem.
+if [ -n "$netem" ]; then
+	while read -r mod; do
+		[ -z "$mod" ] || insmod "/modules/$mod" || setup_failed "insmod $mod"
+	done </modules/netem.order
+	/usr/sbin/ethtool -K eth0 tso off gso off gro off ||
+		setup_failed "ethtool -K eth0 tso off gso off gro off"
+	/usr/sbin/ethtool -k eth0 | grep -E '^(tcp|generic)-segmentation-offload|^generic-receive-offload' |
+		sed 's/^/iwarp-interop: eth0 /'
+	# shellcheck disable=SC2086 # the parameters are split into words on purpose
+	/usr/sbin/tc qdisc add dev eth0 root netem $netem ||
+		setup_failed "tc qdisc add dev eth0 root netem $netem"
+	echo "iwarp-interop: tc qdisc add dev eth0 root netem $netem"
+	/usr/sbin/tc qdisc show dev eth0 | sed 's/^/iwarp-interop: /'
+	echo "IWARP-INTEROP-NETEM $netem"
+fi
 ip addr add "$ip_cidr" dev eth0 || setup_failed "ip addr add $ip_cidr"
 
 # Wait for the uverbs and rdma_cm device nodes (devtmpfs creates them
@@ -124,10 +152,18 @@ fi
 echo "iwarp-interop: siw build $variant, eth0 $ip_cidr, running: $cmd"
 echo "IWARP-INTEROP-READY"
 [ -n "$cmd" ] || setup_failed "no iwarp.cmd= on the command line"
+# Milliseconds since boot, from /proc/uptime ("SECONDS.CC"; SECONDS is
+# at least 1 by now, so the digits joined have no leading zero).
+uptime_ms() {
+	read -r up _ </proc/uptime
+	echo $((${up%.*}${up#*.} * 10))
+}
 started=$(date +%s)
+started_ms=$(uptime_ms)
 # shellcheck disable=SC2086 # the command is split into words on purpose
 timeout "$cmd_timeout" $cmd
 rc=$?
+echo "IWARP-INTEROP-ELAPSED ms=$(($(uptime_ms) - started_ms))"
 elapsed=$(($(date +%s) - started))
 # A command that ran into the limit was killed, whatever status timeout
 # reported: call it 124, as coreutils does, so the host can tell a hang
@@ -139,5 +175,7 @@ fi
 # siw and the RDMA core print connection errors to the kernel log; keep the
 # ones that explain a failure next to the result.
 dmesg | grep -iE 'siw|iw_cm|rdma|infiniband' | tail -n "$dmesg_lines" | sed 's/^/guest-dmesg: /'
+# What netem did: packets sent and dropped.
+[ -z "$netem" ] || /usr/sbin/tc -s qdisc show dev eth0 | sed 's/^/iwarp-interop: netem: /'
 echo "IWARP-INTEROP-RESULT rc=$rc"
 finish

@@ -20,12 +20,13 @@ GUEST_MEM_MB=512
 #   LIMIT    seconds the command may run inside the guest
 #   LOG      serial console log file
 # GUEST_WAIT_FOR=IP (optional) makes the guest wait for IP to answer ARP
-# before its command starts. Sets GUEST_PID (the pid of the `timeout`
-# wrapping qemu).
+# before its command starts; GUEST_NETEM="loss 2% ..." (optional) puts netem
+# with those parameters on its eth0. Sets GUEST_PID (the pid of the
+# `timeout` wrapping qemu).
 guest_start() {
 	local name=$1 variant=$2 ip=$3 cmd=$4 limit=$5 log_file=$6
 	local tap="q$name" last_octet mac append
-	case "$cmd" in *,*) die "guest commands cannot contain commas: $cmd" ;; esac
+	case "$cmd${GUEST_NETEM:-}" in *,*) die "guest commands cannot contain commas: $cmd ${GUEST_NETEM:-}" ;; esac
 	last_octet=${ip##*.}
 	mac=$(printf '52:54:00:99:00:%02x' "$last_octet")
 	netns_add_tap "$tap"
@@ -33,6 +34,7 @@ guest_start() {
 	append+=" iwarp.variant=$variant iwarp.ip=$ip/$NET_BITS"
 	append+=" iwarp.cmd=${cmd// /,} iwarp.timeout=$limit"
 	[ -z "${GUEST_WAIT_FOR:-}" ] || append+=" iwarp.wait_for=$GUEST_WAIT_FOR"
+	[ -z "${GUEST_NETEM:-}" ] || append+=" iwarp.netem=${GUEST_NETEM// /,}"
 	# Extra kernel arguments for debugging a guest (e.g. loglevel=7).
 	append+=" ${IWARP_INTEROP_KERNEL_ARGS:-}"
 	: >"$log_file"
@@ -80,6 +82,24 @@ guest_result() {
 	local rc
 	rc=$(tr -d '\r' <"$1" | sed -n 's/^IWARP-INTEROP-RESULT rc=\([0-9]*\)$/\1/p' | tail -n 1)
 	echo "${rc:-none}"
+}
+
+# guest_elapsed_ms LOG: the command's wall time in milliseconds as the
+# guest measured it, or nothing.
+guest_elapsed_ms() {
+	tr -d '\r' <"$1" | sed -n 's/^IWARP-INTEROP-ELAPSED ms=\([0-9]*\)$/\1/p' | tail -n 1
+}
+
+# guest_netem LOG: the netem parameters the guest applied, or nothing.
+guest_netem() {
+	tr -d '\r' <"$1" | sed -n 's/^IWARP-INTEROP-NETEM //p' | tail -n 1
+}
+
+# guest_netem_drops LOG: "SENT DROPPED" packets of the guest's netem qdisc
+# at the end of its command (tc -s: " Sent B bytes P pkt (dropped D, ...").
+guest_netem_drops() {
+	tr -d '\r' <"$1" | sed -n 's/^iwarp-interop: netem:  *Sent [0-9]* bytes \([0-9]*\) pkt (dropped \([0-9]*\),.*/\1 \2/p' |
+		head -n 1
 }
 
 # guest_setup_failure LOG: why the guest could not start its command, if so.

@@ -11,7 +11,9 @@
 # Environment: IWARP_BIN (default target/release/iwarp),
 #   IWARP_INTEROP_CACHE (see setup.sh), IWARP_INTEROP_BOOT_SECS,
 #   IWARP_INTEROP_SEQUENTIAL_BOOT=1 (boot the client guest only after the
-#   server guest is up, instead of both at once).
+#   server guest is up, instead of both at once), IWARP_INTEROP_PERFTEST=0
+#   (leave those cases out), IWARP_INTEROP_LOSSY=1 (add the lossy cases;
+#   run-lossy.sh runs them alone).
 # Needs root and a finished tests/interop/setup.sh.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -25,11 +27,15 @@ set -euo pipefail
 . "$INTEROP_DIR/cases.sh"
 # shellcheck source=check.sh
 . "$INTEROP_DIR/check.sh"
+# shellcheck source=lossy.sh
+. "$INTEROP_DIR/lossy.sh"
 
 RPING_PORT=7174
 # Seconds a case's commands may run once started.
 SIW_SIW_LIMIT=60
 IWARP_LIMIT=180
+# The same for a lossy case (1000 pings of 65000 bytes each way).
+LOSSY_LIMIT=600
 # Seconds an end may go on after its peer has exited (see wait_pair).
 PEER_GONE_GRACE=20
 # How often a case that did not do what it should is run again.
@@ -69,10 +75,10 @@ done < <(interop_cases)
 [ "${#selected[@]}" -gt 0 ] || die "no case matches: ${patterns[*]}"
 
 if [ "$list_only" = 1 ]; then
-	printf '%-34s %-6s %s\n' CASE EXPECT NOTE
+	printf '%-38s %-6s %s\n' CASE EXPECT NOTE
 	for line in "${selected[@]}"; do
 		read -r name kind variant size count expect <<<"$line"
-		printf '%-34s %-6s %s\n' "$name" "$expect" "$(known_unsupported "$kind" "$variant")"
+		printf '%-38s %-6s %s\n' "$name" "$expect" "$(known_unsupported "$kind" "$variant")"
 	done
 	exit 0
 fi
@@ -98,16 +104,28 @@ fi
 netns_create
 
 # Outcome of one case, set by the run_* functions: a guest or tool status per
-# end ("none" when it never reported one), plus a note.
+# end ("none" when it never reported one), plus a note, and the client's
+# wall time in milliseconds (its guest's measure, or ours around the tool).
 SERVER_RC=none
 CLIENT_RC=none
 CASE_NOTE=
+CLIENT_MS=
+# netem parameters for the server and the client guest of the next case
+# (empty: a clean link), and flags our tool gets in it beyond the usual.
+NETEM_SERVER=
+NETEM_CLIENT=
+IWARP_EXTRA=
+# Our tool's TCP loss recovery counters at exit, when it can print them.
+have_tcp_stats=0
+if [ "$have_iwarp_rping" = 1 ] && "$(iwarp_bin)" rping --help 2>/dev/null | grep -q -- --tcp-stats; then
+	have_tcp_stats=1
+fi
 
 # A run of rping between two siw guests.
 run_siw_siw() {
 	local dir=$1 variant=$2 size=$3 count=$4 srv_pid cli_pid
 	local args="-C $count -S $size -V -p $RPING_PORT"
-	guest_start s "$variant" "$SIW_SERVER_IP" "rping -s -a $SIW_SERVER_IP $args" \
+	GUEST_NETEM=$NETEM_SERVER guest_start s "$variant" "$SIW_SERVER_IP" "rping -s -a $SIW_SERVER_IP $args" \
 		$((SIW_SIW_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
 	srv_pid=$GUEST_PID
 	if [ "${IWARP_INTEROP_SEQUENTIAL_BOOT:-0}" = 1 ]; then
@@ -115,10 +133,10 @@ run_siw_siw() {
 			CASE_NOTE="server guest never got ready"
 		fi
 		sleep 1
-		GUEST_WAIT_FOR='' guest_start c "$variant" "$SIW_CLIENT_IP" "rping -c -a $SIW_SERVER_IP $args" \
-			"$SIW_SIW_LIMIT" "$dir/client.log"
+		GUEST_WAIT_FOR='' GUEST_NETEM=$NETEM_CLIENT guest_start c "$variant" "$SIW_CLIENT_IP" \
+			"rping -c -a $SIW_SERVER_IP $args" "$SIW_SIW_LIMIT" "$dir/client.log"
 	else
-		GUEST_WAIT_FOR=$SIW_SERVER_IP guest_start c "$variant" "$SIW_CLIENT_IP" \
+		GUEST_WAIT_FOR=$SIW_SERVER_IP GUEST_NETEM=$NETEM_CLIENT guest_start c "$variant" "$SIW_CLIENT_IP" \
 			"rping -c -a $SIW_SERVER_IP $args" "$SIW_SIW_LIMIT" "$dir/client.log"
 	fi
 	cli_pid=$GUEST_PID
@@ -127,6 +145,7 @@ run_siw_siw() {
 	[ "$PAIR_RC_A" != killed ] || SERVER_RC=killed
 	CLIENT_RC=$(guest_result "$dir/client.log")
 	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
+	CLIENT_MS=$(guest_elapsed_ms "$dir/client.log")
 	netns_del_tap qs
 	netns_del_tap qc
 }
@@ -141,20 +160,23 @@ iwarp_transport() {
 
 # Our `iwarp rping -c` against a siw server guest.
 run_iwarp_client() {
-	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 srv_pid tool_rc=0
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 srv_pid tool_rc=0 t0
 	local transport our_addr extra
 	transport=$(iwarp_transport "$kind")
 	our_addr=${transport%% *}
 	extra=${transport#"$our_addr"}
-	guest_start s "$variant" "$SIW_SERVER_IP" "rping -s -a $SIW_SERVER_IP -C $count -S $size -V -p $RPING_PORT" \
+	GUEST_NETEM=$NETEM_SERVER guest_start s "$variant" "$SIW_SERVER_IP" \
+		"rping -s -a $SIW_SERVER_IP -C $count -S $size -V -p $RPING_PORT" \
 		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
 	srv_pid=$GUEST_PID
 	if guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
 		sleep 1
+		t0=$(date +%s%N)
 		# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
 		nsx timeout -k 5 "$IWARP_LIMIT" "$(iwarp_bin)" rping -c -a "$SIW_SERVER_IP" -p "$RPING_PORT" \
-			-C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra \
+			-C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra $IWARP_EXTRA \
 			>"$dir/iwarp.log" 2>&1 || tool_rc=$?
+		CLIENT_MS=$((($(date +%s%N) - t0) / 1000000))
 		CLIENT_RC=$tool_rc
 	else
 		CASE_NOTE="server guest never got ready"
@@ -177,19 +199,20 @@ run_iwarp_server() {
 	# pid of `timeout`, which passes a kill on to the tool.
 	# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
 	ip netns exec "$NETNS" timeout -k 5 $((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$(iwarp_bin)" rping -s \
-		-a "$our_addr" -p "$RPING_PORT" -C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra \
+		-a "$our_addr" -p "$RPING_PORT" -C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra $IWARP_EXTRA \
 		>"$dir/iwarp.log" 2>&1 &
 	tool_pid=$!
 	netns_track_pid "$tool_pid"
 	# The guest needs several seconds to boot, and then waits for our
 	# address to answer ARP: time enough for the server to listen.
-	GUEST_WAIT_FOR=$our_addr guest_start c "$variant" "$SIW_CLIENT_IP" \
+	GUEST_WAIT_FOR=$our_addr GUEST_NETEM=$NETEM_CLIENT guest_start c "$variant" "$SIW_CLIENT_IP" \
 		"rping -c -a $our_addr -C $count -S $size -V -p $RPING_PORT" "$IWARP_LIMIT" "$dir/client.log"
 	cli_pid=$GUEST_PID
 	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
 	SERVER_RC=$PAIR_RC_A
 	CLIENT_RC=$(guest_result "$dir/client.log")
 	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
+	CLIENT_MS=$(guest_elapsed_ms "$dir/client.log")
 	netns_del_tap qc
 }
 
@@ -279,13 +302,28 @@ run_one() {
 	SERVER_RC=none
 	CLIENT_RC=none
 	CASE_NOTE=
+	CLIENT_MS=
+	NETEM_SERVER=
+	NETEM_CLIENT=
+	IWARP_EXTRA=
+	if [[ $kind == lossy-* ]]; then
+		[ "$have_tcp_stats" = 0 ] || IWARP_EXTRA=--tcp-stats
+		# Seen by the run_* functions (bash scopes locals dynamically).
+		local SIW_SIW_LIMIT=$LOSSY_LIMIT IWARP_LIMIT=$LOSSY_LIMIT
+		case "$(lossy_netem_guest "$kind")" in
+		server) NETEM_SERVER=$LOSSY_NETEM ;;
+		client) NETEM_CLIENT=$LOSSY_NETEM ;;
+		esac
+	fi
 	t0=$(date +%s)
 	log "$name: starting ($kind, siw $variant, -S $size -C $count, expect $expect)"
+	[ -z "$NETEM_SERVER$NETEM_CLIENT" ] ||
+		log "$name: netem in the ${NETEM_SERVER:+server}${NETEM_CLIENT:+client} guest: tc qdisc add dev eth0 root netem $LOSSY_NETEM"
 	capture_start "$dir/case.pcap"
 	case "$kind" in
-	siw-siw) run_siw_siw "$dir" "$variant" "$size" "$count" ;;
-	iwarp-client-*) run_iwarp_client "$dir" "$kind" "$variant" "$size" "$count" ;;
-	iwarp-server-*) run_iwarp_server "$dir" "$kind" "$variant" "$size" "$count" ;;
+	siw-siw | lossy-siw-siw*) run_siw_siw "$dir" "$variant" "$size" "$count" ;;
+	iwarp-client-* | lossy-iwarp-client-*) run_iwarp_client "$dir" "$kind" "$variant" "$size" "$count" ;;
+	iwarp-server-* | lossy-iwarp-server-*) run_iwarp_server "$dir" "$kind" "$variant" "$size" "$count" ;;
 	perftest-siw-siw) run_perftest_siw_siw "$dir" "$variant" "$size" "$count" ;;
 	perftest-iwarp-server) run_perftest_iwarp_server "$dir" "$variant" "$size" "$count" ;;
 	perftest-iwarp-client) run_perftest_iwarp_client "$dir" "$variant" "$size" "$count" ;;
@@ -304,7 +342,10 @@ run_one() {
 	# perftest's message counts depend on its clock: checked for TERMINATEs
 	# only (below), not counted.
 	[[ $kind != perftest-* ]] || check_count= check_size=
-	if ! problems=$(check_capture "$dir/case.pcap" "$variant" "$expect" "$check_count" "$check_size"); then
+	local advisory=0
+	[[ $kind != lossy-* ]] || advisory=1
+	if ! problems=$(TSHARK_CRC_ADVISORY=$advisory check_capture "$dir/case.pcap" "$variant" "$expect" \
+		"$check_count" "$check_size"); then
 		note+="; ${problems//$'\n'/; }"
 		case "$result" in PASS | XFAIL) result=FAIL ;; esac
 	fi
@@ -316,12 +357,14 @@ run_one() {
 			case "$result" in PASS | XFAIL) result=FAIL ;; esac
 		fi
 	fi
-	# A bulk perftest run captures hundreds of MB, and tshark's full decode
-	# of it several times that: the decode goes once checked, the capture
-	# too when the case passed.
-	if [[ $kind == perftest-* ]]; then
+	LOSSY_ROW=
+	[[ $kind != lossy-* ]] || lossy_notes "$dir"
+	# A bulk perftest or lossy run captures hundreds of MB, and tshark's
+	# full decode of it several times that: the decode goes once checked,
+	# the capture too when a perftest case passed.
+	if [[ $kind == perftest-* || $kind == lossy-* ]]; then
 		rm -f "$dir/case.pcap.txt"
-		[ "$result" != PASS ] || rm -f "$dir/case.pcap"
+		[[ $kind != perftest-* ]] || [ "$result" != PASS ] || rm -f "$dir/case.pcap"
 	fi
 }
 
@@ -356,15 +399,19 @@ for line in "${selected[@]}"; do
 	*) n_fail=$((n_fail + 1)) ;;
 	esac
 	results+=("$name|$expect|$result|$secs|$note")
+	if [[ $kind == lossy-* ]]; then
+		LOSSY_ROWS+=("$LOSSY_ROW")
+	fi
 	log "$name: $result in ${secs}s ($note)"
 done
 
 echo
-printf '%-34s %-6s %-6s %5s  %s\n' CASE EXPECT RESULT SECS NOTE
+printf '%-38s %-6s %-6s %5s  %s\n' CASE EXPECT RESULT SECS NOTE
 for r in "${results[@]}"; do
 	IFS='|' read -r name expect result secs note <<<"$r"
-	printf '%-34s %-6s %-6s %5s  %s\n' "$name" "$expect" "$result" "$secs" "$note"
+	printf '%-38s %-6s %-6s %5s  %s\n' "$name" "$expect" "$result" "$secs" "$note"
 done
+lossy_table
 echo
 echo "interop: total $(($(date +%s) - t_all)) s, logs and captures in $out_dir"
 echo "interop: $n_pass passed, $n_fail failed, $n_skip skipped"

@@ -17,6 +17,8 @@ set -uo pipefail
 . "$INTEROP_DIR/cases.sh"
 # shellcheck source=check.sh
 . "$INTEROP_DIR/check.sh"
+# shellcheck source=lossy.sh
+. "$INTEROP_DIR/lossy.sh"
 
 CAPTURES=${IWARP_INTEROP_CAPTURES:-$REPO_ROOT/../shared/captures}
 TMP=$(mktemp -d)
@@ -61,6 +63,19 @@ expect_eq "setup failure marker" "$(guest_setup_failure "$TMP/g3.log")" "rdma li
 expect_eq "no result after setup failure" "$(guest_result "$TMP/g3.log")" none
 printf 'echo IWARP-INTEROP-RESULT rc=0 inside a line\n' >"$TMP/g4.log"
 expect_eq "marker only at line start" "$(guest_result "$TMP/g4.log")" none
+# A lossy guest's console: what netem it applied, what it dropped, how long
+# the command ran (the qdisc lines as tc -s prints them).
+printf '%s\r\n' 'IWARP-INTEROP-NETEM loss 2% delay 1ms reorder 5%' 'IWARP-INTEROP-READY' \
+	'IWARP-INTEROP-ELAPSED ms=48210' \
+	'iwarp-interop: netem: qdisc netem 8001: root refcnt 2 limit 1000 delay 1ms loss 2% reorder 5% gap 1' \
+	'iwarp-interop: netem:  Sent 1463976 bytes 1518 pkt (dropped 32, overlimits 0 requeues 80) ' \
+	'iwarp-interop: netem:  backlog 0b 0p requeues 80' 'IWARP-INTEROP-RESULT rc=0' >"$TMP/g5.log"
+expect_eq "netem marker" "$(guest_netem "$TMP/g5.log")" "loss 2% delay 1ms reorder 5%"
+expect_eq "elapsed marker" "$(guest_elapsed_ms "$TMP/g5.log")" 48210
+expect_eq "netem sent and dropped" "$(guest_netem_drops "$TMP/g5.log")" "1518 32"
+expect_eq "result after the netem lines" "$(guest_result "$TMP/g5.log")" 0
+expect_eq "no netem, no elapsed on a clean guest" \
+	"$(guest_netem "$TMP/g1.log")/$(guest_elapsed_ms "$TMP/g1.log")/$(guest_netem_drops "$TMP/g1.log")" //
 
 # --- waiting on the two ends of a case ---------------------------------------
 netns_untrack_pid() { :; } # no namespace here: nothing to untrack
@@ -88,6 +103,8 @@ expect_eq "wait_pair: a single end gets the grace from the start" "$PAIR_RC_A" k
 cases=$(interop_cases)
 expect_eq "case count" "$(echo "$cases" | wc -l)" 96
 expect_eq "without perftest" "$(IWARP_INTEROP_PERFTEST=0 interop_cases | wc -l)" 60
+expect_eq "lossy cases are opt-in" "$(echo "$cases" | grep -c '^lossy-')" 0
+expect_eq "with the lossy cases" "$(IWARP_INTEROP_LOSSY=1 interop_cases | wc -l)" 101
 expect_eq "perftest cases" "$(echo "$cases" | grep -c '^perftest-')" 36
 expect_eq "perftest cases name their program" \
 	"$(echo "$cases" | awk '$2 ~ /^perftest-/ { print $5 }' | sort -u | while read -r t; do perftest_program "$t"; done | tr '\n' ' ')" \
@@ -104,6 +121,92 @@ expect_eq "every fail has a reason" "$(echo "$cases" | while read -r _ k v _ _ e
 done | wc -l)" 0
 expect_eq "policy flags for cxgb" "$(iwarp_policy_flags cxgb)" "--crc --p2p all"
 expect_eq "policy flags for rev1" "$(iwarp_policy_flags rev1)" "--mpa-rev 1 --crc"
+
+# --- the lossy cases --------------------------------------------------------
+lossy=$(IWARP_INTEROP_LOSSY=1 interop_cases | grep '^lossy-')
+expect_eq "lossy cases" "$(echo "$lossy" | cut -d' ' -f1 | tr '\n' ' ')" \
+	"lossy-siw-siw/crc/65000 lossy-iwarp-client-tap/crc/65000 lossy-iwarp-client-kernel/crc/65000 lossy-siw-siw-netem-client/crc/65000 lossy-iwarp-server-tap/crc/65000 "
+expect_eq "lossy cases are rping -C 1000 -S 65000 on crc, expected to pass" \
+	"$(echo "$lossy" | awk '{ print $3, $4, $5, $6 }' | sort -u)" "crc 65000 1000 pass"
+expect_eq "the lossy count can be lowered for a quick look" \
+	"$(IWARP_INTEROP_LOSSY=1 IWARP_INTEROP_LOSSY_COUNT=20 bash -c ". '$INTEROP_DIR/lib.sh'; . '$INTEROP_DIR/cases.sh'; lossy_cases" | awk '{ print $5 }' | sort -u)" 20
+expect_eq "the netem parameters" "$LOSSY_NETEM" "loss 2% delay 1ms reorder 5%"
+expect_eq "netem in the server guest for our client and its control" \
+	"$(lossy_netem_guest lossy-siw-siw) $(lossy_netem_guest lossy-iwarp-client-tap) $(lossy_netem_guest lossy-iwarp-client-kernel)" \
+	"server server server"
+expect_eq "netem in the client guest for our server and its control" \
+	"$(lossy_netem_guest lossy-siw-siw-netem-client) $(lossy_netem_guest lossy-iwarp-server-tap)" "client client"
+expect_eq "a clean kind has no netem guest" "$(lossy_netem_guest siw-siw || echo none)" none
+# Every measured case has a control with netem on the same side, listed
+# (and so run) before it.
+expect_eq "each lossy case follows its control" "$(echo "$lossy" | awk '{ print $2 }' | {
+	seen=" "
+	while read -r k; do
+		c=$(lossy_control "$k")
+		if [ -z "$c" ]; then
+			case "$k" in lossy-siw-siw*) ;; *) echo "$k: no control" ;; esac
+		elif [[ $seen != *" $c "* ]]; then
+			echo "$k: $c not before it"
+		elif [ "$(lossy_netem_guest "$c")" != "$(lossy_netem_guest "$k")" ]; then
+			echo "$k: netem on another side than in $c"
+		fi
+		seen+="$k "
+	done
+})" ""
+expect_eq "ratio" "$(lossy_ratio 150000 60000)" 2.50
+expect_eq "ratio without a control time" "$(lossy_ratio 150000 '')" -
+expect_eq "ratio without a time" "$(lossy_ratio '' 60000)" -
+# Quiet spells: 0.2 s and more count, with who ended each.
+expect_eq "stalls" "$(printf '%s\n' '10.000 a' '10.150 b' '10.360 a' '10.361 b' '11.000 b' '11.100 a' | stalls_from_times)" \
+	"2 0.85 0.64 a:1,b:1"
+expect_eq "no stalls" "$(printf '%s\n' '1.0 a' '1.1 b' | stalls_from_times)" "0 0.00 0.00 -"
+expect_eq "no frames" "$(stalls_from_times </dev/null)" "0 0.00 0.00 -"
+# iwarp decode's summary, per direction of the iWARP connection.
+cat >"$TMP/decode.txt" <<'DECODE'
+summary: 9 packet(s), 9 TCP segment(s), 2 connection(s) (1 iWARP), 4 FPDU(s), 1 CRC error(s)
+connection #1 10.99.0.1:1 -> 10.99.0.2:2: not MPA
+  c>s tcp 5 byte(s) in 1 segment(s), 7 retransmitted
+connection #2 10.99.0.4:49152 -> 10.99.0.2:7174: iWARP, MPA rev 2, CRC on
+  c>s 2 FPDU(s), 9 ULPDU byte(s), 9 payload byte(s); send 2; CRC good 2 bad 0 off 0; tcp 99 byte(s) in 3 segment(s), 8 retransmitted
+  s>c 2 FPDU(s), 9 ULPDU byte(s), 9 payload byte(s); send 2; CRC good 1 bad 1 off 0; tcp 99 byte(s) in 3 segment(s), 59 retransmitted, 139 out of order, 1 gap(s) of 5 byte(s)
+DECODE
+expect_eq "decode's TCP counts of the iWARP connection" "$(decode_tcp_counts "$TMP/decode.txt" | tr '\n' ';')" \
+	"c>s 8 0 0;s>c 59 139 1;"
+expect_eq "decode's TCP counts as a note" "$(lossy_tcp_note "$TMP/decode.txt")" \
+	"c>s 8 retransmitted 0 out of order, s>c 59 retransmitted 139 out of order"
+expect_eq "no iWARP connection decoded" "$(lossy_tcp_note /dev/null)" "no iWARP connection decoded"
+# A lossy case's notes, under run.sh's set -euo pipefail: the control's time
+# is kept for the cases after it; files a case lacks (no capture, no tool
+# log) leave their figures out instead of ending the run.
+RPING_PORT=7174
+mkdir -p "$TMP/ctl" "$TMP/tap" "$TMP/bare"
+cp "$TMP/g5.log" "$TMP/ctl/server.log"
+cp "$TMP/g5.log" "$TMP/tap/server.log"
+cp "$TMP/decode.txt" "$TMP/tap/case.pcap.decode.txt"
+printf '%s\n' 'client DISCONNECT EVENT...' \
+	'tcp: retransmitted 5 segments (7300 bytes), 2 fast recoveries, 1 timeouts, 3 tail loss probes, 0 spurious' >"$TMP/tap/iwarp.log"
+printf 'IWARP-INTEROP-READY\nIWARP-INTEROP-RESULT rc=0\n' >"$TMP/bare/server.log"
+lossy_out=$(
+	set -euo pipefail
+	NETEM_SERVER=$LOSSY_NETEM
+	name=lossy-siw-siw/crc/65000 kind=lossy-siw-siw result=PASS note=n CLIENT_MS=48210
+	lossy_notes "$TMP/ctl"
+	echo "$result|$LOSSY_ROW"
+	name=lossy-iwarp-client-tap/crc/65000 kind=lossy-iwarp-client-tap result=PASS note=n CLIENT_MS=24105
+	lossy_notes "$TMP/tap"
+	echo "$result|$LOSSY_ROW"
+	echo "$note"
+	result=PASS note=n
+	lossy_notes "$TMP/bare"
+	echo "$result|$note"
+)
+expect_eq "lossy notes: the control" "$(echo "$lossy_out" | sed -n 1p)" \
+	"PASS|lossy-siw-siw/crc/65000|PASS|48.2|1.00|-|32/1518|0/0.00|-|no iWARP connection decoded|"
+expect_eq "lossy notes: a case against the control" "$(echo "$lossy_out" | sed -n 2p)" \
+	"PASS|lossy-iwarp-client-tap/crc/65000|PASS|24.1|0.50|lossy-siw-siw|32/1518|0/0.00|-|c>s 8 retransmitted 0 out of order, s>c 59 retransmitted 139 out of order|retransmitted 5 segments (7300 bytes), 2 fast recoveries, 1 timeouts, 3 tail loss probes, 0 spurious"
+expect_eq "lossy notes: the note says it" "$(echo "$lossy_out" | sed -n 3p | grep -c "client wall time 24.1 s, 0.50 x lossy-siw-siw; .*our TCP: retransmitted 5 segments")" 1
+expect_eq "lossy notes: a guest without netem fails the case" "$(echo "$lossy_out" | sed -n 4p | grep -o '^FAIL|n; netem not applied as asked')" \
+	"FAIL|n; netem not applied as asked"
 
 # --- capture checks against the reference captures -------------------------
 # check_expect NAME PCAP VARIANT EXPECT COUNT SIZE WANT(0 = clean, 1 = problems)

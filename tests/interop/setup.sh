@@ -55,7 +55,7 @@ t_start=$(date +%s)
 # 1. Host tools: the emulator, busybox for the guest, the RDMA userspace to
 #    copy into it, capture and decode tools, and what building modules needs.
 ensure_packages qemu-system-x86 binutils busybox-static rdmacm-utils perftest ibverbs-utils \
-	ibverbs-providers rdma-core iproute2 tshark tcpdump cpio kmod gzip xz-utils make
+	ibverbs-providers rdma-core iproute2 ethtool tshark tcpdump cpio kmod gzip xz-utils make
 
 # 2. The kernel version Debian's linux-image-amd64 currently points at.
 KVER=$(debian_kernel_version)
@@ -174,6 +174,11 @@ done
 #    line picks one (iwarp.variant=).
 GUEST_TOOLS="rping ucmatose udaddy rdma_server rdma_client ib_write_bw ib_read_bw ib_send_bw
 ib_write_lat ib_read_lat ib_send_lat ibv_devices ibv_devinfo ibv_rc_pingpong rdma"
+# For the lossy cases: iproute2's tc (busybox's has no netem) and ethtool
+# (segmentation offloads off, so netem drops frames, not 64 KB GSO packets).
+# They go to /usr/sbin in the guest, where guest-init.sh calls them by path
+# (/bin's busybox applets come first in its PATH).
+NETEM_TOOLS="tc ethtool"
 # Uncompressed: unpacking gzip inside a TCG guest costs more than handing
 # qemu a bigger file.
 INITRD=$CACHE/initramfs.cpio
@@ -181,7 +186,8 @@ inputs_hash=$(
 	{
 		cat "$INTEROP_DIR/guest-init.sh" "$INTEROP_DIR/setup.sh"
 		for v in $SIW_VARIANTS; do sha256sum "$CACHE/siw/$v/siw.ko"; done
-		dpkg-query -W busybox-static rdmacm-utils perftest ibverbs-utils ibverbs-providers iproute2 libc6
+		dpkg-query -W busybox-static rdmacm-utils perftest ibverbs-utils ibverbs-providers iproute2 ethtool libc6
+		# The netem module comes from the kernel package (keyed by KVER).
 	} | sha256sum | cut -d' ' -f1
 )
 if ! stamp_ok "$CACHE/initramfs.stamp" "$KVER $inputs_hash" || [ ! -f "$INITRD" ]; then
@@ -211,6 +217,17 @@ if ! stamp_ok "$CACHE/initramfs.stamp" "$KVER $inputs_hash" || [ ! -f "$INITRD" 
 		cp "$path" "$STAGE/modules/$name"
 		echo "$name" >>"$STAGE/modules/order"
 	done
+	# sch_netem and what it needs beyond the above, loaded only by a guest
+	# that is told to emulate a lossy link (iwarp.netem=).
+	: >"$STAGE/modules/netem.order"
+	modprobe -d "$MODROOT" -S "$KVER" --show-depends sch_netem | awk '$1 == "insmod" { print $2 }' |
+		while read -r path; do
+			name=$(basename "$path")
+			grep -qx "$name" "$STAGE/modules/order" && continue
+			cp "$path" "$STAGE/modules/$name"
+			echo "$name" >>"$STAGE/modules/netem.order"
+		done
+	grep -qx sch_netem.ko "$STAGE/modules/netem.order" || die "no sch_netem.ko in linux-image-$KVER"
 	# Out-of-tree builds carry debug info (5 MB each); Debian's are stripped.
 	for v in $SIW_VARIANTS; do
 		strip --strip-debug -o "$STAGE/modules/siw-$v.ko" "$CACHE/siw/$v/siw.ko"
@@ -219,16 +236,20 @@ if ! stamp_ok "$CACHE/initramfs.stamp" "$KVER $inputs_hash" || [ ! -f "$INITRD" 
 	# rdma-core tools with their shared-library closure, the siw verbs
 	# provider (dlopen'ed, so ldd of the tools misses it) and libgcc_s
 	# (glibc dlopens it for pthread_exit).
+	copy_libs_of() {
+		local lib
+		for lib in $(ldd "$1" 2>/dev/null | awk '/=> \// { print $3 } /^\t\// { print $1 }'); do
+			[ -e "$STAGE$lib" ] && continue
+			mkdir -p "$STAGE$(dirname "$lib")"
+			cp -L "$lib" "$STAGE$lib"
+		done
+	}
 	copy_with_libs() {
-		local f lib
+		local f
 		for f in "$@"; do
 			mkdir -p "$STAGE$(dirname "$f")"
 			cp -L "$f" "$STAGE$f"
-			for lib in $(ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\// { print $1 }'); do
-				[ -e "$STAGE$lib" ] && continue
-				mkdir -p "$STAGE$(dirname "$lib")"
-				cp -L "$lib" "$STAGE$lib"
-			done
+			copy_libs_of "$f"
 		done
 	}
 	tools=()
@@ -241,6 +262,12 @@ if ! stamp_ok "$CACHE/initramfs.stamp" "$KVER $inputs_hash" || [ ! -f "$INITRD" 
 	libgcc=/lib/x86_64-linux-gnu/libgcc_s.so.1
 	[ -f "$libgcc" ] || die "missing $libgcc"
 	copy_with_libs "${tools[@]}" "$provider" "$libgcc"
+	for t in $NETEM_TOOLS; do
+		p=$(command -v "$t") || die "missing guest tool $t"
+		mkdir -p "$STAGE/usr/sbin"
+		cp -L "$p" "$STAGE/usr/sbin/$t"
+		copy_libs_of "$p"
+	done
 	mkdir -p "$STAGE/etc/libibverbs.d"
 	cp /etc/libibverbs.d/siw.driver "$STAGE/etc/libibverbs.d/"
 

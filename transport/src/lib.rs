@@ -65,6 +65,7 @@ pub mod baseline;
 mod error;
 pub mod kernel;
 mod linger;
+mod loss_stats;
 pub mod memory;
 #[cfg(test)]
 mod pcap_check;
@@ -83,6 +84,7 @@ mod wake;
 pub use async_fd::AsyncReadiness;
 pub use error::TransportError;
 pub use linger::CLOSE_LINGER;
+pub use loss_stats::TcpLossStats;
 pub use readiness::poll_readable;
 pub use seam::{ListenerId, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use super::{TransportError, Waker};
+use super::{TcpLossStats, TransportError, Waker};
 
 /// A listening port of one transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -178,6 +178,13 @@ pub trait Transport {
     fn readiness_fd(&mut self) -> Option<OwnedFd> {
         None
     }
+
+    /// How this transport's TCP recovered from loss so far, summed over
+    /// every connection it carried; `None` if it keeps no such counters
+    /// (kernel TCP).
+    fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
+        None
+    }
 }
 
 /// A boxed transport (say `Box<dyn Transport + Send>`, as a device holds
@@ -253,6 +260,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn readiness_fd(&mut self) -> Option<OwnedFd> {
         (**self).readiness_fd()
+    }
+    fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
+        (**self).tcp_loss_stats()
     }
 }
 

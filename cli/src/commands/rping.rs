@@ -107,6 +107,11 @@ pub struct Args {
     /// only if every one was clean).
     #[arg(long, value_name = "N", requires = "persistent")]
     max_clients: Option<u32>,
+    /// At exit, print how the transport's TCP recovered from loss
+    /// (retransmissions, fast recoveries, timeouts, tail loss probes; the
+    /// smoltcp transports keep these counters, kernel TCP does not).
+    #[arg(long)]
+    tcp_stats: bool,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -150,7 +155,11 @@ fn run_role(args: &Args, log: &Log) -> Result<(), RpingError> {
         };
         let t = &args.transport;
         let accept = |req: &verbs::ConnectRequest| t.accept_params(req, RPING_IRD_ORD, Vec::new());
-        let report = run_server(&device, listener, &accept, &cfg, log)?;
+        let report = run_server(&device, listener, &accept, &cfg, log);
+        if args.tcp_stats {
+            log.err(&tcp_stats_line(&device));
+        }
+        let report = report?;
         log.debug(|| format!("{report:?}"));
         if report.failed > 0 {
             return Err(RpingError::Setup(format!(
@@ -180,9 +189,21 @@ fn run_role(args: &Args, log: &Log) -> Result<(), RpingError> {
             .connect_params(RPING_IRD_ORD, RPING_IRD_ORD, Vec::new());
         // A peer-to-peer RTR is the first FPDU: it waits out the same race.
         params.mpa.first_fpdu_delay = cfg.settle;
-        let report = run_client(&device, remote, params, &cfg, log)?;
+        let report = run_client(&device, remote, params, &cfg, log);
+        if args.tcp_stats {
+            log.err(&tcp_stats_line(&device));
+        }
+        let report = report?;
         log.debug(|| format!("{} pings", report.pings));
         Ok(())
+    }
+}
+
+/// `--tcp-stats`: the transport's loss recovery counters, one line.
+fn tcp_stats_line(device: &Device) -> String {
+    match device.with_transport(|t| t.tcp_loss_stats()) {
+        Some(s) => format!("tcp: {s}"),
+        None => "tcp: this transport keeps no loss recovery counters".into(),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::*;
 use crate::testutil::{parse, SharedBuf};
 use crate::testutil::{Pattern, Receiver, Sender};
-use crate::{StreamId, StreamState, TcpTuning, Transport, TransportError};
+use crate::{StreamId, StreamState, TcpLossStats, TcpTuning, Transport, TransportError};
 use capture::pcap::PcapSink;
 
 const PORT: u16 = 7174;
@@ -1012,4 +1012,41 @@ fn a_closed_stream_whose_peer_never_closes_is_released_after_the_linger() {
         }),
         "the silent peer is reset"
     );
+}
+
+#[test]
+fn loss_stats_count_resends_and_outlive_the_socket() {
+    // A clean link resends nothing.
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    transfer(&mut net, &mut now, (ca, cb), MIB, 0);
+    assert_eq!(net.a.tcp_loss_stats(), Some(TcpLossStats::default()));
+    // 2% loss: the sender's resends and recoveries are counted...
+    let f = FaultConfig {
+        loss: 0.02,
+        ..Default::default()
+    };
+    let (mut net, mut now, ca, cb) = connected(faulty(f, 6));
+    transfer(&mut net, &mut now, (ca, cb), 2 * MIB, 0);
+    let live = net.a.tcp_loss_stats().unwrap();
+    assert!(net.a.device().stats().lost > 10);
+    assert!(live.retransmitted_segments > 10, "{live:?}");
+    assert!(
+        live.retransmitted_bytes >= live.retransmitted_segments,
+        "{live:?}"
+    );
+    assert!(live.fast_recoveries + live.timeouts > 0, "{live:?}");
+    // ...and still there once both ends closed and the socket is freed.
+    let sockets_before = net.a.socket_count();
+    net.a.close(ca);
+    net.b.close(cb);
+    assert!(
+        net.run_virtual(&mut now, 100_000, Duration::from_secs(60), |n| {
+            n.a.state(ca) == StreamState::Closed && n.b.state(cb) == StreamState::Closed
+        })
+    );
+    net.poll(now);
+    assert!(net.a.socket_count() < sockets_before);
+    let after = net.a.tcp_loss_stats().unwrap();
+    assert!(after.retransmitted_segments >= live.retransmitted_segments);
+    assert!(after.timeouts >= live.timeouts);
 }

@@ -12,7 +12,7 @@ use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Cidr};
 use super::tuning::TcpTuning;
 use crate::linger::Linger;
 use crate::slab::Slab;
-use crate::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
+use crate::{ListenerId, StreamId, StreamState, TcpLossStats, Transport, TransportError, Waker};
 
 /// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
 const IPV4_TCP_HEADERS: usize = 40;
@@ -80,6 +80,8 @@ pub struct SmolStack<D: LinkDevice> {
     /// Bytes were queued on a stream with nothing unacknowledged since the
     /// last poll: `flush` must poll to send them (see [`Transport::flush`]).
     push_due: bool,
+    /// Loss recovery counters of the sockets already freed.
+    retired: TcpLossStats,
 }
 
 impl<D: LinkDevice> std::fmt::Debug for SmolStack<D> {
@@ -133,6 +135,7 @@ impl<D: LinkDevice> SmolStack<D> {
             next_port: EPHEMERAL_FIRST + (seed % port_span) as u16,
             scratch: Vec::new(),
             push_due: false,
+            retired: TcpLossStats::default(),
         })
     }
 
@@ -172,6 +175,13 @@ impl<D: LinkDevice> SmolStack<D> {
         smoltcp::time::Instant::from_micros(i64::try_from(micros).unwrap_or(i64::MAX))
     }
 
+    /// Frees a socket, keeping its loss recovery counters.
+    fn free(&mut self, h: SocketHandle) {
+        self.retired
+            .add(&self.sockets.get::<tcp::Socket>(h).stats());
+        self.sockets.remove(h);
+    }
+
     fn socket(&self, h: SocketHandle) -> &tcp::Socket<'static> {
         self.sockets.get::<tcp::Socket>(h)
     }
@@ -206,7 +216,7 @@ impl<D: LinkDevice> SmolStack<D> {
                 std::mem::take(&mut l.armed),
                 std::mem::take(&mut l.pending),
             );
-            let sockets = &mut self.sockets;
+            let (sockets, retired) = (&mut self.sockets, &mut self.retired);
             armed.retain(|&h| {
                 let listening = sockets.get::<tcp::Socket>(h).state() == tcp::State::Listen;
                 if !listening {
@@ -223,6 +233,7 @@ impl<D: LinkDevice> SmolStack<D> {
                     false
                 }
                 tcp::State::Listen | tcp::State::Closed => {
+                    retired.add(&sockets.get::<tcp::Socket>(h).stats());
                     sockets.remove(h);
                     false
                 }
@@ -279,7 +290,7 @@ impl<D: LinkDevice> SmolStack<D> {
         }
         for (key, h) in done {
             self.streams.remove(key);
-            self.sockets.remove(h);
+            self.free(h);
         }
         // The peer never finished (or its last bytes were never read):
         // reset, and free the socket once the RST is out.
@@ -677,8 +688,8 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         self.device.set_now(now);
         let changed = self.iface.poll(ts, &mut self.device, &mut self.sockets)
             == PollResult::SocketStateChanged;
-        for h in self.doomed.drain(..) {
-            self.sockets.remove(h);
+        for h in std::mem::take(&mut self.doomed) {
+            self.free(h);
         }
         let listeners_moved = self.maintain_listeners();
         self.reclaim(Some(now));
@@ -718,6 +729,16 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
 
     fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
         self.device.readiness_fd()
+    }
+
+    fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
+        let mut sum = self.retired;
+        for (_, s) in self.sockets.iter() {
+            if let Some(t) = <tcp::Socket as smoltcp::socket::AnySocket>::downcast(s) {
+                sum.add(&t.stats());
+            }
+        }
+        Some(sum)
     }
 }
 
