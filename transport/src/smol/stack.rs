@@ -161,14 +161,6 @@ impl<D: LinkDevice> SmolStack<D> {
         self.sockets.iter().count()
     }
 
-    /// Loss-recovery counters of a stream's TCP connection (retransmissions,
-    /// fast recoveries, timeouts, tail loss probes), or `None` for an
-    /// unknown stream.
-    pub fn tcp_stats(&self, s: StreamId) -> Option<tcp::TcpStats> {
-        let stream = self.streams.get(s.0)?;
-        Some(self.socket(stream.handle).stats())
-    }
-
     fn smol_time(&mut self, now: Instant) -> smoltcp::time::Instant {
         let epoch = *self.epoch.get_or_insert(now);
         let micros = now.saturating_duration_since(epoch).as_micros();
