@@ -17,15 +17,12 @@ mod config;
 mod event;
 mod framing;
 mod inner;
-mod rx;
 mod send_queue;
 mod terminate;
-mod tx;
 
 #[cfg(test)]
 mod tests;
 
-use core::ops::ControlFlow;
 use std::time::Instant;
 
 use ddp::memory::{Memory, PdId};
@@ -93,17 +90,14 @@ impl Connection {
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.inner.events.pop_front()
+        self.inner.poll_event()
     }
 
     /// The one timer RDMAP keeps (TCP retransmits, MPA start-up has its
     /// own): a responder's wait for the initiator's first FPDU, while it
     /// lasts.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match self.inner.state {
-            State::AwaitingFirstFpdu => self.inner.first_fpdu_deadline,
-            _ => None,
-        }
+        self.inner.first_fpdu_deadline()
     }
 
     /// Gives up on the first FPDU if its deadline passed (see
@@ -138,40 +132,25 @@ impl Connection {
     }
 
     pub fn state(&self) -> State {
-        self.inner.state
+        self.inner.state()
     }
 
     pub fn pd(&self) -> PdId {
-        self.inner.pd
+        self.inner.pd()
     }
 
     /// Largest ULPDU (DDP header and payload) this side puts in one FPDU.
     pub fn max_ulpdu(&self) -> usize {
-        self.inner.mulpdu
+        self.inner.max_ulpdu()
     }
 
     /// READs the peer may have outstanding towards us.
     pub fn ird(&self) -> usize {
-        self.inner.irq.ird()
+        self.inner.ird()
     }
 
     /// READs we may have outstanding towards the peer.
     pub fn ord(&self) -> usize {
-        self.inner.orq.ord()
-    }
-}
-
-impl Inner {
-    fn accepts_input(&self) -> bool {
-        matches!(self.state, State::AwaitingFirstFpdu | State::Established)
-    }
-
-    /// Whether to keep feeding after a ULPDU.
-    fn flow(&self) -> ControlFlow<()> {
-        if self.accepts_input() {
-            ControlFlow::Continue(())
-        } else {
-            ControlFlow::Break(())
-        }
+        self.inner.ord()
     }
 }

@@ -16,13 +16,13 @@ use crate::wire::read_request::HEADER_LEN as READ_REQUEST_LEN;
 use crate::wire::{Control, ReadRequest, ReadRequestRepr};
 use crate::work_request::{SendOp, Sge};
 
-use super::event::State;
-use super::inner::Inner;
-use super::send_queue::Progress;
+use super::super::send_queue::Progress;
+use super::phase::Phase;
+use super::Inner;
 
 /// The STag siw and iw_cxgb4 use where a zero-length message needs one
 /// (RTRs, and Reads with no sink buffer): never 0 on the wire.
-pub(crate) const NULL_STAG: STag = STag(1);
+const NULL_STAG: STag = STag(1);
 
 /// Header bytes of one FPDU: the DDP header and a Read Request.
 const MAX_HEADER: usize = UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
@@ -175,10 +175,10 @@ impl Inner {
                 None => Step::Blocked,
             };
         }
-        if self.state != State::Established {
+        if !self.phase.may_send() {
             return Step::Blocked;
         }
-        if let Some(kind) = self.rtr_out {
+        if let Phase::RtrToSend(kind) = self.phase {
             return self.emit_rtr(kind, out);
         }
         let (sq, irq) = (self.sq_eligible(), self.irq_eligible());
@@ -264,7 +264,7 @@ impl Inner {
                 });
             }
         }
-        self.rtr_out = None;
+        self.phase = Phase::Established;
         Step::Wrote(w)
     }
 

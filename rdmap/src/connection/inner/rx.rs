@@ -14,20 +14,16 @@ use crate::read_queue::ReadOwner;
 use crate::term::{Attach, TermCause, TermCode};
 use crate::wire::{Body, Control, MessageRepr, ReadRequestRepr, TermControl, TerminateRepr};
 
-use super::event::{Event, State};
-use super::inner::Inner;
+use super::super::event::Event;
+use super::Inner;
 
 impl Inner {
     /// Handles one ULPDU from the deframer; breaks the feed once the
     /// connection stops accepting input.
     pub fn on_ulpdu<M: Memory + ?Sized>(&mut self, mem: &mut M, ulpdu: &[u8]) -> ControlFlow<()> {
-        if self.state == State::AwaitingFirstFpdu {
-            self.state = State::Established;
-        }
-        if self.state != State::Established {
+        let Some(first) = self.phase.on_inbound() else {
             return ControlFlow::Break(());
-        }
-        let first = core::mem::take(&mut self.rtr_in);
+        };
         match MessageRepr::parse(ulpdu) {
             Ok(m) => self.dispatch(mem, ulpdu, &m, first),
             Err(e) => {

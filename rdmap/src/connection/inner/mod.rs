@@ -1,6 +1,11 @@
 //! Connection state shared by the receive and transmit halves, and what
 //! happens when the stream fails or closes.
 
+mod phase;
+mod rx;
+mod tx;
+
+use core::ops::ControlFlow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -14,48 +19,47 @@ use crate::term::{TermCause, TermCode};
 use crate::wire::TerminateRepr;
 use crate::work_request::{sgl_len, PostError, RecvWr, SendOp, SendWr};
 
-use super::config::{ConnectionConfig, Role, MIN_FPDU};
+use super::config::{ConnectionConfig, MIN_FPDU};
 use super::event::{Event, State};
 use super::framing::FrameTx;
 use super::send_queue::SendQueue;
 use super::terminate::{self, Offender, TermFrame};
-use super::tx::Turn;
+use phase::Phase;
+use tx::Turn;
 
+/// The state of one connection. Fields are private to this module and its
+/// receive (`rx`) and transmit (`tx`) halves; `Connection` goes through
+/// methods.
 #[derive(Debug)]
 pub(super) struct Inner {
-    pub pd: PdId,
-    pub state: State,
-    pub tx: FrameTx,
+    pd: PdId,
+    /// Start-up, established, terminated or closed, with what each needs.
+    phase: Phase,
+    tx: FrameTx,
     /// Largest ULPDU we send.
-    pub mulpdu: usize,
-    pub sq: SendQueue,
-    pub max_send_sge: usize,
+    mulpdu: usize,
+    sq: SendQueue,
+    max_send_sge: usize,
     /// Receive queues: 0 posted buffers (Sends), 1 and 2 inline (Read
     /// Requests, Terminates).
-    pub rq: UntaggedQueues,
+    rq: UntaggedQueues,
     /// Continuity of inbound tagged messages (Writes, Read Responses).
-    pub tagged_rx: TaggedSequence,
-    pub orq: OutboundReads,
-    pub irq: InboundReads,
-    pub msn_send: MsnCounter,
-    pub msn_read: MsnCounter,
-    pub msn_term: MsnCounter,
-    /// Initiator in peer-to-peer mode: the RTR still to send first.
-    pub rtr_out: Option<mpa::Rtr>,
-    /// Responder in peer-to-peer mode: the first message may be an RTR.
-    pub rtr_in: bool,
+    tagged_rx: TaggedSequence,
+    orq: OutboundReads,
+    irq: InboundReads,
+    msn_send: MsnCounter,
+    msn_read: MsnCounter,
+    msn_term: MsnCounter,
     /// Zero-length Send RTRs swallowed: MSNs the receive queue never saw.
-    pub send_msn_skip: u32,
+    send_msn_skip: u32,
     /// Scheduler: which stream goes next when both could.
-    pub turn: Turn,
-    pub pending_term: Option<TermFrame>,
+    turn: Turn,
+    pending_term: Option<TermFrame>,
     /// Status for the receive buffer a failed Send was landing in.
-    pub rq_head_status: Option<WcStatus>,
-    pub events: VecDeque<Event>,
+    rq_head_status: Option<WcStatus>,
+    events: VecDeque<Event>,
     /// Posts are refused while this many events wait to be polled.
-    pub event_cap: usize,
-    /// Responder: the initiator's first FPDU is due by then.
-    pub first_fpdu_deadline: Option<Instant>,
+    event_cap: usize,
 }
 
 impl Inner {
@@ -64,14 +68,9 @@ impl Inner {
         let tx = FrameTx::new(n);
         let max_fpdu = cfg.max_fpdu.max(MIN_FPDU) & !3;
         let mulpdu = tx.max_ulpdu(max_fpdu).min(usize::from(u16::MAX));
-        let initiator = n.role == Role::Initiator;
         Inner {
             pd: cfg.pd,
-            state: if initiator || cfg.responder_sends_first {
-                State::Established
-            } else {
-                State::AwaitingFirstFpdu
-            },
+            phase: Phase::initial(cfg),
             tx,
             mulpdu,
             sq: SendQueue::new(cfg.sq_depth),
@@ -83,19 +82,58 @@ impl Inner {
             msn_send: MsnCounter::new(),
             msn_read: MsnCounter::new(),
             msn_term: MsnCounter::new(),
-            rtr_out: if initiator { n.rtr } else { None },
-            rtr_in: !initiator && n.rtr.is_some(),
             send_msn_skip: 0,
             turn: Turn::SendQueue,
             pending_term: None,
             rq_head_status: None,
             events: VecDeque::new(),
             event_cap: cfg.sq_depth + cfg.rq_depth + 4,
-            first_fpdu_deadline: if initiator || cfg.responder_sends_first {
-                None
-            } else {
-                cfg.first_fpdu_deadline
-            },
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.phase.state()
+    }
+
+    pub fn pd(&self) -> PdId {
+        self.pd
+    }
+
+    pub fn max_ulpdu(&self) -> usize {
+        self.mulpdu
+    }
+
+    pub fn ird(&self) -> usize {
+        self.irq.ird()
+    }
+
+    pub fn ord(&self) -> usize {
+        self.orq.ord()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The responder's deadline for the initiator's first FPDU, while it
+    /// waits for it.
+    pub fn first_fpdu_deadline(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::AwaitingFirstFpdu { deadline, .. } => deadline,
+            _ => None,
+        }
+    }
+
+    pub fn accepts_input(&self) -> bool {
+        self.phase.is_live()
+    }
+
+    /// Whether to keep feeding after a ULPDU.
+    fn flow(&self) -> ControlFlow<()> {
+        if self.accepts_input() {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
         }
     }
 
@@ -137,7 +175,7 @@ impl Inner {
             }
         }
         let len = sgl_len(&wr.sgl)?;
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
+        if !self.phase.is_live() {
             let opcode = match wr.op {
                 SendOp::Send { .. } => WcOpcode::Send,
                 SendOp::Write { .. } => WcOpcode::RdmaWrite,
@@ -152,7 +190,7 @@ impl Inner {
     pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
         self.check_event_room()?;
         sgl_len(&wr.sgl)?;
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
+        if !self.phase.is_live() {
             self.flushed(wr.wr_id, WcOpcode::Recv);
             return Ok(());
         }
@@ -187,11 +225,10 @@ impl Inner {
         }
         self.orq.drain().for_each(drop);
         self.irq.clear();
-        self.rtr_out = None;
     }
 
     fn enter_error(&mut self) {
-        self.state = State::Error;
+        self.phase = Phase::Error;
         self.flush_all();
     }
 
@@ -199,7 +236,7 @@ impl Inner {
     /// queue a TERMINATE about `offending` (the ULPDU at fault, or a header
     /// we reconstructed), report, flush.
     pub fn terminate_local(&mut self, cause: TermCause, offending: &[u8]) {
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
+        if !self.phase.is_live() {
             return;
         }
         let msn = self.msn_term.take();
@@ -214,7 +251,7 @@ impl Inner {
 
     /// The initiator never sent its first FPDU: error, flush, report.
     pub fn first_fpdu_timed_out(&mut self) {
-        if self.state != State::AwaitingFirstFpdu {
+        if !matches!(self.phase, Phase::AwaitingFirstFpdu { .. }) {
             return;
         }
         self.events.push_back(Event::FirstFpduTimeout);
@@ -230,7 +267,7 @@ impl Inner {
     /// is sent back. The work request its header names, if still queued,
     /// gets the matching remote error; the rest are flushed.
     pub fn peer_terminated(&mut self, t: Option<&TerminateRepr<'_>>) {
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
+        if !self.phase.is_live() {
             return;
         }
         let (cause, peer) = match t {
@@ -270,17 +307,17 @@ impl Inner {
     }
 
     pub fn close(&mut self) {
-        if self.state == State::Closed {
+        if self.phase == Phase::Closed {
             return;
         }
-        if self.state != State::Error {
+        if self.phase != Phase::Error {
             self.flush_all();
         }
-        self.state = State::Closed;
+        self.phase = Phase::Closed;
     }
 
     pub fn peer_closed(&mut self) {
-        if self.state == State::Closed {
+        if self.phase == Phase::Closed {
             return;
         }
         self.close();
@@ -292,14 +329,16 @@ impl Inner {
             && self.irq.is_empty()
             && self.orq.is_empty()
             && self.pending_term.is_none()
-            && self.rtr_out.is_none()
+            && !matches!(self.phase, Phase::RtrToSend(_))
     }
 
     pub fn wants_write(&self) -> bool {
         if self.pending_term.is_some() {
             return true;
         }
-        self.state == State::Established
-            && (self.rtr_out.is_some() || self.sq_eligible() || self.irq_eligible())
+        self.phase.may_send()
+            && (matches!(self.phase, Phase::RtrToSend(_))
+                || self.sq_eligible()
+                || self.irq_eligible())
     }
 }
