@@ -67,4 +67,4 @@ pub use completion::{WcOpcode, WcStatus, WorkCompletion};
 pub use connection::{Connection, ConnectionConfig, Event, PeerTerminate, State};
 pub use opcode::Opcode;
 pub use term::{Attach, Layer, TermCause, TermCode};
-pub use work_request::{PostError, RecvWr, SendOp, SendWr, Sge};
+pub use work_request::{AtomicArgs, AtomicOp, PostError, RecvWr, SendOp, SendWr, Sge};

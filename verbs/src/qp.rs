@@ -13,7 +13,7 @@ use crate::query::QpCap;
 use crate::types::{CmEvent, ConnectError, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
 pub use crate::types::QpState;
-pub use crate::types::{wr, RecvWr, STag, SendOp, SendWr, Sge};
+pub use crate::types::{wr, AtomicArgs, AtomicOp, RecvWr, STag, SendOp, SendWr, Sge};
 
 /// Sizes and completion queues of a new queue pair.
 #[derive(Debug, Clone)]

@@ -41,6 +41,12 @@ pub struct ConnectionConfig {
     /// and perftest's ib_write_lat relies on that (its server writes
     /// first and its client sends nothing before). Off by default.
     pub responder_sends_first: bool,
+    /// Both sides agreed to RFC 7306 (immediate data, atomics). MPA has no
+    /// field to negotiate it and siw and iw_cxgb4 do not offer it, so it is
+    /// the application's setting, made the same on both sides. Off: the
+    /// RFC 7306 opcodes are refused at posting and answered with a
+    /// TERMINATE (unexpected opcode) on receipt, as RFC 5040 peers do.
+    pub rfc7306: bool,
 }
 
 /// The smallest FPDU a connection builds: room for a TERMINATE carrying
@@ -63,6 +69,7 @@ impl ConnectionConfig {
             max_recv_sge: 6,
             first_fpdu_deadline: None,
             responder_sends_first: false,
+            rfc7306: false,
         }
     }
 }

@@ -13,6 +13,7 @@
 //! MSN order. Every error caused by the peer queues a TERMINATE, moves the
 //! connection to [`State::Error`] and flushes all work requests.
 
+mod atomics;
 mod config;
 mod event;
 mod framing;

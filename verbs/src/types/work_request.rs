@@ -3,7 +3,7 @@
 
 pub use ddp::memory::STag;
 pub use ddp::untagged::Sge;
-pub use rdmap::work_request::{RecvWr, SendOp, SendWr};
+pub use rdmap::work_request::{AtomicArgs, AtomicOp, RecvWr, SendOp, SendWr};
 
 /// Convenience constructors for work requests.
 pub mod wr {
@@ -72,6 +72,107 @@ pub mod wr {
             sgl: vec![sink],
             signaled: true,
         }
+    }
+
+    /// A signaled RDMA Write with Immediate Data (RFC 7306): the Write,
+    /// then `imm` completes one receive at the peer.
+    pub fn write_imm(
+        wr_id: u64,
+        sgl: Vec<Sge>,
+        remote_stag: STag,
+        remote_to: u64,
+        imm: u32,
+    ) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::WriteImm {
+                remote_stag,
+                remote_to,
+                imm,
+            },
+            sgl,
+            signaled: true,
+        }
+    }
+
+    /// A signaled Send with Immediate Data (RFC 7306): a Send of `sgl`
+    /// (none when empty), then `imm`; each consumes one receive at the
+    /// peer.
+    pub fn send_imm(wr_id: u64, sgl: Vec<Sge>, imm: u32) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::SendImm {
+                solicited: false,
+                imm,
+            },
+            sgl,
+            signaled: true,
+        }
+    }
+
+    /// As [`send_imm`], the immediate data raising a solicited event.
+    pub fn send_solicited_imm(wr_id: u64, sgl: Vec<Sge>, imm: u32) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::SendImm {
+                solicited: true,
+                imm,
+            },
+            sgl,
+            signaled: true,
+        }
+    }
+
+    /// A signaled RFC 7306 atomic on the peer's 8 bytes at `remote_to`
+    /// (8-byte aligned, `Access::REMOTE_ATOMIC`); the original value lands
+    /// in `sink` (8 bytes, native byte order).
+    pub fn atomic(
+        wr_id: u64,
+        sink: Sge,
+        remote_stag: STag,
+        remote_to: u64,
+        args: AtomicArgs,
+    ) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::Atomic {
+                remote_stag,
+                remote_to,
+                args,
+            },
+            sgl: vec![sink],
+            signaled: true,
+        }
+    }
+
+    /// Atomic Fetch and Add of `add`.
+    pub fn fetch_add(wr_id: u64, sink: Sge, remote_stag: STag, remote_to: u64, add: u64) -> SendWr {
+        atomic(
+            wr_id,
+            sink,
+            remote_stag,
+            remote_to,
+            AtomicArgs::fetch_add(add),
+        )
+    }
+
+    /// Atomic Compare and Swap: `swap` replaces the value if it equals
+    /// `compare`.
+    pub fn cmp_swap(
+        wr_id: u64,
+        sink: Sge,
+        remote_stag: STag,
+        remote_to: u64,
+        compare: u64,
+        swap: u64,
+    ) -> SendWr {
+        atomic(
+            wr_id,
+            sink,
+            remote_stag,
+            remote_to,
+            AtomicArgs::cmp_swap(compare, swap),
+        )
     }
 
     /// A receive into the buffers `sgl` names.

@@ -11,14 +11,17 @@ use std::time::Instant;
 
 use ddp::memory::PdId;
 use ddp::tagged::TaggedSequence;
-use ddp::untagged::{MsnCounter, UntaggedQueues, QN_SEND};
+use ddp::untagged::{MsnCounter, QueueMode, UntaggedQueues, QN_READ_REQUEST, QN_SEND};
 
 use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
+use crate::opcode::queue;
 use crate::read_queue::{InboundReads, OutboundReads};
 use crate::term::{TermCause, TermCode};
+use crate::wire::atomic::{OPERAND_LEN, REQUEST_LEN, RESPONSE_LEN};
 use crate::wire::TerminateRepr;
 use crate::work_request::{sgl_len, PostError, RecvWr, SendOp, SendWr};
 
+use super::atomics::{InboundAtomics, OutboundAtomics};
 use super::config::{ConnectionConfig, MIN_FPDU};
 use super::event::{Event, State};
 use super::framing::FrameTx;
@@ -40,8 +43,11 @@ pub(super) struct Inner {
     mulpdu: usize,
     sq: SendQueue,
     max_send_sge: usize,
-    /// Receive queues: 0 posted buffers (Sends), 1 and 2 inline (Read
-    /// Requests, Terminates).
+    /// Both sides agreed to RFC 7306.
+    rfc7306: bool,
+    /// Receive queues: 0 posted buffers (Sends, Immediate Data), 1, 2 and
+    /// (RFC 7306) 3 inline (Read and Atomic Requests, Terminates, Atomic
+    /// Responses).
     rq: UntaggedQueues,
     /// Continuity of inbound tagged messages (Writes, Read Responses).
     tagged_rx: TaggedSequence,
@@ -50,6 +56,11 @@ pub(super) struct Inner {
     msn_send: MsnCounter,
     msn_read: MsnCounter,
     msn_term: MsnCounter,
+    msn_atomic_response: MsnCounter,
+    /// RFC 7306: our atomic requests awaiting responses, and responses to
+    /// the peer's waiting to go out.
+    atomics_out: OutboundAtomics,
+    atomics_in: InboundAtomics,
     /// Zero-length Send RTRs swallowed: MSNs the receive queue never saw.
     send_msn_skip: u32,
     /// Scheduler: which stream goes next when both could.
@@ -75,13 +86,17 @@ impl Inner {
             mulpdu,
             sq: SendQueue::new(cfg.sq_depth),
             max_send_sge: cfg.max_send_sge,
-            rq: UntaggedQueues::rdmap(cfg.rq_depth, cfg.max_recv_sge),
+            rfc7306: cfg.rfc7306,
+            rq: receive_queues(cfg),
             tagged_rx: TaggedSequence::new(),
             orq: OutboundReads::new(usize::from(n.ord)),
             irq: InboundReads::new(usize::from(n.ird)),
             msn_send: MsnCounter::new(),
             msn_read: MsnCounter::new(),
             msn_term: MsnCounter::new(),
+            msn_atomic_response: MsnCounter::new(),
+            atomics_out: OutboundAtomics::default(),
+            atomics_in: InboundAtomics::default(),
             send_msn_skip: 0,
             turn: Turn::SendQueue,
             pending_term: None,
@@ -155,6 +170,7 @@ impl Inner {
             byte_len: 0,
             invalidated: None,
             solicited: false,
+            imm_data: None,
         }));
     }
 
@@ -174,14 +190,27 @@ impl Inner {
                 return Err(PostError::NoReadCredit);
             }
         }
+        if wr.op.needs_rfc7306() && !self.rfc7306 {
+            return Err(PostError::Rfc7306NotAgreed);
+        }
+        if let SendOp::Atomic { remote_to, .. } = wr.op {
+            let len = wr.sgl.first().map_or(0, |s| s.len);
+            if wr.sgl.len() != 1 || len as usize != OPERAND_LEN {
+                return Err(PostError::AtomicSink {
+                    sges: wr.sgl.len(),
+                    len,
+                });
+            }
+            if remote_to % OPERAND_LEN as u64 != 0 {
+                return Err(PostError::AtomicAlignment(remote_to));
+            }
+            if self.orq.ord() == 0 {
+                return Err(PostError::NoReadCredit);
+            }
+        }
         let len = sgl_len(&wr.sgl)?;
         if !self.phase.is_live() {
-            let opcode = match wr.op {
-                SendOp::Send { .. } => WcOpcode::Send,
-                SendOp::Write { .. } => WcOpcode::RdmaWrite,
-                SendOp::Read { .. } => WcOpcode::RdmaRead,
-            };
-            self.flushed(wr.wr_id, opcode);
+            self.flushed(wr.wr_id, wr.op.wc_opcode());
             return Ok(());
         }
         self.sq.push(wr, len).map(|_| ())
@@ -221,10 +250,13 @@ impl Inner {
                 byte_len: 0,
                 invalidated: None,
                 solicited: false,
+                imm_data: None,
             }));
         }
         self.orq.drain().for_each(drop);
         self.irq.clear();
+        self.atomics_out.clear();
+        self.atomics_in.clear();
     }
 
     fn enter_error(&mut self) {
@@ -279,13 +311,24 @@ impl Inner {
         };
         if let Some(offender) = t.and_then(terminate::offender) {
             let seq = self.sq.find_any(|e| match (offender, e.wr.op) {
-                (Offender::Untagged { qn: 0, msn }, SendOp::Send { .. })
-                | (Offender::Untagged { qn: 1, msn }, SendOp::Read { .. }) => e.msn == Some(msn),
+                (
+                    Offender::Untagged { qn: 0, msn },
+                    SendOp::Send { .. } | SendOp::SendImm { .. },
+                )
+                | (
+                    Offender::Untagged { qn: 1, msn },
+                    SendOp::Read { .. } | SendOp::Atomic { .. },
+                ) => e.msn == Some(msn),
                 (
                     Offender::Tagged { stag, to },
                     SendOp::Write {
                         remote_stag,
                         remote_to,
+                    }
+                    | SendOp::WriteImm {
+                        remote_stag,
+                        remote_to,
+                        ..
                     },
                 ) => {
                     remote_stag.0 == stag
@@ -329,6 +372,8 @@ impl Inner {
             && self.irq.is_empty()
             && self.orq.is_empty()
             && self.pending_term.is_none()
+            && self.atomics_out.is_empty()
+            && self.atomics_in.is_empty()
             && !matches!(self.phase, Phase::RtrToSend(_))
     }
 
@@ -339,6 +384,25 @@ impl Inner {
         self.phase.may_send()
             && (matches!(self.phase, Phase::RtrToSend(_))
                 || self.sq_eligible()
-                || self.irq_eligible())
+                || self.irq_eligible()
+                || !self.atomics_in.is_empty())
     }
+}
+
+/// RDMAP's receive queues; with RFC 7306 queue 1 also takes the larger
+/// Atomic Requests and queue 3 the Atomic Responses. Without it a message
+/// on queue 3 is refused as an invalid queue number, as before.
+fn receive_queues(cfg: &ConnectionConfig) -> UntaggedQueues {
+    let mut q = UntaggedQueues::rdmap(cfg.rq_depth, cfg.max_recv_sge);
+    if cfg.rfc7306 {
+        let request = QueueMode::Inline {
+            max_message: REQUEST_LEN as u32,
+        };
+        let response = QueueMode::Inline {
+            max_message: RESPONSE_LEN as u32,
+        };
+        q.enable(QN_READ_REQUEST, request);
+        q.enable(queue::ATOMIC_RESPONSE, response);
+    }
+    q
 }

@@ -10,5 +10,6 @@ mod operations;
 mod ordering;
 mod p2p;
 mod replay;
+mod rfc7306;
 mod teardown;
 mod transport;

@@ -351,6 +351,7 @@ fn emulate_server(name: &str, rtr: Option<Rtr>, max_fpdu: usize) {
                 next_go += 1;
             }
             WcOpcode::Send => {}
+            other => panic!("{name}: no RFC 7306 in the capture: {other:?}"),
         }
     };
     settle(&mut conn, &mut mem, &mut out, &mut on_event);
