@@ -844,6 +844,7 @@ fn rfc7306_messages_are_named_with_their_fields() {
     use rdmap::wire::{AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Body, ImmediateDataRepr};
     let atomic = AtomicRequestRepr {
         op: AtomicOp::CmpSwap,
+        reserved: 0,
         request_id: 5,
         stag: ddp::memory::STag(0x2200),
         to: 0x7000,

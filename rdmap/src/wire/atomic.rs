@@ -138,6 +138,11 @@ impl<T: AsRef<[u8]>> AtomicRequest<T> {
         // The low nibble of the first word; the 28 bits above are reserved.
         (be32(&self.buffer.as_ref()[field::AOPCODE]) & 0x0f) as u8
     }
+    /// The 28 reserved bits above the AOpCode.
+    #[inline]
+    pub fn reserved(&self) -> u32 {
+        be32(&self.buffer.as_ref()[field::AOPCODE]) >> 4
+    }
     #[inline]
     pub fn request_id(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::REQUEST_ID])
@@ -169,9 +174,10 @@ impl<T: AsRef<[u8]>> AtomicRequest<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicRequest<T> {
+    /// Sets the first word: 28 reserved bits, then the AOpCode.
     #[inline]
-    pub fn set_aopcode(&mut self, v: u8) {
-        let word = u32::from(v & 0x0f);
+    pub fn set_aopcode_word(&mut self, reserved: u32, aopcode: u8) {
+        let word = (reserved << 4) | u32::from(aopcode & 0x0f);
         self.buffer.as_mut()[field::AOPCODE].copy_from_slice(&word.to_be_bytes());
     }
     #[inline]
@@ -208,6 +214,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicRequest<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicRequestRepr {
     pub op: AtomicOp,
+    /// The 28 reserved bits above the AOpCode: zero from us, kept as
+    /// received (so a parsed request re-emits unchanged) and otherwise
+    /// ignored.
+    pub reserved: u32,
     /// Chosen by the requester; the response carries it back.
     pub request_id: u32,
     pub stag: STag,
@@ -223,6 +233,7 @@ impl AtomicRequestRepr {
         view.check_len()?;
         Ok(AtomicRequestRepr {
             op: AtomicOp::from_bits(view.aopcode()),
+            reserved: view.reserved(),
             request_id: view.request_id(),
             stag: STag(view.stag()),
             to: view.to(),
@@ -237,12 +248,13 @@ impl AtomicRequestRepr {
         REQUEST_LEN
     }
 
-    /// Writes the header into the front of `out` (reserved bits zero). A
-    /// buffer shorter than [`REQUEST_LEN`] is refused with nothing written.
+    /// Writes the header into the front of `out` (the reserved bits from
+    /// `reserved`, masked to 28). A buffer shorter than [`REQUEST_LEN`] is
+    /// refused with nothing written.
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, EmitError> {
         EmitError::check(out, REQUEST_LEN)?;
         let mut v = AtomicRequest::new_unchecked(&mut out[..REQUEST_LEN]);
-        v.set_aopcode(self.op.bits());
+        v.set_aopcode_word(self.reserved & 0x0fff_ffff, self.op.bits());
         v.set_request_id(self.request_id);
         v.set_stag(self.stag.0);
         v.set_to(self.to);
@@ -390,6 +402,7 @@ mod tests {
     fn request(op: AtomicOp) -> AtomicRequestRepr {
         AtomicRequestRepr {
             op,
+            reserved: 0,
             request_id: 0x0102_0304,
             stag: STag(0x1122_3344),
             to: 0x0000_7f00_0000_1008,
@@ -420,13 +433,17 @@ mod tests {
     }
 
     #[test]
-    fn reserved_bits_are_ignored_and_unknown_opcodes_kept() {
+    fn reserved_bits_and_unknown_opcodes_are_kept() {
         let mut out = [0u8; REQUEST_LEN];
         request(AtomicOp::FetchAdd).emit(&mut out).unwrap();
         out[0] = 0xff;
         out[3] = 0xf7;
         let r = AtomicRequestRepr::parse(&AtomicRequest::new_checked(&out[..]).unwrap()).unwrap();
         assert_eq!(r.op, AtomicOp::Unknown(7));
+        assert_eq!(r.reserved, 0x0ff0_000f);
+        let mut again = [0u8; REQUEST_LEN];
+        r.emit(&mut again).unwrap();
+        assert_eq!(again, out, "reserved bits kept");
         assert_eq!(r.apply(5), None);
         for raw in 0u8..16 {
             assert_eq!(AtomicOp::from_bits(raw).bits(), raw);
@@ -481,7 +498,7 @@ mod tests {
         #[test]
         fn requests_round_trip(op in 0u8..16, id in any::<u32>(), stag in any::<u32>(), to in any::<u64>(),
                                a in any::<u64>(), b in any::<u64>(), c in any::<u64>(), d in any::<u64>()) {
-            let r = AtomicRequestRepr { op: AtomicOp::from_bits(op), request_id: id, stag: STag(stag), to,
+            let r = AtomicRequestRepr { op: AtomicOp::from_bits(op), reserved: id >> 4, request_id: id, stag: STag(stag), to,
                 add_swap_data: a, add_swap_mask: b, compare_data: c, compare_mask: d };
             let mut out = [0xa5u8; REQUEST_LEN];
             prop_assert_eq!(r.emit(&mut out), Ok(REQUEST_LEN));

@@ -496,7 +496,7 @@ mod tests {
             to in any::<u64>(), a in any::<u64>(), b in any::<u64>(), c in any::<u64>(), d in any::<u64>(),
         ) {
             use crate::wire::AtomicOp;
-            let r = AtomicRequestRepr { op: AtomicOp::from_bits(op), request_id: id, stag: STag(stag), to,
+            let r = AtomicRequestRepr { op: AtomicOp::from_bits(op), reserved: 0, request_id: id, stag: STag(stag), to,
                 add_swap_data: a, add_swap_mask: b, compare_data: c, compare_mask: d };
             let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
                 true, Control::new(Opcode::AtomicRequest).0, 0, 1, msn, 0));

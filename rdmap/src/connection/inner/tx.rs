@@ -597,6 +597,7 @@ impl Inner {
         );
         let request = AtomicRequestRepr {
             op: args.op,
+            reserved: 0,
             request_id: self.atomics_out.next_id(),
             stag: remote_stag,
             to: remote_to,

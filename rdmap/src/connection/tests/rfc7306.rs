@@ -372,6 +372,7 @@ fn crafted_request(msn: u32, r: AtomicRequestRepr) -> Vec<u8> {
 fn request_to(t: Sge, op: AtomicOp) -> AtomicRequestRepr {
     AtomicRequestRepr {
         op,
+        reserved: 0,
         request_id: 0,
         stag: t.stag,
         to: t.to,
