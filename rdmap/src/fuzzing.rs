@@ -305,6 +305,8 @@ fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
             op,
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         });
     }
 

@@ -37,6 +37,8 @@
 //!     op: SendOp::Send { solicited: false, invalidate: None },
 //!     sgl: vec![Sge { stag: STag(0x100), to: 0, len: 5 }],
 //!     signaled: true,
+//!     fence: false,
+//!     inline: Vec::new(),
 //! })?;
 //!
 //! let mut wire = [0u8; 1500];

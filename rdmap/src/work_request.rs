@@ -126,6 +126,22 @@ pub struct SendWr {
     pub sgl: Vec<Sge>,
     /// Report a completion on success (failures are always reported).
     pub signaled: bool,
+    /// Hold this request until every earlier RDMA Read and atomic has
+    /// completed (libibverbs' `IBV_SEND_FENCE`), so it cannot overtake
+    /// the data they fetch.
+    pub fence: bool,
+    /// Inline data (`IBV_SEND_INLINE`): the bytes of a Send or Write,
+    /// copied in at posting, in place of `sgl` (which must be empty). No
+    /// local STag is involved; at most `max_inline_data` bytes.
+    pub inline: Vec<u8>,
+}
+
+impl SendWr {
+    /// With the fence flag: waits for earlier Reads and atomics.
+    pub fn fenced(mut self) -> Self {
+        self.fence = true;
+        self
+    }
 }
 
 /// A receive queue entry.
@@ -157,6 +173,12 @@ pub enum PostError {
     /// An atomic takes exactly one 8-byte local SGE for the original value.
     #[error("an atomic takes one 8-byte local SGE, got {sges} SGEs of {len} bytes")]
     AtomicSink { sges: usize, len: u32 },
+    /// More inline data than the queue pair takes.
+    #[error("{len} bytes of inline data, at most {max}")]
+    InlineTooLong { len: usize, max: usize },
+    /// Inline data goes with Sends and Writes only, and in place of an SGL.
+    #[error("inline data needs a Send or Write without SGEs")]
+    InlineMisused,
     /// An atomic's remote tagged offset must be 8-byte aligned.
     #[error("atomic target {0:#x} is not 8-byte aligned")]
     AtomicAlignment(u64),

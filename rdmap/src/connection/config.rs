@@ -30,6 +30,8 @@ pub struct ConnectionConfig {
     pub max_send_sge: usize,
     /// SGEs per receive work request.
     pub max_recv_sge: usize,
+    /// Bytes of inline data a send work request may carry.
+    pub max_inline_data: usize,
     /// Responder: when to give up on the initiator's first FPDU (its RTR
     /// in peer-to-peer mode). Past it the connection goes to
     /// [`State::Error`](super::State::Error), flushing every work request,
@@ -49,6 +51,10 @@ pub struct ConnectionConfig {
     pub rfc7306: bool,
 }
 
+/// Inline bytes per send work request unless configured: a small message
+/// (a header, a doorbell, a credit) copied in at posting.
+pub const DEFAULT_MAX_INLINE: usize = 256;
+
 /// The smallest FPDU a connection builds: room for a TERMINATE carrying
 /// an untagged DDP header and a Read Request.
 pub const MIN_FPDU: usize = 128;
@@ -67,6 +73,7 @@ impl ConnectionConfig {
             rq_depth: 128,
             max_send_sge: 6,
             max_recv_sge: 6,
+            max_inline_data: DEFAULT_MAX_INLINE,
             first_fpdu_deadline: None,
             responder_sends_first: false,
             rfc7306: false,

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use ddp::memory::{Memory, PdId};
 
-pub use config::{ConnectionConfig, Negotiated, Role, MAX_RX_ULPDU, MIN_FPDU};
+pub use config::{ConnectionConfig, Negotiated, Role, DEFAULT_MAX_INLINE, MAX_RX_ULPDU, MIN_FPDU};
 pub use event::{Event, PeerTerminate, State};
 pub use terminate::startup_terminate;
 

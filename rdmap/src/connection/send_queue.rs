@@ -187,6 +187,8 @@ mod tests {
             op,
             sgl: Vec::new(),
             signaled,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 

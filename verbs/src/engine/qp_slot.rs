@@ -366,6 +366,7 @@ impl QpSlot {
                 cfg.sq_depth = self.init.sq_depth;
                 cfg.rq_depth = self.init.rq_depth;
                 cfg.max_send_sge = self.init.max_send_sge;
+                cfg.max_inline_data = self.init.max_inline_data;
                 cfg.max_recv_sge = self.init.max_recv_sge;
                 cfg.first_fpdu_deadline = self.first_fpdu_timeout.map(|t| now + t);
                 cfg.responder_sends_first = self.responder_sends_first;

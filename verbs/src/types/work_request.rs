@@ -19,6 +19,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -32,6 +34,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -45,6 +49,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -58,6 +64,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -71,6 +79,25 @@ pub mod wr {
             },
             sgl: vec![sink],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
+    /// A signaled Send of `data`, copied in now (inline: no registered
+    /// buffer; at most the queue pair's `max_inline_data` bytes).
+    pub fn send_inline(wr_id: u64, data: &[u8]) -> SendWr {
+        SendWr {
+            inline: data.to_vec(),
+            ..send(wr_id, Vec::new())
+        }
+    }
+
+    /// A signaled RDMA Write of `data`, copied in now (inline).
+    pub fn write_inline(wr_id: u64, data: &[u8], remote_stag: STag, remote_to: u64) -> SendWr {
+        SendWr {
+            inline: data.to_vec(),
+            ..write(wr_id, Vec::new(), remote_stag, remote_to)
         }
     }
 
@@ -92,6 +119,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -107,6 +136,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -120,6 +151,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -142,6 +175,8 @@ pub mod wr {
             },
             sgl: vec![sink],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 

@@ -43,6 +43,7 @@ pub(super) struct Inner {
     mulpdu: usize,
     sq: SendQueue,
     max_send_sge: usize,
+    max_inline: usize,
     /// Both sides agreed to RFC 7306.
     rfc7306: bool,
     /// Receive queues: 0 posted buffers (Sends, Immediate Data), 1, 2 and
@@ -86,6 +87,7 @@ impl Inner {
             mulpdu,
             sq: SendQueue::new(cfg.sq_depth),
             max_send_sge: cfg.max_send_sge,
+            max_inline: cfg.max_inline_data,
             rfc7306: cfg.rfc7306,
             rq: receive_queues(cfg),
             tagged_rx: TaggedSequence::new(),
@@ -208,7 +210,30 @@ impl Inner {
                 return Err(PostError::NoReadCredit);
             }
         }
-        let len = sgl_len(&wr.sgl)?;
+        if !wr.inline.is_empty() {
+            let carries_data = matches!(
+                wr.op,
+                SendOp::Send { .. }
+                    | SendOp::SendImm { .. }
+                    | SendOp::Write { .. }
+                    | SendOp::WriteImm { .. }
+            );
+            if !carries_data || !wr.sgl.is_empty() {
+                return Err(PostError::InlineMisused);
+            }
+            if wr.inline.len() > self.max_inline {
+                return Err(PostError::InlineTooLong {
+                    len: wr.inline.len(),
+                    max: self.max_inline,
+                });
+            }
+        }
+        let len = if wr.inline.is_empty() {
+            sgl_len(&wr.sgl)?
+        } else {
+            // At most max_inline_data, far below 4 GiB.
+            u32::try_from(wr.inline.len()).map_err(|_| PostError::TooLong)?
+        };
         if !self.phase.is_live() {
             self.flushed(wr.wr_id, wr.op.wc_opcode());
             return Ok(());

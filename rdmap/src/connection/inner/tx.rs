@@ -143,6 +143,10 @@ impl Inner {
         let Some(e) = self.sq.current() else {
             return false;
         };
+        if e.wr.fence && !e.started() && !(self.orq.is_empty() && self.atomics_out.is_empty()) {
+            // Fenced: earlier Reads and atomics complete first.
+            return false;
+        }
         match e.wr.op {
             SendOp::Read { .. } => self.orq.has_room() && self.rd_atomic_room(),
             SendOp::Atomic { .. } => self.rd_atomic_room(),
@@ -492,11 +496,18 @@ impl Inner {
         // Gathered from the SGL straight into `out`: each piece is checked
         // (valid STag, our PD, inside the region) as it is copied.
         let (pd, tx) = (self.pd, &mut self.tx);
-        let Some(sgl) = self.sq.current().map(|e| &e.wr.sgl) else {
+        let Some(wr) = self.sq.current().map(|e| &e.wr) else {
             return Step::Blocked;
         };
         let framed = tx.frame_with(&hdr[..n], chunk as usize, out, |buf| {
-            gather(mem, pd, sgl, sent, buf)
+            if wr.inline.is_empty() {
+                gather(mem, pd, &wr.sgl, sent, buf)
+            } else {
+                // Inline data was copied in at posting.
+                let from = wr.inline.get(sent as usize..sent as usize + buf.len());
+                buf.copy_from_slice(from.ok_or(())?);
+                Ok(())
+            }
         });
         let w = match framed {
             Ok(Some(w)) => w,

@@ -471,6 +471,8 @@ fn send_invalidate(p: &mut Pair, stag: STag) {
             },
             sgl: vec![],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         })
         .unwrap();
     p.drive();
@@ -710,6 +712,8 @@ fn a_send_with_invalidate_really_revokes_the_stag() {
             },
             sgl: vec![],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         })
         .unwrap();
     let src = p.a.register(Access::NONE, vec![3; 8]);

@@ -5,6 +5,7 @@ mod capture;
 mod util;
 
 mod errors;
+mod fence_inline;
 mod model;
 mod operations;
 mod ordering;

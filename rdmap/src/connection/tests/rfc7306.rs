@@ -26,6 +26,8 @@ fn post(side: &mut Side, wr_id: u64, op: SendOp, sgl: Vec<Sge>) -> Result<(), Po
         op,
         sgl,
         signaled: true,
+        fence: false,
+        inline: Vec::new(),
     })
 }
 

@@ -172,6 +172,8 @@ impl Side {
                 },
                 sgl,
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -186,6 +188,8 @@ impl Side {
                 },
                 sgl,
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -200,6 +204,8 @@ impl Side {
                 },
                 sgl: vec![sink],
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
