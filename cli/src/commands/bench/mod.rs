@@ -150,7 +150,12 @@ fn run_inner(args: &Args) -> Result<(), String> {
     let duration = Duration::from_secs_f64(args.duration);
     let lossy = args.loss > 0.0 && !args.no_baseline;
     let progress = Progress::new(
-        args.ops.len() * args.sizes.len() + usize::from(!args.no_baseline) + usize::from(lossy),
+        args.ops
+            .iter()
+            .map(|op| if op.is_atomic() { 1 } else { args.sizes.len() })
+            .sum::<usize>()
+            + usize::from(!args.no_baseline)
+            + usize::from(lossy),
     );
 
     let baseline = if args.no_baseline {
@@ -196,7 +201,13 @@ fn run_inner(args: &Args) -> Result<(), String> {
 
     let mut rows = Vec::new();
     for &op in &args.ops {
-        for &size in &args.sizes {
+        // An atomic moves one 8-byte word: one case, whatever the sizes.
+        let sizes = if op.is_atomic() {
+            vec![8]
+        } else {
+            args.sizes.clone()
+        };
+        for &size in &sizes {
             progress.step(&format!("{op} {size} B"));
             let case = Case {
                 op,
