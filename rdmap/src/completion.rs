@@ -68,6 +68,8 @@ pub enum WcOpcode {
     CmpSwap,
     /// RFC 7306 atomic (masked) Swap.
     Swap,
+    /// A local Invalidate STag work request (`IBV_WC_LOCAL_INV`).
+    LocalInv,
 }
 
 impl WcOpcode {

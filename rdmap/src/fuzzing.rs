@@ -230,6 +230,9 @@ fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
         vec![0; 64],
         false,
     );
+    // STag 0x800: the region our own local invalidate takes away.
+    let revoked = STag::new(8, 0);
+    mem.register(revoked, PD, 8 << 12, Access::LOCAL_WRITE, vec![0; 8], false);
     let protected: Vec<(STag, Vec<u8>)> = [r.readable, r.none, r.idle, r.foreign]
         .iter()
         .map(|&s| (s, mem.bytes(s).unwrap_or_default().to_vec()))
@@ -296,9 +299,11 @@ fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
             vec![sge(r.posted, 192, 8)],
         ),
     ];
+    let invalidate = (7, SendOp::LocalInvalidate { stag: revoked }, Vec::new());
     let ours = posted
         .into_iter()
-        .chain(extended.into_iter().filter(|_| rfc7306));
+        .chain(extended.into_iter().filter(|_| rfc7306))
+        .chain([invalidate]);
     for (wr_id, op, sgl) in ours {
         let _ = conn.post_send(SendWr {
             wr_id,
@@ -332,6 +337,10 @@ fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
 
         let n = conn.poll_transmit(&mem, &mut out);
         assert!(n <= out.len());
+        while let Some(stag) = conn.take_local_invalidate() {
+            assert_eq!(stag, revoked, "only the STag we asked to invalidate");
+            mem.deregister(stag);
+        }
         let fed = checker
             .feed(&out[..n], |ulpdu| {
                 let parsed = if rfc7306 {
@@ -349,7 +358,7 @@ fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
         while let Some(e) = conn.poll_event() {
             match e {
                 Event::Completion(c) => {
-                    assert!(matches!(c.wr_id, 1..=6 | 100..=103), "unknown wr_id");
+                    assert!(matches!(c.wr_id, 1..=7 | 100..=103), "unknown wr_id");
                     completions.push(c);
                 }
                 Event::Terminated { .. } => terminations += 1,

@@ -41,6 +41,11 @@ pub enum SendOp {
         remote_to: u64,
         args: AtomicArgs,
     },
+    /// Invalidates a local STag (a local Invalidate STag work request,
+    /// `IBV_WR_LOCAL_INV`): nothing goes on the wire; in send queue order,
+    /// once every request before it is on its way, the STag stops being
+    /// valid for the peer and for later requests. No SGL.
+    LocalInvalidate { stag: STag },
 }
 
 impl SendOp {
@@ -50,6 +55,7 @@ impl SendOp {
             SendOp::Send { .. } | SendOp::SendImm { .. } => WcOpcode::Send,
             SendOp::Write { .. } | SendOp::WriteImm { .. } => WcOpcode::RdmaWrite,
             SendOp::Read { .. } => WcOpcode::RdmaRead,
+            SendOp::LocalInvalidate { .. } => WcOpcode::LocalInv,
             SendOp::Atomic { args, .. } => match args.op {
                 AtomicOp::FetchAdd => WcOpcode::FetchAdd,
                 AtomicOp::CmpSwap => WcOpcode::CmpSwap,
@@ -179,6 +185,9 @@ pub enum PostError {
     /// Inline data goes with Sends and Writes only, and in place of an SGL.
     #[error("inline data needs a Send or Write without SGEs")]
     InlineMisused,
+    /// A local invalidate names no buffer.
+    #[error("a local invalidate carries no SGEs or inline data")]
+    InvalidateSgl,
     /// An atomic's remote tagged offset must be 8-byte aligned.
     #[error("atomic target {0:#x} is not 8-byte aligned")]
     AtomicAlignment(u64),

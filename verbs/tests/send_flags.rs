@@ -150,3 +150,70 @@ fn inline_sends_up_to_the_limit() {
     rx.read(0, &mut b).unwrap();
     assert_eq!(&b, b"sixteen bytes!!!");
 }
+
+#[test]
+fn a_local_invalidate_revokes_the_peers_access() {
+    let p = pair(|i| i);
+    let (cpd, spd) = (p.cqp.pd(), p.sqp.pd());
+    // The server hands out a window, the client writes into it, then the
+    // server revokes it with a work request of its own.
+    let window = spd.register(8, Access::REMOTE_WRITE).unwrap();
+    let src = cpd
+        .register_vec(b"12345678".to_vec(), Access::NONE)
+        .unwrap();
+    p.cqp
+        .post_send(wr::write(
+            1,
+            vec![src.sge_all()],
+            window.rkey(),
+            window.addr(),
+        ))
+        .unwrap();
+    assert!(p.ccq.wait_one(LONG).unwrap().unwrap().is_success());
+    let wrong_pd = p
+        .server
+        .alloc_pd()
+        .register(8, Access::REMOTE_WRITE)
+        .unwrap();
+    p.sqp
+        .post_send(wr::local_invalidate(2, wrong_pd.rkey()))
+        .unwrap();
+    p.sqp
+        .post_send(wr::local_invalidate(3, window.rkey()))
+        .unwrap();
+    let a = p.scq.wait_one(LONG).unwrap().expect("first invalidate");
+    let b = p.scq.wait_one(LONG).unwrap().expect("second invalidate");
+    assert_eq!(
+        (a.wr_id, a.status, a.opcode),
+        (2, verbs::WcStatus::LocProtErr, WcOpcode::LocalInv)
+    );
+    assert_eq!(
+        (b.wr_id, b.status, b.opcode),
+        (3, verbs::WcStatus::Success, WcOpcode::LocalInv)
+    );
+    assert!(!window.is_valid() && wrong_pd.is_valid());
+    // The client's next Write to the window ends the connection.
+    p.cqp
+        .post_send(wr::write(
+            4,
+            vec![src.sge_all()],
+            window.rkey(),
+            window.addr(),
+        ))
+        .unwrap();
+    let ev = p.cqp.wait_event(LONG);
+    assert!(
+        matches!(
+            ev,
+            Some(verbs::CmEvent::Disconnected {
+                reason: verbs::DisconnectReason::Terminated {
+                    by_peer: true,
+                    layer: 1,
+                    etype: 1,
+                    code: 0
+                }
+            })
+        ),
+        "{ev:?}"
+    );
+}

@@ -90,6 +90,15 @@ impl Connection {
         self.inner.poll_transmit(mem, out)
     }
 
+    /// After `poll_transmit`: an STag a local Invalidate STag work request
+    /// asks the driver to invalidate now (in its registration table; the
+    /// connection has checked it is a valid region of its protection
+    /// domain). The request completes as this returns it. Until the driver
+    /// takes it, `poll_transmit` sends nothing more of the send queue.
+    pub fn take_local_invalidate(&mut self) -> Option<ddp::memory::STag> {
+        self.inner.take_local_invalidate()
+    }
+
     pub fn poll_event(&mut self) -> Option<Event> {
         self.inner.poll_event()
     }

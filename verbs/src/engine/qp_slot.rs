@@ -560,10 +560,19 @@ fn send_fpdus(
         return false;
     }
     let view = registry.view_cached(cache);
-    transport
+    let sent = transport
         .send_with(stream, &mut |buf| conn.poll_transmit(&view, buf))
         .unwrap_or(0)
-        > 0
+        > 0;
+    drop(view);
+    // A local invalidate at the head of the send queue: carried out here,
+    // before anything after it is sent.
+    let mut invalidated = false;
+    while let Some(stag) = conn.take_local_invalidate() {
+        registry.remove(stag);
+        invalidated = true;
+    }
+    sent || invalidated
 }
 
 fn opcode_of(wr: &SendWr) -> WcOpcode {

@@ -210,6 +210,20 @@ pub mod wr {
         )
     }
 
+    /// A signaled local Invalidate STag: once the requests posted before it
+    /// are on their way, `stag` (a region of this queue pair's protection
+    /// domain) is invalid for the peer and for later requests.
+    pub fn local_invalidate(wr_id: u64, stag: STag) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::LocalInvalidate { stag },
+            sgl: Vec::new(),
+            signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
     /// A receive into the buffers `sgl` names.
     pub fn recv(wr_id: u64, sgl: Vec<Sge>) -> RecvWr {
         RecvWr { wr_id, sgl }

@@ -9,7 +9,7 @@ use core::ops::ControlFlow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use ddp::memory::PdId;
+use ddp::memory::{PdId, STag};
 use ddp::tagged::TaggedSequence;
 use ddp::untagged::{MsnCounter, QueueMode, UntaggedQueues, QN_READ_REQUEST, QN_SEND};
 
@@ -25,7 +25,7 @@ use super::atomics::{InboundAtomics, OutboundAtomics};
 use super::config::{ConnectionConfig, MIN_FPDU};
 use super::event::{Event, State};
 use super::framing::FrameTx;
-use super::send_queue::SendQueue;
+use super::send_queue::{Progress, SendQueue};
 use super::terminate::{self, Offender, TermFrame};
 use phase::Phase;
 use tx::Turn;
@@ -67,6 +67,9 @@ pub(super) struct Inner {
     /// Scheduler: which stream goes next when both could.
     turn: Turn,
     pending_term: Option<TermFrame>,
+    /// A local invalidate at the head of the send queue, checked and
+    /// waiting for the driver to carry it out (`take_local_invalidate`).
+    local_invalidate: Option<STag>,
     /// Status for the receive buffer a failed Send was landing in.
     rq_head_status: Option<WcStatus>,
     events: VecDeque<Event>,
@@ -102,6 +105,7 @@ impl Inner {
             send_msn_skip: 0,
             turn: Turn::SendQueue,
             pending_term: None,
+            local_invalidate: None,
             rq_head_status: None,
             events: VecDeque::new(),
             event_cap: cfg.sq_depth + cfg.rq_depth + 4,
@@ -190,6 +194,11 @@ impl Inner {
             }
             if self.orq.ord() == 0 {
                 return Err(PostError::NoReadCredit);
+            }
+        }
+        if let SendOp::LocalInvalidate { .. } = wr.op {
+            if !wr.sgl.is_empty() || !wr.inline.is_empty() {
+                return Err(PostError::InvalidateSgl);
             }
         }
         if wr.op.needs_rfc7306() && !self.rfc7306 {
@@ -282,6 +291,16 @@ impl Inner {
         self.irq.clear();
         self.atomics_out.clear();
         self.atomics_in.clear();
+        self.local_invalidate = None;
+    }
+
+    /// The STag a local invalidate at the head of the send queue asks the
+    /// driver to invalidate now; the request completes as this returns it.
+    pub fn take_local_invalidate(&mut self) -> Option<STag> {
+        let stag = self.local_invalidate.take()?;
+        self.sq.finish_current(Progress::Done(WcStatus::Success));
+        self.retire();
+        Some(stag)
     }
 
     fn enter_error(&mut self) {

@@ -153,6 +153,7 @@ impl Inner {
             SendOp::WriteImm { .. } if e.progress == Progress::Immediate => true,
             SendOp::Write { .. } | SendOp::WriteImm { .. } => !self.read_response_started(),
             SendOp::Send { .. } | SendOp::SendImm { .. } => true,
+            SendOp::LocalInvalidate { .. } => self.local_invalidate.is_none(),
         }
     }
 
@@ -328,6 +329,7 @@ impl Inner {
             _ => return Step::Blocked,
         };
         match e.wr.op {
+            SendOp::LocalInvalidate { stag } => self.emit_local_invalidate(mem, stag),
             SendOp::Read {
                 remote_stag,
                 remote_to,
@@ -535,6 +537,24 @@ impl Inner {
             };
         }
         Step::Wrote(w)
+    }
+
+    /// A local invalidate reached the head of the send queue: an STag that
+    /// is not a valid region of this protection domain fails it; a valid
+    /// one waits for the driver, and nothing more is sent until it is
+    /// carried out, so no later request still finds the STag valid.
+    fn emit_local_invalidate<M: Memory + ?Sized>(&mut self, mem: &M, stag: STag) -> Step {
+        match mem.region(stag) {
+            Some(r) if r.pd == self.pd => {
+                self.local_invalidate = Some(stag);
+                Step::Blocked
+            }
+            _ => {
+                self.sq.finish_current(Progress::Done(WcStatus::LocProtErr));
+                self.retire();
+                Step::Again
+            }
+        }
     }
 
     /// Writes one single-segment untagged message (DDP header and RDMAP

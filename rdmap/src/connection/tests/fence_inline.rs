@@ -141,3 +141,64 @@ fn inline_limits() {
     p.drive();
     assert!(p.a.wire.is_empty());
 }
+
+#[test]
+fn a_local_invalidate_revokes_after_the_requests_before_it() {
+    let mut p = Pair::new(Setup::default());
+    let src = p.a.register(Access::NONE, pattern(16, 2));
+    let window = p.a.register(Access::REMOTE_WRITE, vec![0; 16]);
+    let rx = p.b.register(Access::LOCAL_WRITE, vec![0; 16]);
+    let (s, w, r) = (p.a.sge(src), p.a.sge(window), p.b.sge(rx));
+    p.b.recv(1, vec![r]);
+    p.a.send(1, vec![s]);
+    let inv = |stag| wr(2, SendOp::LocalInvalidate { stag }, Vec::new());
+    p.a.conn.post_send(inv(src)).unwrap();
+    let mut unknown = inv(ddp::memory::STag(0x7700));
+    unknown.wr_id = 3;
+    p.a.conn.post_send(unknown).unwrap();
+    let mut window_inv = inv(window);
+    window_inv.wr_id = 4;
+    p.a.conn.post_send(window_inv).unwrap();
+    p.drive();
+    // The Send gathered its bytes before the STag went.
+    assert_eq!(p.b.bytes(rx), &pattern(16, 2)[..]);
+    let c: Vec<_> =
+        p.a.completions()
+            .iter()
+            .map(|c| (c.wr_id, c.status, c.opcode))
+            .collect();
+    assert_eq!(
+        c,
+        vec![
+            (1, WcStatus::Success, WcOpcode::Send),
+            (2, WcStatus::Success, WcOpcode::LocalInv),
+            (3, WcStatus::LocProtErr, WcOpcode::LocalInv),
+            (4, WcStatus::Success, WcOpcode::LocalInv),
+        ]
+    );
+    assert!(p.a.mem.bytes(src).is_none() && p.a.mem.bytes(window).is_none());
+    assert!(
+        ulpdus(&p.a.wire, true).len() == 1,
+        "nothing on the wire for them"
+    );
+    // The peer's Write to the revoked window is refused: invalid STag.
+    let data = p.b.register(Access::NONE, vec![9; 8]);
+    let d = p.b.sge(data);
+    p.b.write(5, vec![d], w);
+    p.drive();
+    assert_eq!(
+        p.a.terminated(),
+        Some((false, crate::term::TermCode::DDP_T_INVALID_STAG))
+    );
+}
+
+#[test]
+fn a_local_invalidate_takes_no_sgl() {
+    let mut p = Pair::new(Setup::default());
+    let src = p.a.register(Access::NONE, vec![0; 4]);
+    let mut w = wr(1, SendOp::LocalInvalidate { stag: src }, Vec::new());
+    w.sgl.push(p.a.sge(src));
+    assert_eq!(p.a.conn.post_send(w), Err(PostError::InvalidateSgl));
+    let w = wr(2, SendOp::LocalInvalidate { stag: src }, vec![1]);
+    assert_eq!(p.a.conn.post_send(w), Err(PostError::InvalidateSgl));
+}

@@ -315,6 +315,10 @@ impl Pair {
             let room = self.tx_room.min(self.tx_buf.len());
             self.tx_buf[..room].fill(0xa5);
             let n = tx.conn.poll_transmit(&tx.mem, &mut self.tx_buf[..room]);
+            while let Some(stag) = tx.conn.take_local_invalidate() {
+                tx.mem.deregister(stag);
+                progress = true;
+            }
             assert!(n <= room, "wrote past the offered room");
             assert!(
                 self.tx_buf[n..room].iter().all(|&b| b == 0xa5),
