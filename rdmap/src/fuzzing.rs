@@ -221,18 +221,21 @@ fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
     let mut conn = Connection::new(cfg);
     let mut mem = RegionTable::new();
     let r = regions(&mut mem);
-    // STag 0x700: the one region atomics may change.
-    mem.register(
-        STag::new(7, 0),
-        PD,
-        7 << 12,
-        Access::REMOTE_ATOMIC,
-        vec![0; 64],
-        false,
-    );
-    // STag 0x800: the region our own local invalidate takes away.
+    // RFC 7306 only, so the RFC 5040 target sees the regions it always
+    // did: STag 0x700, the one region atomics may change, and 0x800, the
+    // region our own local invalidate takes away.
     let revoked = STag::new(8, 0);
-    mem.register(revoked, PD, 8 << 12, Access::LOCAL_WRITE, vec![0; 8], false);
+    if rfc7306 {
+        mem.register(
+            STag::new(7, 0),
+            PD,
+            7 << 12,
+            Access::REMOTE_ATOMIC,
+            vec![0; 64],
+            false,
+        );
+        mem.register(revoked, PD, 8 << 12, Access::LOCAL_WRITE, vec![0; 8], false);
+    }
     let protected: Vec<(STag, Vec<u8>)> = [r.readable, r.none, r.idle, r.foreign]
         .iter()
         .map(|&s| (s, mem.bytes(s).unwrap_or_default().to_vec()))
@@ -302,8 +305,7 @@ fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
     let invalidate = (7, SendOp::LocalInvalidate { stag: revoked }, Vec::new());
     let ours = posted
         .into_iter()
-        .chain(extended.into_iter().filter(|_| rfc7306))
-        .chain([invalidate]);
+        .chain(extended.into_iter().chain([invalidate]).filter(|_| rfc7306));
     for (wr_id, op, sgl) in ours {
         let _ = conn.post_send(SendWr {
             wr_id,
