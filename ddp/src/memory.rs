@@ -40,13 +40,16 @@ impl Access {
     pub const LOCAL_WRITE: Access = Access(1);
     pub const REMOTE_WRITE: Access = Access(2);
     pub const REMOTE_READ: Access = Access(4);
+    /// RFC 5040's three rights (RFC 7306 atomics are granted apart).
     pub const ALL: Access = Access(7);
+    /// The target of RFC 7306 atomic operations (`IBV_ACCESS_REMOTE_ATOMIC`).
+    pub const REMOTE_ATOMIC: Access = Access(8);
 
     pub const fn bits(self) -> u8 {
         self.0
     }
     pub const fn from_bits_truncate(bits: u8) -> Self {
-        Access(bits & 7)
+        Access(bits & 15)
     }
     pub const fn contains(self, other: Access) -> bool {
         self.0 & other.0 == other.0
@@ -109,6 +112,23 @@ pub trait Memory {
     fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange>;
     /// Invalidates `stag` on behalf of a peer in domain `pd` (Send with Invalidate).
     fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError>;
+    /// Replaces the 8 bytes at `offset` (a `u64` in native byte order, as
+    /// libibverbs programs read it) with `f` of their value and returns
+    /// the value before: an RFC 7306 atomic. Implementations that share
+    /// regions between threads hold the region for the whole update, so
+    /// updates of the same bytes never interleave.
+    fn update_u64(
+        &mut self,
+        stag: STag,
+        offset: u64,
+        f: &mut dyn FnMut(u64) -> u64,
+    ) -> Result<u64, OutOfRange> {
+        let mut b = [0u8; 8];
+        self.read(stag, offset, &mut b)?;
+        let old = u64::from_ne_bytes(b);
+        self.write(stag, offset, &f(old).to_ne_bytes())?;
+        Ok(old)
+    }
 }
 
 /// A plain registration table owning its buffers: the reference [`Memory`]

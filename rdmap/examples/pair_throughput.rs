@@ -88,6 +88,8 @@ fn run(op: Op, crc: bool, mss: usize) -> f64 {
                 op,
                 sgl: vec![local],
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
             posted += 1;

@@ -58,6 +58,25 @@ pub enum WcOpcode {
     RdmaRead,
     /// A receive work request (receive queue).
     Recv,
+    /// A receive consumed by an RFC 7306 Immediate Data message (what an
+    /// RDMA Write or Send with Immediate Data ends with): no bytes, the
+    /// value in `imm_data` (libibverbs' `IBV_WC_RECV_RDMA_WITH_IMM`).
+    RecvImm,
+    /// RFC 7306 atomic Fetch and Add (`IBV_WC_FETCH_ADD`).
+    FetchAdd,
+    /// RFC 7306 atomic Compare and Swap (`IBV_WC_COMP_SWAP`).
+    CmpSwap,
+    /// RFC 7306 atomic (masked) Swap.
+    Swap,
+    /// A local Invalidate STag work request (`IBV_WC_LOCAL_INV`).
+    LocalInv,
+}
+
+impl WcOpcode {
+    /// A completion of the receive queue.
+    pub const fn is_recv(self) -> bool {
+        matches!(self, WcOpcode::Recv | WcOpcode::RecvImm)
+    }
 }
 
 /// One completed work request.
@@ -74,6 +93,9 @@ pub struct WorkCompletion {
     pub invalidated: Option<STag>,
     /// The Send asked for a solicited event (Recv only).
     pub solicited: bool,
+    /// The 32-bit immediate data of an RFC 7306 Immediate Data message
+    /// (RecvImm only).
+    pub imm_data: Option<u32>,
 }
 
 #[cfg(test)]

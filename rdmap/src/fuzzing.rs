@@ -6,8 +6,13 @@ use core::ops::ControlFlow;
 use ddp::memory::{Access, Memory, PdId, RegionTable, STag};
 
 use crate::connection::{Connection, ConnectionConfig, Event, Negotiated, Role};
-use crate::wire::{MessageRepr, ReadRequest, ReadRequestRepr, TermControl, TerminateRepr};
-use crate::work_request::{RecvWr, SendOp, SendWr, Sge};
+use crate::wire::atomic::{self, AtomicRequest, AtomicResponse};
+use crate::wire::immediate::{self, ImmediateData};
+use crate::wire::{
+    AtomicOp, AtomicRequestRepr, AtomicResponseRepr, ImmediateDataRepr, MessageRepr, ReadRequest,
+    ReadRequestRepr, TermControl, TerminateRepr,
+};
+use crate::work_request::{AtomicArgs, RecvWr, SendOp, SendWr, Sge};
 
 /// Parses `data` every way RDMAP reads bytes. Whatever parses re-emits to
 /// exactly the same bytes; whatever does not maps to a TERMINATE triple.
@@ -38,6 +43,70 @@ pub fn headers(data: &[u8]) {
             &r.to_bytes()[..],
             &data[..crate::wire::read_request::HEADER_LEN]
         );
+    }
+}
+
+/// RFC 7306: `data` read as an RFC 7306 ULPDU and as each of its
+/// headers (what parses re-emits the same bytes; an atomic changes no bit
+/// its masks keep), then as the stream of a peer to a responder that
+/// agreed to RFC 7306 (the properties of [`connection`], and atomics never
+/// touch a region without the right).
+pub fn rfc7306(data: &[u8]) {
+    rfc7306_headers(data);
+    run_connection(data, true);
+}
+
+fn rfc7306_headers(data: &[u8]) {
+    match MessageRepr::parse_rfc7306(data) {
+        Ok(m) => {
+            let mut out = vec![0xa5; m.buffer_len()];
+            assert_eq!(m.emit(&mut out), Ok(data.len()), "emit length");
+            assert_eq!(out, data, "message re-emits unchanged");
+        }
+        Err(e) => {
+            let _ = crate::term::TermCause::from(e);
+            assert!(
+                MessageRepr::parse(data).is_err(),
+                "RFC 7306 parsing refuses what RFC 5040 parsing accepts"
+            );
+        }
+    }
+    if let Ok(v) = ImmediateData::new_checked(data) {
+        let r = ImmediateDataRepr::parse(&v).expect("checked view parses");
+        let mut out = [0u8; immediate::HEADER_LEN];
+        assert_eq!(r.emit(&mut out), Ok(out.len()));
+        assert_eq!(out[..], data[..out.len()], "immediate data round trip");
+    }
+    if let Ok(v) = AtomicResponse::new_checked(data) {
+        let r = AtomicResponseRepr::parse(&v).expect("checked view parses");
+        let mut out = [0u8; atomic::RESPONSE_LEN];
+        assert_eq!(r.emit(&mut out), Ok(out.len()));
+        assert_eq!(out[..], data[..out.len()], "atomic response round trip");
+    }
+    if let Ok(v) = AtomicRequest::new_checked(data) {
+        let r = AtomicRequestRepr::parse(&v).expect("checked view parses");
+        let mut out = [0u8; atomic::REQUEST_LEN];
+        assert_eq!(r.emit(&mut out), Ok(out.len()));
+        assert_eq!(out[..], data[..out.len()], "atomic request round trip");
+        let original = u64::from_be_bytes(*data.first_chunk::<8>().unwrap_or(&[0; 8]));
+        let new = r.apply(original);
+        let keep = !r.add_swap_mask;
+        match r.op {
+            AtomicOp::Swap => {
+                assert_eq!(new.map(|n| n & keep), Some(original & keep), "swap mask");
+            }
+            AtomicOp::CmpSwap => {
+                let equal = (original ^ r.compare_data) & r.compare_mask == 0;
+                let n = new.unwrap_or(!original);
+                assert_eq!(n & keep, original & keep, "swap mask");
+                assert!(equal || n == original, "an unequal compare swaps nothing");
+            }
+            AtomicOp::FetchAdd if r.add_swap_mask == 0 => {
+                assert_eq!(new, Some(original.wrapping_add(r.add_swap_data)));
+            }
+            AtomicOp::FetchAdd => assert!(new.is_some()),
+            AtomicOp::Unknown(_) => assert_eq!(new, None),
+        }
     }
 }
 
@@ -100,13 +169,13 @@ fn sge(stag: STag, offset: u64, len: u32) -> Sge {
 /// The first byte picks CRC, markers, the RTR and IRD; the second seeds
 /// the chunk sizes; the rest is the stream.
 pub fn connection(data: &[u8]) {
-    run_connection(data);
+    run_connection(data, false);
 }
 
 /// [`connection`], returning what the run left behind, so seed tests can
 /// check that an input reaches placement and completion.
 pub fn connection_outcome(data: &[u8]) -> Outcome {
-    run_connection(data)
+    run_connection(data, false)
 }
 
 /// What a [`connection`] run left behind, for tests that check the fuzzed
@@ -119,7 +188,7 @@ pub struct Outcome {
     pub sent: usize,
 }
 
-fn run_connection(data: &[u8]) -> Outcome {
+fn run_connection(data: &[u8], rfc7306: bool) -> Outcome {
     let (cfg_byte, seed, stream) = match data {
         [a, b, rest @ ..] => (*a, *b, rest),
         _ => return Outcome::default(),
@@ -148,9 +217,25 @@ fn run_connection(data: &[u8]) -> Outcome {
     let mut cfg = ConnectionConfig::new(negotiated, PD, 512);
     cfg.sq_depth = 8;
     cfg.rq_depth = 4;
+    cfg.rfc7306 = rfc7306;
     let mut conn = Connection::new(cfg);
     let mut mem = RegionTable::new();
     let r = regions(&mut mem);
+    // RFC 7306 only, so the RFC 5040 target sees the regions it always
+    // did: STag 0x700, the one region atomics may change, and 0x800, the
+    // region our own local invalidate takes away.
+    let revoked = STag::new(8, 0);
+    if rfc7306 {
+        mem.register(
+            STag::new(7, 0),
+            PD,
+            7 << 12,
+            Access::REMOTE_ATOMIC,
+            vec![0; 64],
+            false,
+        );
+        mem.register(revoked, PD, 8 << 12, Access::LOCAL_WRITE, vec![0; 8], false);
+    }
     let protected: Vec<(STag, Vec<u8>)> = [r.readable, r.none, r.idle, r.foreign]
         .iter()
         .map(|&s| (s, mem.bytes(s).unwrap_or_default().to_vec()))
@@ -189,12 +274,46 @@ fn run_connection(data: &[u8]) -> Outcome {
             vec![sge(r.posted, 128, 64)],
         ),
     ];
-    for (wr_id, op, sgl) in posted {
+    let extended = [
+        (
+            4,
+            SendOp::WriteImm {
+                remote_stag: STag(0x100),
+                remote_to: 0x1000,
+                imm: 4,
+            },
+            vec![sge(r.readable, 0, 8)],
+        ),
+        (
+            5,
+            SendOp::SendImm {
+                solicited: true,
+                imm: 5,
+            },
+            vec![],
+        ),
+        (
+            6,
+            SendOp::Atomic {
+                remote_stag: STag(0x700),
+                remote_to: 0x7000,
+                args: AtomicArgs::fetch_add(1),
+            },
+            vec![sge(r.posted, 192, 8)],
+        ),
+    ];
+    let invalidate = (7, SendOp::LocalInvalidate { stag: revoked }, Vec::new());
+    let ours = posted
+        .into_iter()
+        .chain(extended.into_iter().chain([invalidate]).filter(|_| rfc7306));
+    for (wr_id, op, sgl) in ours {
         let _ = conn.post_send(SendWr {
             wr_id,
             op,
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         });
     }
 
@@ -220,12 +339,18 @@ fn run_connection(data: &[u8]) -> Outcome {
 
         let n = conn.poll_transmit(&mem, &mut out);
         assert!(n <= out.len());
+        while let Some(stag) = conn.take_local_invalidate() {
+            assert_eq!(stag, revoked, "only the STag we asked to invalidate");
+            mem.deregister(stag);
+        }
         let fed = checker
             .feed(&out[..n], |ulpdu| {
-                assert!(
-                    MessageRepr::parse(ulpdu).is_ok(),
-                    "we sent an unparseable ULPDU"
-                );
+                let parsed = if rfc7306 {
+                    MessageRepr::parse_rfc7306(ulpdu)
+                } else {
+                    MessageRepr::parse(ulpdu)
+                };
+                assert!(parsed.is_ok(), "we sent an unparseable ULPDU");
                 ControlFlow::Continue(())
             })
             .expect("our output deframes");
@@ -235,7 +360,7 @@ fn run_connection(data: &[u8]) -> Outcome {
         while let Some(e) = conn.poll_event() {
             match e {
                 Event::Completion(c) => {
-                    assert!(matches!(c.wr_id, 1..=3 | 100..=103), "unknown wr_id");
+                    assert!(matches!(c.wr_id, 1..=7 | 100..=103), "unknown wr_id");
                     completions.push(c);
                 }
                 Event::Terminated { .. } => terminations += 1,
@@ -313,7 +438,7 @@ mod tests {
         bad.extend_from_slice(&[0xcc; 16]);
         let before_bad = s.len();
         s.extend(fpdu(&bad));
-        let o = run_connection(&s[..before_bad]);
+        let o = run_connection(&s[..before_bad], false);
         assert_eq!(
             o.mem.bytes(STag(0x100)).unwrap()[..16],
             [0xee; 16],
@@ -331,7 +456,7 @@ mod tests {
         );
         let recv = o.completions.iter().find(|c| c.wr_id == 100).unwrap();
         assert_eq!((recv.status, recv.byte_len), (crate::WcStatus::Success, 8));
-        let o = run_connection(&s);
+        let o = run_connection(&s, false);
         assert!(o.terminated, "the Write into another PD ended the stream");
         connection(&s);
         for cfg in 0u8..64 {
@@ -340,8 +465,64 @@ mod tests {
         }
     }
 
+    #[test]
+    fn rfc7306_reaches_atomics_and_immediate_data() {
+        // An atomic add on the atomic region, Immediate Data into a posted
+        // receive, then an atomic on a region without the right.
+        let req = |msn: u32, stag: u32, to: u64| {
+            let r = AtomicRequestRepr {
+                op: AtomicOp::FetchAdd,
+                reserved: 0,
+                request_id: msn,
+                stag: STag(stag),
+                to,
+                add_swap_data: 5,
+                add_swap_mask: 0,
+                compare_data: 0,
+                compare_mask: 0,
+            };
+            let mut u = vec![
+                0x41, 0x4a, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, msn as u8, 0, 0, 0, 0,
+            ];
+            u.extend_from_slice(&[0; atomic::REQUEST_LEN]);
+            r.emit(&mut u[18..]).unwrap();
+            rfc7306_headers(&u);
+            rfc7306_headers(&u[18..]);
+            u
+        };
+        let mut s = vec![0x30u8, 7];
+        s.extend(fpdu(&req(1, 0x700, 0x7008)));
+        let imm = [
+            0x41, 0x48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0,
+        ];
+        rfc7306_headers(&imm);
+        s.extend(fpdu(&imm));
+        let good = s.len();
+        s.extend(fpdu(&req(2, 0x300, 0x3000)));
+        let o = run_connection(&s[..good], true);
+        assert_eq!(o.mem.bytes(STag(0x700)).unwrap()[8..16], 5u64.to_ne_bytes());
+        let recv = o.completions.iter().find(|c| c.wr_id == 100).unwrap();
+        assert_eq!(
+            (recv.opcode, recv.imm_data),
+            (crate::WcOpcode::RecvImm, Some(9))
+        );
+        assert!(!o.terminated);
+        assert!(
+            run_connection(&s, true).terminated,
+            "no atomic right on 0x300"
+        );
+        // Without agreement the first atomic already ends the stream.
+        assert!(run_connection(&s[..good], false).terminated);
+        rfc7306(&s);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn rfc7306_never_breaks_its_promises(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+            rfc7306(&data);
+        }
 
         #[test]
         fn headers_never_panic(data in proptest::collection::vec(any::<u8>(), 0..96)) {

@@ -37,6 +37,8 @@
 //!     op: SendOp::Send { solicited: false, invalidate: None },
 //!     sgl: vec![Sge { stag: STag(0x100), to: 0, len: 5 }],
 //!     signaled: true,
+//!     fence: false,
+//!     inline: Vec::new(),
 //! })?;
 //!
 //! let mut wire = [0u8; 1500];
@@ -67,4 +69,4 @@ pub use completion::{WcOpcode, WcStatus, WorkCompletion};
 pub use connection::{Connection, ConnectionConfig, Event, PeerTerminate, State};
 pub use opcode::Opcode;
 pub use term::{Attach, Layer, TermCause, TermCode};
-pub use work_request::{PostError, RecvWr, SendOp, SendWr, Sge};
+pub use work_request::{AtomicArgs, AtomicOp, PostError, RecvWr, SendOp, SendWr, Sge};

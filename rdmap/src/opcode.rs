@@ -2,24 +2,27 @@
 
 use core::fmt;
 
-/// The untagged DDP queue a message travels on (RFC 5040).
+/// The untagged DDP queue a message travels on (RFC 5040, RFC 7306).
 pub mod queue {
-    /// Send, Send with Invalidate, Send with Solicited Event (and Invalidate).
+    /// Send, Send with Invalidate, Send with Solicited Event (and
+    /// Invalidate), and RFC 7306 Immediate Data (with Solicited Event):
+    /// each message consumes a posted receive.
     pub const SEND: u32 = 0;
-    /// RDMA Read Request.
+    /// RDMA Read Request, and RFC 7306 Atomic Operation Request.
     pub const READ_REQUEST: u32 = 1;
     /// Terminate.
     pub const TERMINATE: u32 = 2;
-    /// RFC 7306 Atomic Request and Atomic Response.
-    pub const ATOMIC: u32 = 3;
+    /// RFC 7306 Atomic Operation Response.
+    pub const ATOMIC_RESPONSE: u32 = 3;
 }
 
 /// An RDMAP opcode: the low four bits of the RDMAP control byte.
 ///
-/// Code points this implementation does not carry out (the RFC 7306
-/// extensions, reserved values) are kept by name or as `Unknown`, so that a
-/// parser never loses them and a receiver can answer them with a TERMINATE
-/// (remote operation error, unexpected opcode).
+/// RFC 7306's code points are carried out only on connections whose two
+/// sides agreed to them; elsewhere they are answered, as reserved values
+/// always are, with a TERMINATE (remote operation error, unexpected
+/// opcode). Reserved values are kept as `Unknown`, so a parser never loses
+/// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Opcode {
     RdmaWrite,
@@ -97,9 +100,9 @@ impl Opcode {
             | Opcode::SendSolicitedInvalidate
             | Opcode::ImmediateData
             | Opcode::ImmediateDataSolicited => Some(queue::SEND),
-            Opcode::ReadRequest => Some(queue::READ_REQUEST),
+            Opcode::ReadRequest | Opcode::AtomicRequest => Some(queue::READ_REQUEST),
             Opcode::Terminate => Some(queue::TERMINATE),
-            Opcode::AtomicRequest | Opcode::AtomicResponse => Some(queue::ATOMIC),
+            Opcode::AtomicResponse => Some(queue::ATOMIC_RESPONSE),
             Opcode::RdmaWrite | Opcode::ReadResponse | Opcode::Unknown(_) => None,
         }
     }
@@ -133,10 +136,38 @@ impl Opcode {
         )
     }
 
-    /// The opcodes this implementation carries out (RFC 5040 only, as siw
-    /// and iw_cxgb4 do); anything else is answered with a TERMINATE.
+    /// The opcodes of RFC 5040, which every connection carries out (siw
+    /// and iw_cxgb4 know no others); anything else is answered with a
+    /// TERMINATE unless both sides agreed to RFC 7306.
     pub const fn is_supported(self) -> bool {
         self.bits() <= 7
+    }
+
+    /// The code points RFC 7306 adds: Immediate Data (with Solicited
+    /// Event), Atomic Request, Atomic Response.
+    pub const fn is_rfc7306(self) -> bool {
+        matches!(
+            self,
+            Opcode::ImmediateData
+                | Opcode::ImmediateDataSolicited
+                | Opcode::AtomicRequest
+                | Opcode::AtomicResponse
+        )
+    }
+
+    /// Messages with this opcode are always a single DDP segment: the
+    /// fixed-size headers (Read Request, Terminate, Immediate Data, Atomic
+    /// Request and Response).
+    pub const fn is_single_segment(self) -> bool {
+        matches!(
+            self,
+            Opcode::ReadRequest
+                | Opcode::Terminate
+                | Opcode::ImmediateData
+                | Opcode::ImmediateDataSolicited
+                | Opcode::AtomicRequest
+                | Opcode::AtomicResponse
+        )
     }
 
     /// The Send opcode with the given solicited-event and invalidate flags.
@@ -224,6 +255,10 @@ mod tests {
         assert_eq!(Opcode::SendSolicitedInvalidate.queue(), Some(queue::SEND));
         assert_eq!(Opcode::ReadRequest.queue(), Some(queue::READ_REQUEST));
         assert_eq!(Opcode::Terminate.queue(), Some(queue::TERMINATE));
+        assert_eq!(Opcode::ImmediateData.queue(), Some(queue::SEND));
+        assert_eq!(Opcode::ImmediateDataSolicited.queue(), Some(queue::SEND));
+        assert_eq!(Opcode::AtomicRequest.queue(), Some(queue::READ_REQUEST));
+        assert_eq!(Opcode::AtomicResponse.queue(), Some(3));
         assert_eq!(Opcode::Unknown(0xf).queue(), None);
         for raw in 0u8..16 {
             let op = Opcode::from_bits(raw);
@@ -247,6 +282,7 @@ mod tests {
     fn only_rfc5040_is_supported() {
         for raw in 0u8..16 {
             assert_eq!(Opcode::from_bits(raw).is_supported(), raw <= 7);
+            assert_eq!(Opcode::from_bits(raw).is_rfc7306(), (8..=11).contains(&raw));
         }
     }
 

@@ -220,8 +220,7 @@ impl InboundReads {
     /// operation error, catastrophic error localised to the stream
     /// (siw_init_rresp), and so do we.
     pub fn accept(&mut self, request: ReadRequestRepr, msn: u32) -> Result<(), TermCode> {
-        let counted = self.queue.iter().filter(|p| !p.rtr).count();
-        if counted >= self.ird {
+        if self.counted() >= self.ird {
             return Err(TermCode::RDMAP_CATASTROPHIC_STREAM);
         }
         self.queue.push_back(PendingResponse {
@@ -231,6 +230,11 @@ impl InboundReads {
             rtr: false,
         });
         Ok(())
+    }
+
+    /// Unanswered READs counted against IRD (an RTR's answer is not).
+    pub fn counted(&self) -> usize {
+        self.queue.iter().filter(|p| !p.rtr).count()
     }
 
     /// Queues the zero-length answer to a READ RTR (one per connection, so

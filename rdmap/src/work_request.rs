@@ -3,6 +3,9 @@
 use ddp::memory::STag;
 pub use ddp::untagged::Sge;
 
+use crate::completion::WcOpcode;
+pub use crate::wire::AtomicOp;
+
 /// What a send queue entry does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendOp {
@@ -17,6 +20,107 @@ pub enum SendOp {
     /// An RDMA Read of the peer's buffer into the local SGL (the Data Sink:
     /// at most one SGE, as one Read Request names one sink).
     Read { remote_stag: STag, remote_to: u64 },
+    /// RFC 7306 RDMA Write with Immediate Data: the Write, then an
+    /// Immediate Data message carrying `imm`, which consumes one receive
+    /// at the peer and completes it with `imm` once the Write is placed.
+    WriteImm {
+        remote_stag: STag,
+        remote_to: u64,
+        imm: u32,
+    },
+    /// RFC 7306 Send with Immediate Data: a Send of the SGL (none when it
+    /// is empty), then an Immediate Data message carrying `imm` (with
+    /// Solicited Event when `solicited`). Each message consumes one
+    /// receive at the peer, as every message on DDP queue 0 does.
+    SendImm { solicited: bool, imm: u32 },
+    /// An RFC 7306 atomic operation on the 8 bytes at the peer's
+    /// `remote_to` (8-byte aligned); the original value lands in the one
+    /// 8-byte local SGE.
+    Atomic {
+        remote_stag: STag,
+        remote_to: u64,
+        args: AtomicArgs,
+    },
+    /// Invalidates a local STag (a local Invalidate STag work request,
+    /// `IBV_WR_LOCAL_INV`): nothing goes on the wire; in send queue order,
+    /// once every request before it is on its way, the STag stops being
+    /// valid for the peer and for later requests. No SGL.
+    LocalInvalidate { stag: STag },
+}
+
+impl SendOp {
+    /// The opcode its completion reports.
+    pub const fn wc_opcode(&self) -> WcOpcode {
+        match self {
+            SendOp::Send { .. } | SendOp::SendImm { .. } => WcOpcode::Send,
+            SendOp::Write { .. } | SendOp::WriteImm { .. } => WcOpcode::RdmaWrite,
+            SendOp::Read { .. } => WcOpcode::RdmaRead,
+            SendOp::LocalInvalidate { .. } => WcOpcode::LocalInv,
+            SendOp::Atomic { args, .. } => match args.op {
+                AtomicOp::FetchAdd => WcOpcode::FetchAdd,
+                AtomicOp::CmpSwap => WcOpcode::CmpSwap,
+                AtomicOp::Swap | AtomicOp::Unknown(_) => WcOpcode::Swap,
+            },
+        }
+    }
+
+    /// Whether the operation exists only with RFC 7306.
+    pub const fn needs_rfc7306(&self) -> bool {
+        matches!(
+            self,
+            SendOp::WriteImm { .. } | SendOp::SendImm { .. } | SendOp::Atomic { .. }
+        )
+    }
+}
+
+/// The operands of an atomic operation, as the Atomic Request carries
+/// them. The constructors build the unmasked operations libibverbs has;
+/// the fields allow the masked ones RFC 7306 defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AtomicArgs {
+    pub op: AtomicOp,
+    pub add_swap_data: u64,
+    /// FetchAdd: set bits end fields (no carry out of them); Swap and
+    /// CmpSwap: the bits replaced.
+    pub add_swap_mask: u64,
+    pub compare_data: u64,
+    /// CmpSwap: the bits compared.
+    pub compare_mask: u64,
+}
+
+impl AtomicArgs {
+    /// Adds `add` (64-bit, wrapping).
+    pub const fn fetch_add(add: u64) -> Self {
+        AtomicArgs {
+            op: AtomicOp::FetchAdd,
+            add_swap_data: add,
+            add_swap_mask: 0,
+            compare_data: 0,
+            compare_mask: 0,
+        }
+    }
+
+    /// Replaces the value with `swap` if it equals `compare`.
+    pub const fn cmp_swap(compare: u64, swap: u64) -> Self {
+        AtomicArgs {
+            op: AtomicOp::CmpSwap,
+            add_swap_data: swap,
+            add_swap_mask: u64::MAX,
+            compare_data: compare,
+            compare_mask: u64::MAX,
+        }
+    }
+
+    /// Replaces the value with `swap`.
+    pub const fn swap(swap: u64) -> Self {
+        AtomicArgs {
+            op: AtomicOp::Swap,
+            add_swap_data: swap,
+            add_swap_mask: u64::MAX,
+            compare_data: 0,
+            compare_mask: 0,
+        }
+    }
 }
 
 /// A send queue entry.
@@ -28,6 +132,22 @@ pub struct SendWr {
     pub sgl: Vec<Sge>,
     /// Report a completion on success (failures are always reported).
     pub signaled: bool,
+    /// Hold this request until every earlier RDMA Read and atomic has
+    /// completed (libibverbs' `IBV_SEND_FENCE`), so it cannot overtake
+    /// the data they fetch.
+    pub fence: bool,
+    /// Inline data (`IBV_SEND_INLINE`): the bytes of a Send or Write,
+    /// copied in at posting, in place of `sgl` (which must be empty). No
+    /// local STag is involved; at most `max_inline_data` bytes.
+    pub inline: Vec<u8>,
+}
+
+impl SendWr {
+    /// With the fence flag: waits for earlier Reads and atomics.
+    pub fn fenced(mut self) -> Self {
+        self.fence = true;
+        self
+    }
 }
 
 /// A receive queue entry.
@@ -50,8 +170,27 @@ pub enum PostError {
     TooLong,
     #[error("SGE {0} ends past 2^64")]
     SgeWraps(usize),
-    #[error("RDMA Read posted on a connection negotiated with ORD 0")]
+    #[error("RDMA Read or atomic posted on a connection negotiated with ORD 0")]
     NoReadCredit,
+    /// An RFC 7306 operation on a connection whose two sides did not agree
+    /// to RFC 7306: nothing goes on the wire.
+    #[error("RFC 7306 operations (immediate data, atomics) were not agreed for this connection")]
+    Rfc7306NotAgreed,
+    /// An atomic takes exactly one 8-byte local SGE for the original value.
+    #[error("an atomic takes one 8-byte local SGE, got {sges} SGEs of {len} bytes")]
+    AtomicSink { sges: usize, len: u32 },
+    /// More inline data than the queue pair takes.
+    #[error("{len} bytes of inline data, at most {max}")]
+    InlineTooLong { len: usize, max: usize },
+    /// Inline data goes with Sends and Writes only, and in place of an SGL.
+    #[error("inline data needs a Send or Write without SGEs")]
+    InlineMisused,
+    /// A local invalidate names no buffer.
+    #[error("a local invalidate carries no SGEs or inline data")]
+    InvalidateSgl,
+    /// An atomic's remote tagged offset must be 8-byte aligned.
+    #[error("atomic target {0:#x} is not 8-byte aligned")]
+    AtomicAlignment(u64),
 }
 
 impl From<ddp::untagged::PostError> for PostError {

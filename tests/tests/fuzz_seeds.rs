@@ -551,7 +551,7 @@ fn mutations(t: Target) -> usize {
         .unwrap_or(1);
     scale
         * match t {
-            Target::RdmapConnection => 4_000,
+            Target::RdmapConnection | Target::RdmapRfc7306 => 4_000,
             Target::MpaDeframer => 4_000,
             Target::DdpPlacement | Target::MpaStartup => 8_000,
             Target::DdpHeaders | Target::RdmapHeaders => 20_000,
@@ -593,7 +593,11 @@ fn mutated_seeds_pass_ddp_targets() {
 
 #[test]
 fn mutated_seeds_pass_rdmap_targets() {
-    for t in [Target::RdmapHeaders, Target::RdmapConnection] {
+    for t in [
+        Target::RdmapHeaders,
+        Target::RdmapConnection,
+        Target::RdmapRfc7306,
+    ] {
         mutate_target(t, corpus().get(t), 0x7264_6d61_705f_7364);
     }
 }

@@ -312,6 +312,7 @@ fn concurrent_posters_on_one_queue_pair() {
             qp_num: 0,
             invalidated: None,
             solicited: false,
+            imm_data: None,
         }; 64];
         let n = p.server_cq.wait(&mut out, Duration::from_secs(1)).unwrap();
         recvs.extend_from_slice(&out[..n]);

@@ -63,7 +63,7 @@ pub use ddp::memory::{Access, PdId, STag};
 pub use device::{Device, DeviceStats, ProgressThread};
 pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
-pub use qp::{wr, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
+pub use qp::{wr, AtomicArgs, AtomicOp, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
 pub use query::{DeviceAttr, QpAttr, QpCap};
 pub use types::{ConnectError, MpaFailure, MpaSettingsError, VerbsError};
 

@@ -13,7 +13,7 @@ use crate::query::QpCap;
 use crate::types::{CmEvent, ConnectError, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
 pub use crate::types::QpState;
-pub use crate::types::{wr, RecvWr, STag, SendOp, SendWr, Sge};
+pub use crate::types::{wr, AtomicArgs, AtomicOp, RecvWr, STag, SendOp, SendWr, Sge};
 
 /// Sizes and completion queues of a new queue pair.
 #[derive(Debug, Clone)]
@@ -31,6 +31,8 @@ pub struct QpInit {
     pub max_send_sge: usize,
     /// Scatter/gather entries per receive work request.
     pub max_recv_sge: usize,
+    /// Bytes of inline data a send work request may carry.
+    pub max_inline_data: usize,
 }
 
 impl QpInit {
@@ -48,6 +50,7 @@ impl QpInit {
             rq_depth: 128,
             max_send_sge: 6,
             max_recv_sge: 6,
+            max_inline_data: rdmap::connection::DEFAULT_MAX_INLINE,
         }
     }
 
@@ -55,6 +58,12 @@ impl QpInit {
     pub fn with_depths(mut self, sq: usize, rq: usize) -> Self {
         self.sq_depth = sq;
         self.rq_depth = rq;
+        self
+    }
+
+    /// With at most `bytes` of inline data per send work request.
+    pub fn with_max_inline_data(mut self, bytes: usize) -> Self {
+        self.max_inline_data = bytes;
         self
     }
 
@@ -77,6 +86,7 @@ impl Device {
             rq_depth: init.rq_depth,
             max_send_sge: init.max_send_sge,
             max_recv_sge: init.max_recv_sge,
+            max_inline_data: init.max_inline_data,
         };
         let (send_cq, recv_cq) = (init.send_cq.shared.clone(), init.recv_cq.shared.clone());
         let num = self
@@ -89,6 +99,7 @@ impl Device {
                 rq_depth: init.rq_depth,
                 max_send_sge: init.max_send_sge,
                 max_recv_sge: init.max_recv_sge,
+                max_inline_data: init.max_inline_data,
             },
             pd: pd.clone(),
             device: self.shared.clone(),

@@ -42,6 +42,8 @@ pub struct QpCap {
     pub max_send_sge: usize,
     /// Scatter/gather entries per receive work request.
     pub max_recv_sge: usize,
+    /// Bytes of inline data per send work request.
+    pub max_inline_data: usize,
 }
 
 /// A queue pair's state and capabilities (`struct ibv_qp_attr`).

@@ -4,7 +4,10 @@ use std::net::SocketAddr;
 
 use ddp::wire::SegmentRepr;
 use mpa::wire::{FrameKind, IrdOrd};
-use rdmap::wire::{ReadRequestRepr, TermControl, TermLayout};
+use rdmap::wire::{
+    AtomicRequestRepr, AtomicResponseRepr, ImmediateDataRepr, ReadRequestRepr, TermControl,
+    TermLayout,
+};
 use rdmap::Opcode;
 
 use capture::pcap::Timestamp;
@@ -74,6 +77,14 @@ pub struct Terminate {
     pub read_request: Option<ReadRequestRepr>,
 }
 
+/// The header an RFC 7306 message carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rfc7306 {
+    Immediate(ImmediateDataRepr),
+    AtomicRequest(AtomicRequestRepr),
+    AtomicResponse(AtomicResponseRepr),
+}
+
 /// One FPDU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fpdu {
@@ -91,6 +102,8 @@ pub struct Fpdu {
     pub payload_len: usize,
     pub read_request: Option<ReadRequestRepr>,
     pub terminate: Option<Terminate>,
+    /// The header of an RFC 7306 message (boxed: most FPDUs have none).
+    pub rfc7306: Option<Box<Rfc7306>>,
     /// Why the ULPDU is not a well-formed DDP/RDMAP segment.
     pub error: Option<String>,
 }

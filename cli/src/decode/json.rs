@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use ddp::wire::SegmentRepr;
 
-use super::event::{CrcStatus, Event, Fpdu, NoteKind, Severity, Terminate, Where};
+use super::event::{CrcStatus, Event, Fpdu, NoteKind, Rfc7306, Severity, Terminate, Where};
 use super::names;
 use super::summary::{ConnectionKind, ConnectionSummary, DirectionSummary, Summary};
 use capture::pcap::Timestamp;
@@ -198,6 +198,33 @@ fn fpdu_json(f: &Fpdu, base: Timestamp) -> String {
     }
     if let Some(t) = &f.terminate {
         o = o.raw("terminate", &terminate_json(t));
+    }
+    match f.rfc7306.as_deref() {
+        Some(Rfc7306::Immediate(i)) => {
+            o = o.num("imm_data", i.imm()).num("imm_data64", i.data);
+        }
+        Some(Rfc7306::AtomicRequest(r)) => {
+            let a = Obj::new()
+                .str("op", &r.op.to_string())
+                .num("aopcode", r.op.bits())
+                .num("request_id", r.request_id)
+                .num("stag", r.stag.0)
+                .num("to", r.to)
+                .num("add_swap_data", r.add_swap_data)
+                .num("add_swap_mask", r.add_swap_mask)
+                .num("compare_data", r.compare_data)
+                .num("compare_mask", r.compare_mask)
+                .finish();
+            o = o.raw("atomic_request", &a);
+        }
+        Some(Rfc7306::AtomicResponse(r)) => {
+            let a = Obj::new()
+                .num("request_id", r.request_id)
+                .num("original", r.original)
+                .finish();
+            o = o.raw("atomic_response", &a);
+        }
+        None => {}
     }
     if let Some(e) = &f.error {
         o = o.str("error", e);

@@ -820,3 +820,99 @@ fn linux_cooked_captures() {
     assert!(summary.is_clean(), "{:?}", summary.problems());
     assert_eq!(fpdus_of(&events).len(), 7);
 }
+
+/// One RFC 7306 message as the rdmap crate emits it.
+fn rfc7306_ulpdu(qn: u32, opcode: Opcode, body: rdmap::wire::Body<'_>) -> Vec<u8> {
+    let m = rdmap::wire::MessageRepr {
+        ddp: ddp::wire::SegmentRepr::Untagged(ddp::wire::UntaggedRepr::new(
+            true,
+            rdmap::wire::Control::new(opcode).0,
+            0,
+            qn,
+            1,
+            0,
+        )),
+        body,
+    };
+    let mut out = vec![0; m.buffer_len()];
+    m.emit(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn rfc7306_messages_are_named_with_their_fields() {
+    use rdmap::wire::{AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Body, ImmediateDataRepr};
+    let atomic = AtomicRequestRepr {
+        op: AtomicOp::CmpSwap,
+        reserved: 0,
+        request_id: 5,
+        stag: ddp::memory::STag(0x2200),
+        to: 0x7000,
+        add_swap_data: 9,
+        add_swap_mask: u64::MAX,
+        compare_data: 3,
+        compare_mask: u64::MAX,
+    };
+    let c_ulpdus = vec![
+        rfc7306_ulpdu(
+            0,
+            Opcode::ImmediateDataSolicited,
+            Body::Immediate(ImmediateDataRepr::from_imm(0xabcd_0123)),
+        ),
+        rfc7306_ulpdu(1, Opcode::AtomicRequest, Body::AtomicRequest(atomic)),
+    ];
+    let s_ulpdus = vec![rfc7306_ulpdu(
+        3,
+        Opcode::AtomicResponse,
+        Body::AtomicResponse(AtomicResponseRepr {
+            request_id: 5,
+            original: 3,
+        }),
+    )];
+    let mut c = request(true);
+    c.extend(fpdus(true, false, &c_ulpdus));
+    let mut s = reply(true);
+    s.extend(fpdus(true, false, &s_ulpdus));
+    let mut conv = Conv::new("10.0.0.3:40000", "10.0.0.2:7174");
+    conv.handshake().data(C2S, &c).data(S2C, &s);
+    let (events, summary) = run(&conv.pcap());
+    assert!(summary.is_clean(), "{:?}", summary.problems());
+    assert_eq!(
+        opcodes(&events, C2S),
+        [Opcode::ImmediateDataSolicited, Opcode::AtomicRequest]
+    );
+    let f = fpdus_of(&events);
+    let base = conv.frames[0].0;
+    let lines: Vec<_> = f
+        .iter()
+        .map(|f| text::event(&Event::Fpdu((*f).clone()), base))
+        .collect();
+    assert!(
+        lines[0].contains("imm_data_se untagged L qn 0 msn 1 mo 0")
+            && lines[0].ends_with("imm 0xabcd0123 (64-bit 0xabcd012300000000)"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with(
+            "CmpSwap id 5 target 0x00002200:0x7000 add/swap 0x9 mask 0xffffffffffffffff \
+             compare 0x3 mask 0xffffffffffffffff"
+        ),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].contains("atomic_resp untagged L qn 3") && lines[2].ends_with("id 5 original 0x3"),
+        "{}",
+        lines[2]
+    );
+    let json = json::event(&Event::Fpdu(f[1].clone()), base);
+    assert!(
+        json.contains(
+            r#""atomic_request":{"op":"CmpSwap","aopcode":2,"request_id":5,"stag":8704,"to":28672"#
+        ),
+        "{json}"
+    );
+    let json = json::event(&Event::Fpdu(f[0].clone()), base);
+    assert!(json.contains(r#""imm_data":2882339107"#), "{json}");
+}

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 
 use ddp::wire::SegmentRepr;
 
-use super::event::{CrcStatus, Event, Fpdu, MpaFrame, NoteKind, Severity, Terminate, Where};
+use super::event::{
+    CrcStatus, Event, Fpdu, MpaFrame, NoteKind, Rfc7306, Severity, Terminate, Where,
+};
 use super::names;
 use super::summary::{ConnectionKind, ConnectionSummary, DirectionSummary, Summary};
 use capture::pcap::Timestamp;
@@ -119,6 +121,29 @@ fn fpdu(f: &Fpdu) -> String {
     }
     if let Some(t) = &f.terminate {
         let _ = write!(s, " TERMINATE {}", terminate(t));
+    }
+    match f.rfc7306.as_deref() {
+        Some(Rfc7306::Immediate(i)) => {
+            let _ = write!(s, " imm {:#010x} (64-bit {:#018x})", i.imm(), i.data);
+        }
+        Some(Rfc7306::AtomicRequest(r)) => {
+            let _ = write!(
+            s,
+            " {} id {} target {:#010x}:{:#x} add/swap {:#x} mask {:#x} compare {:#x} mask {:#x}",
+            r.op,
+            r.request_id,
+            r.stag.0,
+            r.to,
+            r.add_swap_data,
+            r.add_swap_mask,
+            r.compare_data,
+            r.compare_mask
+        );
+        }
+        Some(Rfc7306::AtomicResponse(r)) => {
+            let _ = write!(s, " id {} original {:#x}", r.request_id, r.original);
+        }
+        None => {}
     }
     if let Some(e) = &f.error {
         let _ = write!(s, " MALFORMED: {e}");

@@ -3,7 +3,7 @@
 use ddp::wire::parse_segment;
 use rdmap::wire::{Body, MessageRepr, ReadRequest, ReadRequestRepr, TerminateRepr};
 
-use super::event::{CrcStatus, Fpdu, Terminate, Where};
+use super::event::{CrcStatus, Fpdu, Rfc7306, Terminate, Where};
 
 /// Builds the report of one FPDU from its ULPDU. A ULPDU that is not a
 /// valid RDMAP message still shows what its DDP header says.
@@ -18,9 +18,12 @@ pub fn describe(at: Where, ulpdu: &[u8], wire_len: usize, crc: CrcStatus) -> Fpd
         payload_len: 0,
         read_request: None,
         terminate: None,
+        rfc7306: None,
         error: None,
     };
-    match MessageRepr::parse(ulpdu) {
+    // A dissector reads every opcode it knows, RFC 7306's included: only
+    // the two ends know whether they agreed to them.
+    match MessageRepr::parse_rfc7306(ulpdu) {
         Ok(msg) => {
             fpdu.ddp = Some(msg.ddp);
             fpdu.opcode = Some(msg.opcode());
@@ -29,6 +32,11 @@ pub fn describe(at: Where, ulpdu: &[u8], wire_len: usize, crc: CrcStatus) -> Fpd
                 Body::Data(_) => {}
                 Body::ReadRequest(r) => fpdu.read_request = Some(r),
                 Body::Terminate(t) => fpdu.terminate = Some(terminate(&t)),
+                Body::Immediate(i) => fpdu.rfc7306 = Some(Box::new(Rfc7306::Immediate(i))),
+                Body::AtomicRequest(r) => fpdu.rfc7306 = Some(Box::new(Rfc7306::AtomicRequest(r))),
+                Body::AtomicResponse(r) => {
+                    fpdu.rfc7306 = Some(Box::new(Rfc7306::AtomicResponse(r)))
+                }
             }
         }
         Err(e) => {

@@ -30,6 +30,8 @@ pub struct ConnectionConfig {
     pub max_send_sge: usize,
     /// SGEs per receive work request.
     pub max_recv_sge: usize,
+    /// Bytes of inline data a send work request may carry.
+    pub max_inline_data: usize,
     /// Responder: when to give up on the initiator's first FPDU (its RTR
     /// in peer-to-peer mode). Past it the connection goes to
     /// [`State::Error`](super::State::Error), flushing every work request,
@@ -41,7 +43,17 @@ pub struct ConnectionConfig {
     /// and perftest's ib_write_lat relies on that (its server writes
     /// first and its client sends nothing before). Off by default.
     pub responder_sends_first: bool,
+    /// Both sides agreed to RFC 7306 (immediate data, atomics). MPA has no
+    /// field to negotiate it and siw and iw_cxgb4 do not offer it, so it is
+    /// the application's setting, made the same on both sides. Off: the
+    /// RFC 7306 opcodes are refused at posting and answered with a
+    /// TERMINATE (unexpected opcode) on receipt, as RFC 5040 peers do.
+    pub rfc7306: bool,
 }
+
+/// Inline bytes per send work request unless configured: a small message
+/// (a header, a doorbell, a credit) copied in at posting.
+pub const DEFAULT_MAX_INLINE: usize = 256;
 
 /// The smallest FPDU a connection builds: room for a TERMINATE carrying
 /// an untagged DDP header and a Read Request.
@@ -61,8 +73,10 @@ impl ConnectionConfig {
             rq_depth: 128,
             max_send_sge: 6,
             max_recv_sge: 6,
+            max_inline_data: DEFAULT_MAX_INLINE,
             first_fpdu_deadline: None,
             responder_sends_first: false,
+            rfc7306: false,
         }
     }
 }

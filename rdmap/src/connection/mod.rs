@@ -13,24 +13,22 @@
 //! MSN order. Every error caused by the peer queues a TERMINATE, moves the
 //! connection to [`State::Error`] and flushes all work requests.
 
+mod atomics;
 mod config;
 mod event;
 mod framing;
 mod inner;
-mod rx;
 mod send_queue;
 mod terminate;
-mod tx;
 
 #[cfg(test)]
 mod tests;
 
-use core::ops::ControlFlow;
 use std::time::Instant;
 
 use ddp::memory::{Memory, PdId};
 
-pub use config::{ConnectionConfig, Negotiated, Role, MAX_RX_ULPDU, MIN_FPDU};
+pub use config::{ConnectionConfig, Negotiated, Role, DEFAULT_MAX_INLINE, MAX_RX_ULPDU, MIN_FPDU};
 pub use event::{Event, PeerTerminate, State};
 pub use terminate::startup_terminate;
 
@@ -92,18 +90,24 @@ impl Connection {
         self.inner.poll_transmit(mem, out)
     }
 
+    /// After `poll_transmit`: an STag a local Invalidate STag work request
+    /// asks the driver to invalidate now (in its registration table; the
+    /// connection has checked it is a valid region of its protection
+    /// domain). The request completes as this returns it. Until the driver
+    /// takes it, `poll_transmit` sends nothing more of the send queue.
+    pub fn take_local_invalidate(&mut self) -> Option<ddp::memory::STag> {
+        self.inner.take_local_invalidate()
+    }
+
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.inner.events.pop_front()
+        self.inner.poll_event()
     }
 
     /// The one timer RDMAP keeps (TCP retransmits, MPA start-up has its
     /// own): a responder's wait for the initiator's first FPDU, while it
     /// lasts.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match self.inner.state {
-            State::AwaitingFirstFpdu => self.inner.first_fpdu_deadline,
-            _ => None,
-        }
+        self.inner.first_fpdu_deadline()
     }
 
     /// Gives up on the first FPDU if its deadline passed (see
@@ -138,40 +142,25 @@ impl Connection {
     }
 
     pub fn state(&self) -> State {
-        self.inner.state
+        self.inner.state()
     }
 
     pub fn pd(&self) -> PdId {
-        self.inner.pd
+        self.inner.pd()
     }
 
     /// Largest ULPDU (DDP header and payload) this side puts in one FPDU.
     pub fn max_ulpdu(&self) -> usize {
-        self.inner.mulpdu
+        self.inner.max_ulpdu()
     }
 
     /// READs the peer may have outstanding towards us.
     pub fn ird(&self) -> usize {
-        self.inner.irq.ird()
+        self.inner.ird()
     }
 
     /// READs we may have outstanding towards the peer.
     pub fn ord(&self) -> usize {
-        self.inner.orq.ord()
-    }
-}
-
-impl Inner {
-    fn accepts_input(&self) -> bool {
-        matches!(self.state, State::AwaitingFirstFpdu | State::Established)
-    }
-
-    /// Whether to keep feeding after a ULPDU.
-    fn flow(&self) -> ControlFlow<()> {
-        if self.accepts_input() {
-            ControlFlow::Continue(())
-        } else {
-            ControlFlow::Break(())
-        }
+        self.inner.ord()
     }
 }

@@ -11,14 +11,17 @@
 use std::collections::VecDeque;
 
 use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
-use crate::work_request::{PostError, SendOp, SendWr};
+use crate::work_request::{PostError, SendWr};
 
 /// Progress of one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Progress {
     /// Not (fully) transmitted: `sent` payload bytes are out.
     Transmitting { sent: u32 },
-    /// A Read whose request is out: waiting for the response.
+    /// An RDMA Write or Send with Immediate Data whose data is out: the
+    /// Immediate Data message goes next.
+    Immediate,
+    /// A Read or atomic whose request is out: waiting for the response.
     AwaitingResponse,
     /// Finished with this status; reported once everything before it is.
     Done(WcStatus),
@@ -38,11 +41,7 @@ pub(crate) struct Entry {
 
 impl Entry {
     pub fn opcode(&self) -> WcOpcode {
-        match self.wr.op {
-            SendOp::Send { .. } => WcOpcode::Send,
-            SendOp::Write { .. } => WcOpcode::RdmaWrite,
-            SendOp::Read { .. } => WcOpcode::RdmaRead,
-        }
+        self.wr.op.wc_opcode()
     }
 
     /// Some of the message is on the wire.
@@ -58,6 +57,7 @@ impl Entry {
             byte_len: if status.is_success() { self.len } else { 0 },
             invalidated: None,
             solicited: false,
+            imm_data: None,
         }
     }
 }
@@ -178,6 +178,7 @@ impl SendQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::work_request::SendOp;
     use ddp::memory::STag;
 
     fn wr(id: u64, op: SendOp, signaled: bool) -> SendWr {
@@ -186,6 +187,8 @@ mod tests {
             op,
             sgl: Vec::new(),
             signaled,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 

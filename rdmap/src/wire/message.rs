@@ -1,10 +1,14 @@
 //! One DDP segment read as RDMAP: the DDP header (whose ULP fields carry the
 //! RDMAP control byte and, for Send with Invalidate, the STag), then the
-//! Read Request or Terminate header, or data.
+//! Read Request, Terminate, Immediate Data or Atomic header, or data.
 
 use ddp::wire::{parse_segment, SegmentRepr};
 use ddp::DdpError;
 
+use super::atomic::{
+    AtomicRequest, AtomicRequestRepr, AtomicResponse, AtomicResponseRepr, REQUEST_LEN, RESPONSE_LEN,
+};
+use super::immediate::{ImmediateData, ImmediateDataRepr, HEADER_LEN as IMMEDIATE_LEN};
 use super::read_request::{ReadRequest, ReadRequestRepr, HEADER_LEN as READ_REQUEST_LEN};
 use super::terminate::TerminateRepr;
 use super::{Control, EmitError, WireError};
@@ -17,6 +21,12 @@ pub enum Body<'a> {
     Data(&'a [u8]),
     ReadRequest(ReadRequestRepr),
     Terminate(TerminateRepr<'a>),
+    /// RFC 7306 Immediate Data (with Solicited Event).
+    Immediate(ImmediateDataRepr),
+    /// RFC 7306 Atomic Operation Request.
+    AtomicRequest(AtomicRequestRepr),
+    /// RFC 7306 Atomic Operation Response.
+    AtomicResponse(AtomicResponseRepr),
 }
 
 /// One RDMAP message segment.
@@ -45,17 +55,30 @@ impl<'a> MessageRepr<'a> {
         self.control().opcode()
     }
 
-    /// Parses a ULPDU. Checks, in order: the DDP header, the RDMAP version,
-    /// that the opcode is one of RFC 5040's and matches the buffer model and
-    /// queue number, and the shape of Read Request and Terminate headers.
+    /// Parses a ULPDU of a connection speaking RFC 5040 only. Checks, in
+    /// order: the DDP header, the RDMAP version, that the opcode is one of
+    /// RFC 5040's and matches the buffer model and queue number, and the
+    /// shape of Read Request and Terminate headers.
     pub fn parse(ulpdu: &'a [u8]) -> Result<Self, ParseError> {
+        Self::parse_as(ulpdu, false)
+    }
+
+    /// Parses a ULPDU of a connection that agreed to RFC 7306: its opcodes
+    /// are accepted too, each a single segment on its queue with its
+    /// header's exact length.
+    pub fn parse_rfc7306(ulpdu: &'a [u8]) -> Result<Self, ParseError> {
+        Self::parse_as(ulpdu, true)
+    }
+
+    fn parse_as(ulpdu: &'a [u8], rfc7306: bool) -> Result<Self, ParseError> {
         let (ddp, payload) = parse_segment(ulpdu)?;
         let control = Control(ddp.rsvd_ulp());
         if !control.version_ok() {
             return Err(WireError::Version(control.version()).into());
         }
         let opcode = control.opcode();
-        if !opcode.is_supported() || opcode.is_tagged() != ddp.is_tagged() {
+        let known = opcode.is_supported() || (rfc7306 && opcode.is_rfc7306());
+        if !known || opcode.is_tagged() != ddp.is_tagged() {
             return Err(WireError::UnexpectedOpcode(opcode).into());
         }
         if let SegmentRepr::Untagged(u) = ddp {
@@ -63,22 +86,34 @@ impl<'a> MessageRepr<'a> {
                 return Err(WireError::WrongQueue { opcode, qn: u.qn }.into());
             }
         }
+        if opcode.is_single_segment() && !ddp.last() {
+            return Err(WireError::NotSingleSegment(opcode).into());
+        }
+        let exactly = |expected: usize| {
+            if payload.len() == expected {
+                Ok(payload)
+            } else {
+                Err(WireError::BadLength {
+                    opcode,
+                    len: payload.len(),
+                    expected,
+                })
+            }
+        };
         let body = match opcode {
-            Opcode::ReadRequest | Opcode::Terminate if !ddp.last() => {
-                return Err(WireError::NotSingleSegment(opcode).into())
-            }
-            Opcode::ReadRequest => {
-                if payload.len() != READ_REQUEST_LEN {
-                    return Err(WireError::BadLength {
-                        opcode,
-                        len: payload.len(),
-                        expected: READ_REQUEST_LEN,
-                    }
-                    .into());
-                }
-                Body::ReadRequest(ReadRequestRepr::parse(&ReadRequest::new_checked(payload)?)?)
-            }
+            Opcode::ReadRequest => Body::ReadRequest(ReadRequestRepr::parse(
+                &ReadRequest::new_checked(exactly(READ_REQUEST_LEN)?)?,
+            )?),
             Opcode::Terminate => Body::Terminate(TerminateRepr::parse(payload)?),
+            Opcode::ImmediateData | Opcode::ImmediateDataSolicited => Body::Immediate(
+                ImmediateDataRepr::parse(&ImmediateData::new_checked(exactly(IMMEDIATE_LEN)?)?)?,
+            ),
+            Opcode::AtomicRequest => Body::AtomicRequest(AtomicRequestRepr::parse(
+                &AtomicRequest::new_checked(exactly(REQUEST_LEN)?)?,
+            )?),
+            Opcode::AtomicResponse => Body::AtomicResponse(AtomicResponseRepr::parse(
+                &AtomicResponse::new_checked(exactly(RESPONSE_LEN)?)?,
+            )?),
             _ => Body::Data(payload),
         };
         Ok(MessageRepr { ddp, body })
@@ -91,6 +126,9 @@ impl<'a> MessageRepr<'a> {
                 Body::Data(d) => d.len(),
                 Body::ReadRequest(r) => r.buffer_len(),
                 Body::Terminate(t) => t.buffer_len(),
+                Body::Immediate(i) => i.buffer_len(),
+                Body::AtomicRequest(r) => r.buffer_len(),
+                Body::AtomicResponse(r) => r.buffer_len(),
             }
     }
 
@@ -108,6 +146,15 @@ impl<'a> MessageRepr<'a> {
             Body::ReadRequest(r) => r.emit(&mut ReadRequest::new_unchecked(rest))?,
             Body::Terminate(t) => {
                 t.emit(rest)?;
+            }
+            Body::Immediate(i) => {
+                i.emit(rest)?;
+            }
+            Body::AtomicRequest(r) => {
+                r.emit(rest)?;
+            }
+            Body::AtomicResponse(r) => {
+                r.emit(rest)?;
             }
         }
         Ok(len)
@@ -341,7 +388,129 @@ mod tests {
         }
     }
 
+    fn immediate(solicited: bool, msn: u32) -> Vec<u8> {
+        let op = if solicited {
+            Opcode::ImmediateDataSolicited
+        } else {
+            Opcode::ImmediateData
+        };
+        let m = MessageRepr {
+            ddp: SegmentRepr::Untagged(UntaggedRepr::new(true, Control::new(op).0, 0, 0, msn, 0)),
+            body: Body::Immediate(ImmediateDataRepr::from_imm(0xfeed_beef)),
+        };
+        let mut out = vec![0; m.buffer_len()];
+        m.emit(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn rfc7306_opcodes_parse_only_when_agreed() {
+        let b = immediate(true, 4);
+        assert_eq!(
+            hex("4149 00000000 00000000 00000004 00000000 feedbeef 00000000"),
+            b
+        );
+        assert_eq!(
+            MessageRepr::parse(&b),
+            Err(ParseError::Rdmap(WireError::UnexpectedOpcode(
+                Opcode::ImmediateDataSolicited
+            )))
+        );
+        let m = MessageRepr::parse_rfc7306(&b).unwrap();
+        assert_eq!(
+            m.body,
+            Body::Immediate(ImmediateDataRepr::from_imm(0xfeed_beef))
+        );
+        // Reserved code points stay unexpected either way.
+        let mut r = b.clone();
+        r[1] = 0x4c;
+        assert_eq!(
+            MessageRepr::parse_rfc7306(&r),
+            Err(ParseError::Rdmap(WireError::UnexpectedOpcode(
+                Opcode::Unknown(0xc)
+            )))
+        );
+    }
+
+    #[test]
+    fn rfc7306_shapes_are_checked() {
+        let b = immediate(false, 1);
+        let mut long = b.clone();
+        long.push(0);
+        assert!(matches!(
+            MessageRepr::parse_rfc7306(&long),
+            Err(ParseError::Rdmap(WireError::BadLength {
+                len: 9,
+                expected: 8,
+                ..
+            }))
+        ));
+        let mut middle = b.clone();
+        middle[0] = 0x01; // L clear
+        assert_eq!(
+            MessageRepr::parse_rfc7306(&middle),
+            Err(ParseError::Rdmap(WireError::NotSingleSegment(
+                Opcode::ImmediateData
+            )))
+        );
+        let mut queue = b.clone();
+        queue[9] = 3;
+        assert_eq!(
+            MessageRepr::parse_rfc7306(&queue),
+            Err(ParseError::Rdmap(WireError::WrongQueue {
+                opcode: Opcode::ImmediateData,
+                qn: 3
+            }))
+        );
+        // An Atomic Response is 12 bytes on queue 3.
+        let resp = hex("414b 00000000 00000003 00000001 00000000 00000007 0000000000000009");
+        let m = MessageRepr::parse_rfc7306(&resp).unwrap();
+        assert_eq!(
+            m.body,
+            Body::AtomicResponse(AtomicResponseRepr {
+                request_id: 7,
+                original: 9
+            })
+        );
+        for n in 0..resp.len() {
+            assert!(
+                MessageRepr::parse_rfc7306(&resp[..n]).is_err(),
+                "prefix {n}"
+            );
+        }
+    }
+
     proptest! {
+        #[test]
+        fn parsed_rfc7306_messages_re_emit_exactly(bytes in proptest::collection::vec(any::<u8>(), 0..90)) {
+            if let Ok(m) = MessageRepr::parse_rfc7306(&bytes) {
+                let mut out = vec![0xa5; m.buffer_len()];
+                prop_assert_eq!(m.emit(&mut out), Ok(bytes.len()));
+                prop_assert_eq!(out, bytes);
+            }
+        }
+
+        #[test]
+        fn well_formed_atomic_requests_round_trip(
+            msn in any::<u32>(), op in 0u8..16, id in any::<u32>(), stag in any::<u32>(),
+            to in any::<u64>(), a in any::<u64>(), b in any::<u64>(), c in any::<u64>(), d in any::<u64>(),
+        ) {
+            use crate::wire::AtomicOp;
+            let r = AtomicRequestRepr { op: AtomicOp::from_bits(op), reserved: 0, request_id: id, stag: STag(stag), to,
+                add_swap_data: a, add_swap_mask: b, compare_data: c, compare_mask: d };
+            let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
+                true, Control::new(Opcode::AtomicRequest).0, 0, 1, msn, 0));
+            let m = MessageRepr { ddp, body: Body::AtomicRequest(r) };
+            let mut out = vec![0xa5; m.buffer_len()];
+            m.emit(&mut out).unwrap();
+            prop_assert_eq!(out.len(), 18 + 52);
+            prop_assert_eq!(MessageRepr::parse_rfc7306(&out).unwrap(), m);
+            prop_assert!(MessageRepr::parse(&out).is_err());
+            let mut short = vec![0xa5; m.buffer_len() - 1];
+            prop_assert!(m.emit(&mut short).is_err());
+            prop_assert!(short.iter().all(|&x| x == 0xa5));
+        }
+
         #[test]
         fn parsed_messages_re_emit_exactly(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
             if let Ok(m) = MessageRepr::parse(&bytes) {

@@ -8,13 +8,17 @@
 //! nothing here indexes unchecked, and field offsets live in each header's
 //! private `field` module.
 
+pub mod atomic;
 pub mod control;
+pub mod immediate;
 pub mod message;
 pub mod read_request;
 pub mod terminate;
 
+pub use atomic::{AtomicOp, AtomicRequest, AtomicRequestRepr, AtomicResponse, AtomicResponseRepr};
 pub use control::{Control, RDMAP_VERSION};
 pub use ddp::wire::EmitError;
+pub use immediate::{ImmediateData, ImmediateDataRepr};
 pub use message::{Body, MessageRepr, ParseError};
 pub use read_request::{ReadRequest, ReadRequestRepr};
 pub use terminate::{Attached, TermControl, TermLayout, TerminateRepr};

@@ -9,7 +9,10 @@ use ddp::wire::{SegmentRepr, TaggedRepr, UntaggedRepr};
 use ddp::STag;
 use mpa::{CrcPolicy, Framer, Rtr, RtrSet, Startup, StreamOffset};
 use rdmap::wire::TerminateRepr;
-use rdmap::wire::{Attached, Body, MessageRepr, ReadRequestRepr, TermControl, TermLayout};
+use rdmap::wire::{
+    AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Attached, Body, ImmediateDataRepr,
+    MessageRepr, ReadRequestRepr, TermControl, TermLayout,
+};
 use rdmap::Opcode;
 
 use super::encode::{
@@ -508,7 +511,141 @@ fn connection_seeds(out: &mut Vec<Seed>) {
     }
 }
 
-/// Every synthetic seed, for all seven targets.
+fn atomic_request(msn: u32, op: AtomicOp, stag: u32, to: u64) -> Vec<u8> {
+    let r = AtomicRequestRepr {
+        op,
+        reserved: 0,
+        request_id: msn,
+        stag: STag(stag),
+        to,
+        add_swap_data: 0x0101_0101_0101_0101,
+        add_swap_mask: if op == AtomicOp::FetchAdd {
+            1 << 31
+        } else {
+            u64::MAX
+        },
+        compare_data: 0,
+        compare_mask: u64::MAX,
+    };
+    untagged(
+        Opcode::AtomicRequest,
+        1,
+        msn,
+        0,
+        true,
+        Body::AtomicRequest(r),
+    )
+}
+
+/// One of every RFC 7306 message shape.
+fn rfc7306_ulpdus() -> Vec<(&'static str, Vec<u8>)> {
+    let imm = |op, msn| {
+        untagged(
+            op,
+            0,
+            msn,
+            0,
+            true,
+            Body::Immediate(ImmediateDataRepr::from_imm(0xfeed)),
+        )
+    };
+    let response = AtomicResponseRepr {
+        request_id: 0,
+        original: 42,
+    };
+    vec![
+        ("imm", imm(Opcode::ImmediateData, 1)),
+        ("imm-se", imm(Opcode::ImmediateDataSolicited, 1)),
+        (
+            "fetch-add",
+            atomic_request(1, AtomicOp::FetchAdd, 0x700, 0x7000),
+        ),
+        ("swap", atomic_request(1, AtomicOp::Swap, 0x700, 0x7008)),
+        (
+            "cmp-swap",
+            atomic_request(1, AtomicOp::CmpSwap, 0x700, 0x7010),
+        ),
+        (
+            "aopcode-unknown",
+            atomic_request(1, AtomicOp::Unknown(9), 0x700, 0x7000),
+        ),
+        (
+            "atomic-misaligned",
+            atomic_request(1, AtomicOp::FetchAdd, 0x700, 0x7004),
+        ),
+        (
+            "atomic-no-right",
+            atomic_request(1, AtomicOp::FetchAdd, 0x100, 0x1000),
+        ),
+        (
+            "atomic-response",
+            untagged(
+                Opcode::AtomicResponse,
+                3,
+                1,
+                0,
+                true,
+                Body::AtomicResponse(response),
+            ),
+        ),
+    ]
+}
+
+/// RFC 7306 seeds: every ULPDU shape (the header checks), and streams to
+/// the agreed Responder (the connection checks).
+fn rfc7306_seeds(out: &mut Vec<Seed>) {
+    let extended = rfc7306_ulpdus();
+    for (name, u) in ulpdus().into_iter().chain(extended.iter().cloned()) {
+        out.push(Seed::new(
+            Target::RdmapRfc7306,
+            format!("synthetic-{name}"),
+            u,
+        ));
+    }
+    let work = vec![
+        atomic_request(1, AtomicOp::FetchAdd, 0x700, 0x7000),
+        untagged(
+            Opcode::ImmediateData,
+            0,
+            1,
+            0,
+            true,
+            Body::Immediate(ImmediateDataRepr::from_imm(1)),
+        ),
+        atomic_request(2, AtomicOp::CmpSwap, 0x700, 0x7000),
+        read_request(3, 0x300, 0x3000, 16),
+    ];
+    for crc in [false, true] {
+        let input = ConnectionInput {
+            crc,
+            markers: false,
+            rtr: None,
+            ird: 3,
+            chunk_seed: 5,
+            stream: fpdus(crc, &work),
+        };
+        out.push(Seed::new(
+            Target::RdmapRfc7306,
+            format!("synthetic-stream-crc{}", u8::from(crc)),
+            input.encode(),
+        ));
+        for (name, u) in &extended {
+            let mut msgs = work[..2].to_vec();
+            msgs.push(u.clone());
+            let input = ConnectionInput {
+                stream: fpdus(crc, &msgs),
+                ..input.clone()
+            };
+            out.push(Seed::new(
+                Target::RdmapRfc7306,
+                format!("synthetic-stream-{name}-crc{}", u8::from(crc)),
+                input.encode(),
+            ));
+        }
+    }
+}
+
+/// Every synthetic seed, for all eight targets.
 pub fn synthetic_seeds() -> Vec<Seed> {
     let mut out = super::engine::engine_seeds();
     startup_seeds(&mut out);
@@ -516,5 +653,6 @@ pub fn synthetic_seeds() -> Vec<Seed> {
     header_seeds(&mut out);
     placement_seeds(&mut out);
     connection_seeds(&mut out);
+    rfc7306_seeds(&mut out);
     out
 }

@@ -1,4 +1,4 @@
-//! The seven fuzz targets of `fuzz/fuzz_targets/`, callable from tests: each
+//! The eight fuzz targets of `fuzz/fuzz_targets/`, callable from tests: each
 //! runs exactly the function its cargo-fuzz one-liner calls.
 
 use std::fmt;
@@ -12,17 +12,19 @@ pub enum Target {
     DdpPlacement,
     RdmapHeaders,
     RdmapConnection,
+    RdmapRfc7306,
     VerbsEngine,
 }
 
 impl Target {
-    pub const ALL: [Target; 7] = [
+    pub const ALL: [Target; 8] = [
         Target::MpaStartup,
         Target::MpaDeframer,
         Target::DdpHeaders,
         Target::DdpPlacement,
         Target::RdmapHeaders,
         Target::RdmapConnection,
+        Target::RdmapRfc7306,
         Target::VerbsEngine,
     ];
 
@@ -35,6 +37,7 @@ impl Target {
             Target::DdpPlacement => "ddp_placement",
             Target::RdmapHeaders => "rdmap_headers",
             Target::RdmapConnection => "rdmap_connection",
+            Target::RdmapRfc7306 => "rdmap_rfc7306",
             Target::VerbsEngine => "verbs_engine",
         }
     }
@@ -52,6 +55,7 @@ impl Target {
             Target::DdpPlacement => "ddp::fuzzing::placement",
             Target::RdmapHeaders => "rdmap::fuzzing::headers",
             Target::RdmapConnection => "rdmap::fuzzing::connection",
+            Target::RdmapRfc7306 => "rdmap::fuzzing::rfc7306",
             Target::VerbsEngine => "verbs::fuzzing::engine",
         }
     }
@@ -66,6 +70,7 @@ impl Target {
             Target::DdpPlacement => ddp::fuzzing::placement(data),
             Target::RdmapHeaders => rdmap::fuzzing::headers(data),
             Target::RdmapConnection => rdmap::fuzzing::connection(data),
+            Target::RdmapRfc7306 => rdmap::fuzzing::rfc7306(data),
             Target::VerbsEngine => verbs::fuzzing::engine(data),
         }
     }

@@ -323,6 +323,7 @@ impl Engine {
         // The SYN leaves now, not at the next turn.
         transport.poll(now);
         slot.set_first_fpdu_delay(params.mpa.first_fpdu_delay);
+        slot.set_rfc7306(params.mpa.rfc7306);
         slot.phase = Phase::Starting {
             stream,
             startup: Box::new(startup),
@@ -547,6 +548,7 @@ impl Engine {
         if let Some(l) = self.listeners.get(&inc.listener) {
             slot.set_first_fpdu_timeout(l.opts.mpa.first_fpdu_timeout);
             slot.set_responder_sends_first(l.opts.mpa.responder_sends_first);
+            slot.set_rfc7306(l.opts.mpa.rfc7306);
         }
         if !matches!(inc.state, IncomingState::Offered(_)) {
             if let Some(t) = self.transport.as_deref_mut() {

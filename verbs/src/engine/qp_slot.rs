@@ -57,6 +57,8 @@ pub(super) struct QpSlot {
     /// start-up.
     first_fpdu_timeout: Option<Duration>,
     responder_sends_first: bool,
+    /// Both sides' applications agreed to RFC 7306.
+    rfc7306: bool,
     /// Nothing is sent before this instant (see `first_fpdu_delay`).
     hold_until: Option<Instant>,
     /// Regions placed into and sent from last, kept between calls so a
@@ -86,6 +88,7 @@ impl QpSlot {
             first_fpdu_delay: Duration::ZERO,
             first_fpdu_timeout: None,
             responder_sends_first: false,
+            rfc7306: false,
             hold_until: None,
             rx_regions: RegionCache::default(),
             tx_regions: RegionCache::default(),
@@ -122,6 +125,10 @@ impl QpSlot {
 
     pub(super) fn set_responder_sends_first(&mut self, on: bool) {
         self.responder_sends_first = on;
+    }
+
+    pub(super) fn set_rfc7306(&mut self, on: bool) {
+        self.rfc7306 = on;
     }
 
     pub(super) fn set_first_fpdu_delay(&mut self, delay: Duration) {
@@ -359,9 +366,11 @@ impl QpSlot {
                 cfg.sq_depth = self.init.sq_depth;
                 cfg.rq_depth = self.init.rq_depth;
                 cfg.max_send_sge = self.init.max_send_sge;
+                cfg.max_inline_data = self.init.max_inline_data;
                 cfg.max_recv_sge = self.init.max_recv_sge;
                 cfg.first_fpdu_deadline = self.first_fpdu_timeout.map(|t| now + t);
                 cfg.responder_sends_first = self.responder_sends_first;
+                cfg.rfc7306 = self.rfc7306;
                 let mut conn = Box::new(Connection::new(cfg));
                 for wr in self.early_recvs.drain(..) {
                     if let Err(e) = conn.post_recv(wr.clone()) {
@@ -504,7 +513,7 @@ impl QpSlot {
             any = true;
             match ev {
                 Event::Completion(wc) => {
-                    let cq = if wc.opcode == WcOpcode::Recv {
+                    let cq = if wc.opcode.is_recv() {
                         &self.recv_cq
                     } else {
                         &self.send_cq
@@ -551,18 +560,23 @@ fn send_fpdus(
         return false;
     }
     let view = registry.view_cached(cache);
-    transport
+    let sent = transport
         .send_with(stream, &mut |buf| conn.poll_transmit(&view, buf))
         .unwrap_or(0)
-        > 0
+        > 0;
+    drop(view);
+    // A local invalidate at the head of the send queue: carried out here,
+    // before anything after it is sent.
+    let mut invalidated = false;
+    while let Some(stag) = conn.take_local_invalidate() {
+        registry.remove(stag);
+        invalidated = true;
+    }
+    sent || invalidated
 }
 
 fn opcode_of(wr: &SendWr) -> WcOpcode {
-    match wr.op {
-        rdmap::work_request::SendOp::Send { .. } => WcOpcode::Send,
-        rdmap::work_request::SendOp::Write { .. } => WcOpcode::RdmaWrite,
-        rdmap::work_request::SendOp::Read { .. } => WcOpcode::RdmaRead,
-    }
+    wr.op.wc_opcode()
 }
 
 fn flushed(wr_id: u64, opcode: WcOpcode, qp_num: u32) -> WorkCompletion {
@@ -574,5 +588,6 @@ fn flushed(wr_id: u64, opcode: WcOpcode, qp_num: u32) -> WorkCompletion {
         qp_num,
         invalidated: None,
         solicited: false,
+        imm_data: None,
     }
 }

@@ -336,6 +336,33 @@ impl Memory for RegistryView<'_> {
         .unwrap_or(Err(err))
     }
 
+    fn update_u64(
+        &mut self,
+        stag: STag,
+        offset: u64,
+        f: &mut dyn FnMut(u64) -> u64,
+    ) -> Result<u64, OutOfRange> {
+        let err = OutOfRange {
+            stag: stag.0,
+            offset,
+            len: 8,
+        };
+        self.with_region(stag, |region| {
+            let range = region.range(offset, 8).ok_or(err)?;
+            // One hold of the region's lock for the read and the write:
+            // atomics from any queue pair, and the program's own writes,
+            // see the update whole.
+            let mut bytes = region.bytes.write().unwrap_or_else(|e| e.into_inner());
+            let word = bytes.get_mut(range).ok_or(err)?;
+            let mut old = [0u8; 8];
+            old.copy_from_slice(word);
+            let old = u64::from_ne_bytes(old);
+            word.copy_from_slice(&f(old).to_ne_bytes());
+            Ok(old)
+        })
+        .unwrap_or(Err(err))
+    }
+
     fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError> {
         let region = self.registry.lookup(stag).ok_or(InvalidateError::Invalid)?;
         if region.info.pd != pd {

@@ -19,6 +19,9 @@ pub struct WorkCompletion {
     pub invalidated: Option<ddp::memory::STag>,
     /// The peer's Send asked for a solicited event (Recv only).
     pub solicited: bool,
+    /// The 32-bit immediate data of an RFC 7306 RDMA Write or Send with
+    /// Immediate Data (`RecvImm` only).
+    pub imm_data: Option<u32>,
 }
 
 impl WorkCompletion {
@@ -31,6 +34,7 @@ impl WorkCompletion {
             qp_num,
             invalidated: wc.invalidated,
             solicited: wc.solicited,
+            imm_data: wc.imm_data,
         }
     }
 
@@ -49,4 +53,5 @@ pub(crate) const PLACEHOLDER: WorkCompletion = WorkCompletion {
     qp_num: 0,
     invalidated: None,
     solicited: false,
+    imm_data: None,
 };

@@ -43,6 +43,13 @@ pub struct MpaOptions {
     /// FPDU (RFC 5044 section 7.1.2 says wait; siw does not, and perftest's
     /// write latency test needs it). Off by default.
     pub responder_sends_first: bool,
+    /// Use RFC 7306 (immediate data, atomics) on this connection. MPA
+    /// carries no field for it and neither siw nor iw_cxgb4 offers it, so
+    /// it is agreed by the applications: set it on both sides (the
+    /// listener's options and the connector's). Off by default, and a
+    /// queue pair without it refuses RFC 7306 work requests at posting
+    /// and answers RFC 7306 messages with a TERMINATE.
+    pub rfc7306: bool,
 }
 
 impl Default for MpaOptions {
@@ -56,6 +63,7 @@ impl Default for MpaOptions {
             first_fpdu_delay: Duration::ZERO,
             first_fpdu_timeout: Duration::from_secs(10),
             responder_sends_first: false,
+            rfc7306: false,
         }
     }
 }
@@ -72,6 +80,14 @@ pub struct ConnectParams {
     pub ord: u16,
     /// The MPA options of this side.
     pub mpa: MpaOptions,
+}
+
+impl ConnectParams {
+    /// With RFC 7306 used (or not); the listener must say the same.
+    pub fn rfc7306(mut self, on: bool) -> Self {
+        self.mpa.rfc7306 = on;
+        self
+    }
 }
 
 impl Default for ConnectParams {
@@ -127,6 +143,13 @@ impl ListenOptions {
     /// With `mpa` as the policy for every request.
     pub fn with_mpa(mut self, mpa: MpaOptions) -> Self {
         self.mpa = mpa;
+        self
+    }
+
+    /// With RFC 7306 used (or not) on every connection it accepts; the
+    /// connectors must say the same.
+    pub fn with_rfc7306(mut self, on: bool) -> Self {
+        self.mpa.rfc7306 = on;
         self
     }
 

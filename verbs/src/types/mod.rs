@@ -20,4 +20,4 @@ pub use connection::{
 pub use error::VerbsError;
 pub(crate) use queue_pair::QpLimits;
 pub use queue_pair::QpState;
-pub use work_request::{wr, RecvWr, STag, SendOp, SendWr, Sge};
+pub use work_request::{wr, AtomicArgs, AtomicOp, RecvWr, STag, SendOp, SendWr, Sge};

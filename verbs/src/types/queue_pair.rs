@@ -24,4 +24,5 @@ pub(crate) struct QpLimits {
     pub(crate) rq_depth: usize,
     pub(crate) max_send_sge: usize,
     pub(crate) max_recv_sge: usize,
+    pub(crate) max_inline_data: usize,
 }

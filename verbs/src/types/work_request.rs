@@ -3,7 +3,7 @@
 
 pub use ddp::memory::STag;
 pub use ddp::untagged::Sge;
-pub use rdmap::work_request::{RecvWr, SendOp, SendWr};
+pub use rdmap::work_request::{AtomicArgs, AtomicOp, RecvWr, SendOp, SendWr};
 
 /// Convenience constructors for work requests.
 pub mod wr {
@@ -19,6 +19,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -32,6 +34,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -45,6 +49,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -58,6 +64,8 @@ pub mod wr {
             },
             sgl,
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 
@@ -71,6 +79,148 @@ pub mod wr {
             },
             sgl: vec![sink],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
+    /// A signaled Send of `data`, copied in now (inline: no registered
+    /// buffer; at most the queue pair's `max_inline_data` bytes).
+    pub fn send_inline(wr_id: u64, data: &[u8]) -> SendWr {
+        SendWr {
+            inline: data.to_vec(),
+            ..send(wr_id, Vec::new())
+        }
+    }
+
+    /// A signaled RDMA Write of `data`, copied in now (inline).
+    pub fn write_inline(wr_id: u64, data: &[u8], remote_stag: STag, remote_to: u64) -> SendWr {
+        SendWr {
+            inline: data.to_vec(),
+            ..write(wr_id, Vec::new(), remote_stag, remote_to)
+        }
+    }
+
+    /// A signaled RDMA Write with Immediate Data (RFC 7306): the Write,
+    /// then `imm` completes one receive at the peer.
+    pub fn write_imm(
+        wr_id: u64,
+        sgl: Vec<Sge>,
+        remote_stag: STag,
+        remote_to: u64,
+        imm: u32,
+    ) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::WriteImm {
+                remote_stag,
+                remote_to,
+                imm,
+            },
+            sgl,
+            signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
+    /// A signaled Send with Immediate Data (RFC 7306): a Send of `sgl`
+    /// (none when empty), then `imm`; each consumes one receive at the
+    /// peer.
+    pub fn send_imm(wr_id: u64, sgl: Vec<Sge>, imm: u32) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::SendImm {
+                solicited: false,
+                imm,
+            },
+            sgl,
+            signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
+    /// As [`send_imm`], the immediate data raising a solicited event.
+    pub fn send_solicited_imm(wr_id: u64, sgl: Vec<Sge>, imm: u32) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::SendImm {
+                solicited: true,
+                imm,
+            },
+            sgl,
+            signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
+    /// A signaled RFC 7306 atomic on the peer's 8 bytes at `remote_to`
+    /// (8-byte aligned, `Access::REMOTE_ATOMIC`); the original value lands
+    /// in `sink` (8 bytes, native byte order).
+    pub fn atomic(
+        wr_id: u64,
+        sink: Sge,
+        remote_stag: STag,
+        remote_to: u64,
+        args: AtomicArgs,
+    ) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::Atomic {
+                remote_stag,
+                remote_to,
+                args,
+            },
+            sgl: vec![sink],
+            signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
+    /// Atomic Fetch and Add of `add`.
+    pub fn fetch_add(wr_id: u64, sink: Sge, remote_stag: STag, remote_to: u64, add: u64) -> SendWr {
+        atomic(
+            wr_id,
+            sink,
+            remote_stag,
+            remote_to,
+            AtomicArgs::fetch_add(add),
+        )
+    }
+
+    /// Atomic Compare and Swap: `swap` replaces the value if it equals
+    /// `compare`.
+    pub fn cmp_swap(
+        wr_id: u64,
+        sink: Sge,
+        remote_stag: STag,
+        remote_to: u64,
+        compare: u64,
+        swap: u64,
+    ) -> SendWr {
+        atomic(
+            wr_id,
+            sink,
+            remote_stag,
+            remote_to,
+            AtomicArgs::cmp_swap(compare, swap),
+        )
+    }
+
+    /// A signaled local Invalidate STag: once the requests posted before it
+    /// are on their way, `stag` (a region of this queue pair's protection
+    /// domain) is invalid for the peer and for later requests.
+    pub fn local_invalidate(wr_id: u64, stag: STag) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::LocalInvalidate { stag },
+            sgl: Vec::new(),
+            signaled: true,
+            fence: false,
+            inline: Vec::new(),
         }
     }
 

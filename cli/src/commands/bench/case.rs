@@ -23,6 +23,8 @@ const TARGET_IN_FLIGHT: usize = 1 << 20;
 /// Messages each direction carries before anything is timed (see
 /// [`warm_up`]).
 const WARM_UP_MESSAGES: usize = 1500;
+/// Receive queue depth of the server's queue pair (`QpInit`'s default).
+const RQ_DEPTH: usize = 128;
 /// No case waits longer than this for a single completion.
 const STALL_LIMIT: Duration = Duration::from_secs(30);
 /// Longest sleep on a completion queue while progress threads work.
@@ -33,6 +35,41 @@ pub enum Op {
     Write,
     Read,
     Send,
+    /// RFC 7306 atomic Fetch and Add of one 8-byte word (size ignored).
+    FetchAdd,
+    /// RFC 7306 atomic Compare and Swap of one 8-byte word (size ignored).
+    CmpSwap,
+    /// RFC 7306 RDMA Write with Immediate Data.
+    WriteImm,
+    /// RFC 7306 Send with Immediate Data (two receives a message).
+    SendImm,
+}
+
+impl Op {
+    /// Atomics move one 8-byte operand whatever the size asked for.
+    pub fn is_atomic(self) -> bool {
+        matches!(self, Op::FetchAdd | Op::CmpSwap)
+    }
+
+    /// The message size a case of `size` really moves.
+    pub fn effective_size(self, size: usize) -> usize {
+        if self.is_atomic() {
+            8
+        } else {
+            size
+        }
+    }
+
+    /// Receives one message consumes at the server: Sends and Immediate
+    /// Data one each, a Send with Immediate Data carrying bytes two.
+    fn receives(self, size: usize) -> u64 {
+        match self {
+            Op::Send | Op::WriteImm => 1,
+            Op::SendImm if size > 0 => 2,
+            Op::SendImm => 1,
+            Op::Write | Op::Read | Op::FetchAdd | Op::CmpSwap => 0,
+        }
+    }
 }
 
 impl fmt::Display for Op {
@@ -41,6 +78,10 @@ impl fmt::Display for Op {
             Op::Write => "write",
             Op::Read => "read",
             Op::Send => "send",
+            Op::FetchAdd => "fetch-add",
+            Op::CmpSwap => "cmp-swap",
+            Op::WriteImm => "write-imm",
+            Op::SendImm => "send-imm",
         })
     }
 }
@@ -80,6 +121,8 @@ impl Endpoints {
         let mut mpa = MpaOptions::default();
         mpa.crc = crc;
         mpa.markers = markers;
+        // Both ends are this stack: RFC 7306 is agreed for its operations.
+        mpa.rfc7306 = true;
         let listener = server
             .listen(addr.port(), ListenOptions::default().with_mpa(mpa.clone()))
             .map_err(|e| format!("listen: {e}"))?;
@@ -237,6 +280,12 @@ impl Case {
             .depth
             .unwrap_or((TARGET_IN_FLIGHT / self.size.max(1)).clamp(2, MAX_DEPTH))
             .clamp(1, MAX_DEPTH);
+        // Every message in flight, and one more, needs its receives posted
+        // within the receive queue (QpInit's default depth).
+        let depth = match self.op.receives(self.op.effective_size(self.size)) {
+            0 => depth,
+            n => depth.min((RQ_DEPTH / n as usize).saturating_sub(1).max(1)),
+        };
         let buffers = self.buffers(ep, depth)?;
         let mut driver = Driver {
             ep,
@@ -261,15 +310,23 @@ impl Case {
     }
 
     fn buffers(&self, ep: &Endpoints, depth: usize) -> Result<Buffers, String> {
-        let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+        let access = Access::LOCAL_WRITE
+            | Access::REMOTE_WRITE
+            | Access::REMOTE_READ
+            | Access::REMOTE_ATOMIC;
+        let size = self.op.effective_size(self.size);
         let local = ep
             .client_pd
-            .register_vec((0..self.size).map(|i| (i % 251) as u8).collect(), access)
+            .register_vec((0..size).map(|i| (i % 251) as u8).collect(), access)
             .map_err(|e| e.to_string())?;
-        let slots = if self.op == Op::Send { depth + 1 } else { 1 };
+        let slots = match self.op.receives(size) {
+            0 => 1,
+            n => (depth + 1) * n as usize,
+        };
+        // Room to align an atomic's 8-byte target.
         let remote = ep
             .server_pd
-            .register(self.size.max(1) * slots, access)
+            .register(size.max(1) * slots + 8, access)
             .map_err(|e| e.to_string())?;
         Ok(Buffers {
             local,
@@ -297,21 +354,38 @@ impl Driver<'_> {
     /// receiver's completions say a receive buffer was used up); for Write
     /// and Read, the client's completion.
     fn finished(&self) -> u64 {
-        match self.case.op {
-            Op::Send => self.server_done,
-            Op::Write | Op::Read => self.client_done,
+        match self.case.op.receives(self.size()) {
+            0 => self.client_done,
+            n => self.server_done / n,
         }
+    }
+
+    fn size(&self) -> usize {
+        self.case.op.effective_size(self.case.size)
+    }
+
+    fn uses_receives(&self) -> bool {
+        self.case.op.receives(self.size()) > 0
     }
 
     fn post(&mut self) -> Result<(), String> {
         let b = self.buffers;
-        let size = self.case.size;
+        let size = self.size();
         let id = self.posted;
         let sge = b.local.sge(0, size).map_err(|e| e.to_string())?;
+        let (rkey, addr) = (b.remote.rkey(), b.remote.addr());
+        let aligned = (addr + 7) & !7;
         let wr = match self.case.op {
-            Op::Write => wr::write(id, vec![sge], b.remote.rkey(), b.remote.addr()),
-            Op::Read => wr::read(id, sge, b.remote.rkey(), b.remote.addr()),
+            Op::Write => wr::write(id, vec![sge], rkey, addr),
+            Op::Read => wr::read(id, sge, rkey, addr),
             Op::Send => wr::send(id, vec![sge]),
+            Op::FetchAdd => wr::fetch_add(id, sge, rkey, aligned, 1),
+            // Flips the word between 0 and 1; atomics run in order, so
+            // every compare matches.
+            Op::CmpSwap => wr::cmp_swap(id, sge, rkey, aligned, id & 1, (id + 1) & 1),
+            Op::WriteImm => wr::write_imm(id, vec![sge], rkey, addr, id as u32),
+            Op::SendImm if size == 0 => wr::send_imm(id, vec![], id as u32),
+            Op::SendImm => wr::send_imm(id, vec![sge], id as u32),
         };
         self.ep
             .client_qp
@@ -323,7 +397,7 @@ impl Driver<'_> {
 
     fn post_receive(&mut self) -> Result<(), String> {
         let b = self.buffers;
-        let size = self.case.size.max(1);
+        let size = self.size().max(1);
         let slot = self.next_slot % b.slots;
         self.next_slot += 1;
         let sge = b.remote.sge(slot * size, size).map_err(|e| e.to_string())?;
@@ -335,7 +409,7 @@ impl Driver<'_> {
 
     /// Send needs a receive posted ahead of every message in flight.
     fn prime_receives(&mut self) -> Result<(), String> {
-        if self.case.op == Op::Send {
+        if self.uses_receives() {
             for _ in 0..self.buffers.slots {
                 self.post_receive()?;
             }
@@ -355,7 +429,7 @@ impl Driver<'_> {
         };
         // Take only what is queued: polling an empty queue runs another
         // turn of caller-driven progress, and the turns above just ran.
-        if self.case.op == Op::Send {
+        if self.uses_receives() {
             while !self.ep.server_cq.is_empty() {
                 let Some(wc) = self.ep.server_cq.poll_one().map_err(|e| e.to_string())? else {
                     break;
@@ -379,9 +453,7 @@ impl Driver<'_> {
                 // whose completion is still missing (a Send's own completion
                 // may come after its arrival at the server; waiting on the
                 // server then would sleep the whole slice for nothing).
-                ProgressModel::Thread
-                    if self.case.op == Op::Send && self.server_done < self.posted =>
-                {
+                ProgressModel::Thread if self.uses_receives() && self.finished() < self.posted => {
                     if let Some(wc) = self
                         .ep
                         .server_cq
@@ -423,7 +495,7 @@ impl Driver<'_> {
     }
 
     fn bandwidth(&mut self, depth: usize) -> Result<Measured, String> {
-        let size = self.case.size as u64;
+        let size = self.size() as u64;
         let first = self.finished();
         let cpu_start = cpu::process_cpu();
         let start = Instant::now();
@@ -499,7 +571,8 @@ impl Driver<'_> {
                     let missing = self.posted - self.finished();
                     return Err(format!(
                         "{} {} B: {missing} completions missing",
-                        self.case.op, self.case.size
+                        self.case.op,
+                        self.size()
                     ));
                 }
             } else {
@@ -532,19 +605,20 @@ impl Driver<'_> {
 
     /// Consumes the receives still posted, so the next case starts clean.
     fn drain_receives(&mut self) -> Result<(), String> {
-        if self.case.op != Op::Send {
+        let per_message = self.case.op.receives(self.size());
+        if per_message == 0 {
             return Ok(());
         }
         // Exactly as many messages as receives remain posted, not reposted.
-        for _ in 0..self.buffers.slots {
+        for _ in 0..self.buffers.slots as u64 / per_message {
             self.post()?;
         }
         let mut last = Instant::now();
-        while self.server_done < self.posted || self.client_done < self.posted {
+        while self.server_done < self.posted * per_message || self.client_done < self.posted {
             if self.reap(false)? > 0 {
                 last = Instant::now();
             } else if last.elapsed() > STALL_LIMIT {
-                return Err("send: receives could not be drained".into());
+                return Err(format!("{}: receives could not be drained", self.case.op));
             }
         }
         Ok(())

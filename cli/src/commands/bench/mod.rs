@@ -186,7 +186,10 @@ fn run_inner(args: &Args) -> Result<(), String> {
     let with_linux = !args.no_baseline && (args.loss > 0.0 || args.transport == TransportKind::Tap);
     let small_wanted = !args.no_baseline;
     let progress = Progress::new(
-        args.ops.len() * args.sizes.len()
+        args.ops
+            .iter()
+            .map(|op| if op.is_atomic() { 1 } else { args.sizes.len() })
+            .sum::<usize>()
             + usize::from(!args.no_baseline)
             + usize::from(with_linux)
             + usize::from(small_wanted)
@@ -243,7 +246,13 @@ fn run_inner(args: &Args) -> Result<(), String> {
 
     let mut rows = Vec::new();
     for &op in &args.ops {
-        for &size in &args.sizes {
+        // An atomic moves one 8-byte word: one case, whatever the sizes.
+        let sizes = if op.is_atomic() {
+            vec![8]
+        } else {
+            args.sizes.clone()
+        };
+        for &size in &sizes {
             progress.step(&format!("{op} {size} B"));
             let case = Case {
                 op,

@@ -34,6 +34,10 @@ fn colour(op: Op) -> &'static str {
         Op::Write => "#1f77b4",
         Op::Read => "#d62728",
         Op::Send => "#2ca02c",
+        Op::WriteImm => "#9467bd",
+        Op::SendImm => "#8c564b",
+        Op::FetchAdd => "#e377c2",
+        Op::CmpSwap => "#7f7f7f",
     }
 }
 

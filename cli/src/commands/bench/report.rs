@@ -345,7 +345,7 @@ pub(crate) fn table(
     let vs_raw = format!("vs {raw}");
     println!();
     print!(
-        "{:<6} {:>9} {:>10} {:>12} {:>9} {:>9} {:>9} {:>w$}",
+        "{:<9} {:>9} {:>10} {:>12} {:>9} {:>9} {:>9} {:>w$}",
         "op",
         "size",
         "Gbit/s",
@@ -365,7 +365,7 @@ pub(crate) fn table(
     println!(" {:>10} {:>9}", "Gb/cpu-s", "cpu ratio");
     for r in rows {
         print!(
-            "{:<6} {:>9} {:>10.3} {:>12.0} {:>9.1} {:>9.1} {} {}",
+            "{:<9} {:>9} {:>10.3} {:>12.0} {:>9.1} {:>9.1} {} {}",
             r.op.to_string(),
             human_size(r.size),
             r.gbps,

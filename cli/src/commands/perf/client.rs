@@ -505,5 +505,6 @@ pub(crate) fn placeholder() -> WorkCompletion {
         qp_num: 0,
         invalidated: None,
         solicited: false,
+        imm_data: None,
     }
 }

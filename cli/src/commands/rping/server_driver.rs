@@ -168,6 +168,7 @@ fn verbs_placeholder() -> WorkCompletion {
         qp_num: 0,
         invalidated: None,
         solicited: false,
+        imm_data: None,
     }
 }
 

@@ -16,7 +16,7 @@ const TERM_HEADER: [u8; 18] = [0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0
 
 /// The last ULPDU `side` sent is a TERMINATE with `control` and then
 /// `attached` (DDP Segment Length and headers).
-fn assert_terminate(side: &Side, control: [u8; 4], attached: &[u8]) {
+pub(super) fn assert_terminate(side: &Side, control: [u8; 4], attached: &[u8]) {
     let u = ulpdus(&side.wire, true);
     let last = u.last().expect("something was sent");
     let mut expect = TERM_HEADER.to_vec();
@@ -28,7 +28,7 @@ fn assert_terminate(side: &Side, control: [u8; 4], attached: &[u8]) {
 }
 
 /// `len` as the DDP Segment Length field, then `header`.
-fn attach(len: usize, header: &[u8]) -> Vec<u8> {
+pub(super) fn attach(len: usize, header: &[u8]) -> Vec<u8> {
     let mut v = u16::try_from(len).unwrap().to_be_bytes().to_vec();
     v.extend_from_slice(header);
     v
@@ -39,7 +39,7 @@ fn first_ulpdu(side: &Side) -> Vec<u8> {
     ulpdus(&side.wire, true).remove(0)
 }
 
-fn assert_terminated(side: &Side, by_peer: bool, cause: TermCode) {
+pub(super) fn assert_terminated(side: &Side, by_peer: bool, cause: TermCode) {
     assert_eq!(side.terminated(), Some((by_peer, cause)));
     assert_eq!(side.conn.state(), State::Error);
 }
@@ -293,7 +293,7 @@ fn reads_beyond_ird_terminate_the_stream() {
 }
 
 /// Frames `ulpdu` (CRC on, no markers) as a peer would.
-fn fpdu(ulpdu: &[u8]) -> Vec<u8> {
+pub(super) fn fpdu(ulpdu: &[u8]) -> Vec<u8> {
     let mut f = mpa::Framer::new(true, false);
     let mut out = vec![0u8; ulpdu.len() + 16];
     let n = f.frame(ulpdu, &[], &mut out).unwrap();
@@ -471,6 +471,8 @@ fn send_invalidate(p: &mut Pair, stag: STag) {
             },
             sgl: vec![],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         })
         .unwrap();
     p.drive();
@@ -710,6 +712,8 @@ fn a_send_with_invalidate_really_revokes_the_stag() {
             },
             sgl: vec![],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         })
         .unwrap();
     let src = p.a.register(Access::NONE, vec![3; 8]);

@@ -5,10 +5,12 @@ mod capture;
 mod util;
 
 mod errors;
+mod fence_inline;
 mod model;
 mod operations;
 mod ordering;
 mod p2p;
 mod replay;
+mod rfc7306;
 mod teardown;
 mod transport;

@@ -72,6 +72,8 @@ fn run(ops: &[Op], setup: Setup, chunk: Option<(u64, usize)>, tx_room: usize) {
             },
             sgl: vec![],
             signaled: false,
+            fence: false,
+            inline: Vec::new(),
         })
         .unwrap();
     let mut checks = Vec::new();
@@ -148,6 +150,8 @@ fn run(ops: &[Op], setup: Setup, chunk: Option<(u64, usize)>, tx_room: usize) {
                 op,
                 sgl,
                 signaled: o.signaled,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
         if o.signaled {

@@ -179,6 +179,8 @@ fn solicited_flag_is_reported() {
                 },
                 sgl: vec![sge],
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -208,6 +210,8 @@ fn send_with_invalidate_invalidates_before_completing() {
                 },
                 sgl: vec![sge],
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
         p.drive();
@@ -324,6 +328,8 @@ fn zero_length_read() {
             },
             sgl: vec![],
             signaled: true,
+            fence: false,
+            inline: Vec::new(),
         })
         .unwrap();
     p.drive();

@@ -122,6 +122,8 @@ fn reads_with_ord_zero_are_refused_at_posting() {
         },
         sgl: vec![k],
         signaled: true,
+        fence: false,
+        inline: Vec::new(),
     });
     assert_eq!(err, Err(PostError::NoReadCredit));
 }
@@ -139,6 +141,8 @@ fn read_takes_one_sink_sge() {
         },
         sgl: vec![k, k],
         signaled: true,
+        fence: false,
+        inline: Vec::new(),
     });
     assert_eq!(err, Err(PostError::ReadSgl(2)));
 }
@@ -162,6 +166,8 @@ fn unsignaled_successes_are_silent() {
                 },
                 sgl: vec![s],
                 signaled: i == 2,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -192,6 +198,8 @@ fn send_queue_depth_is_enforced() {
         },
         sgl: vec![],
         signaled: true,
+        fence: false,
+        inline: Vec::new(),
     });
     assert!(matches!(err, Err(PostError::QueueFull { .. })));
 }
@@ -224,6 +232,8 @@ fn too_many_sges_are_refused() {
         },
         sgl: vec![s; 7],
         signaled: true,
+        fence: false,
+        inline: Vec::new(),
     });
     assert_eq!(err, Err(PostError::TooManySges { n: 7, max: 6 }));
 }

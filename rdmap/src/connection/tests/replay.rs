@@ -194,6 +194,8 @@ fn post_send_bytes(conn: &mut Connection, mem: &mut RegionTable, k: u32, payload
             len: payload.len() as u32,
         }],
         signaled: true,
+        fence: false,
+        inline: Vec::new(),
     })
     .unwrap();
 }
@@ -343,6 +345,8 @@ fn emulate_server(name: &str, rtr: Option<Rtr>, max_fpdu: usize) {
                     op,
                     sgl: vec![local],
                     signaled: true,
+                    fence: false,
+                    inline: Vec::new(),
                 })
                 .unwrap();
             }
@@ -351,6 +355,7 @@ fn emulate_server(name: &str, rtr: Option<Rtr>, max_fpdu: usize) {
                 next_go += 1;
             }
             WcOpcode::Send => {}
+            other => panic!("{name}: no RFC 7306 in the capture: {other:?}"),
         }
     };
     settle(&mut conn, &mut mem, &mut out, &mut on_event);

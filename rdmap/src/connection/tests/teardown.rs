@@ -102,6 +102,8 @@ fn unsignaled_requests_are_flushed_too() {
             },
             sgl: vec![],
             signaled: false,
+            fence: false,
+            inline: Vec::new(),
         })
         .unwrap();
     p.a.conn.close();

@@ -27,6 +27,8 @@ pub struct Setup {
     pub max_fpdu: usize,
     pub sq_depth: usize,
     pub rq_depth: usize,
+    /// Both sides agreed to RFC 7306.
+    pub rfc7306: bool,
 }
 
 impl Default for Setup {
@@ -40,6 +42,7 @@ impl Default for Setup {
             max_fpdu: 1460,
             sq_depth: 64,
             rq_depth: 64,
+            rfc7306: false,
         }
     }
 }
@@ -67,6 +70,7 @@ pub fn config(role: Role, s: &Setup) -> ConnectionConfig {
     let mut c = ConnectionConfig::new(negotiated(role, s), PD, s.max_fpdu);
     c.sq_depth = s.sq_depth;
     c.rq_depth = s.rq_depth;
+    c.rfc7306 = s.rfc7306;
     c
 }
 
@@ -168,6 +172,8 @@ impl Side {
                 },
                 sgl,
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -182,6 +188,8 @@ impl Side {
                 },
                 sgl,
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -196,6 +204,8 @@ impl Side {
                 },
                 sgl: vec![sink],
                 signaled: true,
+                fence: false,
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -305,6 +315,10 @@ impl Pair {
             let room = self.tx_room.min(self.tx_buf.len());
             self.tx_buf[..room].fill(0xa5);
             let n = tx.conn.poll_transmit(&tx.mem, &mut self.tx_buf[..room]);
+            while let Some(stag) = tx.conn.take_local_invalidate() {
+                tx.mem.deregister(stag);
+                progress = true;
+            }
             assert!(n <= room, "wrote past the offered room");
             assert!(
                 self.tx_buf[n..room].iter().all(|&b| b == 0xa5),

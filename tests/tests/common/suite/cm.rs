@@ -579,6 +579,8 @@ pub fn local_misuse_is_refused(make: MakeNet) {
         },
         sgl,
         signaled: true,
+        fence: false,
+        inline: Vec::new(),
     };
     assert!(matches!(
         p.client_qp.post_send(read(vec![mr.sge(0, 8).unwrap()])),

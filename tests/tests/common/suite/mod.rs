@@ -5,6 +5,7 @@ pub mod cm;
 pub mod errors;
 pub mod ops;
 pub mod peer;
+pub mod rfc7306;
 
 use verbs::{Access, MemoryRegion, ProtectionDomain, WcOpcode, WcStatus, WorkCompletion};
 

@@ -9,23 +9,28 @@ use ddp::wire::{
 };
 
 use crate::completion::WcStatus;
+use crate::opcode::queue;
 use crate::opcode::Opcode;
 use crate::read_queue::{ReadOwner, ReadSink};
 use crate::term::{Attach, Layer, TermCause, TermCode};
-use crate::wire::read_request::HEADER_LEN as READ_REQUEST_LEN;
-use crate::wire::{Control, ReadRequest, ReadRequestRepr};
-use crate::work_request::{SendOp, Sge};
+use crate::wire::atomic::REQUEST_LEN as ATOMIC_REQUEST_LEN;
+use crate::wire::{
+    AtomicRequestRepr, AtomicResponseRepr, Body, Control, ImmediateDataRepr, MessageRepr,
+    ReadRequest, ReadRequestRepr,
+};
+use crate::work_request::{AtomicArgs, SendOp, Sge};
 
-use super::event::State;
-use super::inner::Inner;
-use super::send_queue::Progress;
+use super::super::send_queue::Progress;
+use super::phase::Phase;
+use super::Inner;
 
 /// The STag siw and iw_cxgb4 use where a zero-length message needs one
 /// (RTRs, and Reads with no sink buffer): never 0 on the wire.
-pub(crate) const NULL_STAG: STag = STag(1);
+const NULL_STAG: STag = STag(1);
 
-/// Header bytes of one FPDU: the DDP header and a Read Request.
-const MAX_HEADER: usize = UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
+/// Header bytes of one FPDU: the DDP header and the largest RDMAP header
+/// behind it, an Atomic Request (a Read Request is shorter).
+const MAX_HEADER: usize = UNTAGGED_HEADER_LEN + ATOMIC_REQUEST_LEN;
 // The larger DDP header is the untagged one, so every header fits.
 const _: () = assert!(UNTAGGED_HEADER_LEN >= TAGGED_HEADER_LEN);
 
@@ -138,11 +143,23 @@ impl Inner {
         let Some(e) = self.sq.current() else {
             return false;
         };
-        match e.wr.op {
-            SendOp::Read { .. } => self.orq.has_room(),
-            SendOp::Write { .. } => !self.read_response_started(),
-            SendOp::Send { .. } => true,
+        if e.wr.fence && !e.started() && !(self.orq.is_empty() && self.atomics_out.is_empty()) {
+            // Fenced: earlier Reads and atomics complete first.
+            return false;
         }
+        match e.wr.op {
+            SendOp::Read { .. } => self.orq.has_room() && self.rd_atomic_room(),
+            SendOp::Atomic { .. } => self.rd_atomic_room(),
+            SendOp::WriteImm { .. } if e.progress == Progress::Immediate => true,
+            SendOp::Write { .. } | SendOp::WriteImm { .. } => !self.read_response_started(),
+            SendOp::Send { .. } | SendOp::SendImm { .. } => true,
+            SendOp::LocalInvalidate { .. } => self.local_invalidate.is_none(),
+        }
+    }
+
+    /// Another READ or atomic may go without exceeding ORD: they share it.
+    fn rd_atomic_room(&self) -> bool {
+        self.orq.len() + self.atomics_out.len() < self.orq.ord()
     }
 
     /// The oldest Read Response may go now.
@@ -158,10 +175,12 @@ impl Inner {
         self.irq.front().is_some_and(|p| p.sent > 0)
     }
 
+    /// The current entry is a tagged message still sending data.
     fn sq_current_is_write(&self) -> bool {
         matches!(
-            self.sq.current().map(|e| e.wr.op),
-            Some(SendOp::Write { .. })
+            self.sq.current().map(|e| (e.wr.op, e.progress)),
+            Some((SendOp::Write { .. }, _))
+                | Some((SendOp::WriteImm { .. }, Progress::Transmitting { .. }))
         )
     }
 
@@ -175,11 +194,15 @@ impl Inner {
                 None => Step::Blocked,
             };
         }
-        if self.state != State::Established {
+        if !self.phase.may_send() {
             return Step::Blocked;
         }
-        if let Some(kind) = self.rtr_out {
+        if let Phase::RtrToSend(kind) = self.phase {
             return self.emit_rtr(kind, out);
+        }
+        if let Some(r) = self.atomics_in.front().copied() {
+            // Twelve bytes on their own queue: they go before anything else.
+            return self.emit_atomic_response(r, out);
         }
         let (sq, irq) = (self.sq_eligible(), self.irq_eligible());
         let serve = match (sq, irq) {
@@ -264,7 +287,7 @@ impl Inner {
                 });
             }
         }
-        self.rtr_out = None;
+        self.phase = Phase::Established;
         Step::Wrote(w)
     }
 
@@ -295,10 +318,18 @@ impl Inner {
         let Some(e) = self.sq.current() else {
             return Step::Blocked;
         };
-        let Progress::Transmitting { sent } = e.progress else {
-            return Step::Blocked;
+        let with_imm = matches!(e.wr.op, SendOp::SendImm { .. } | SendOp::WriteImm { .. });
+        let sent = match e.progress {
+            // Data out, or none to send: the Immediate Data message.
+            Progress::Immediate => return self.emit_immediate(out),
+            Progress::Transmitting { sent: 0 } if with_imm && e.len == 0 => {
+                return self.emit_immediate(out)
+            }
+            Progress::Transmitting { sent } => sent,
+            _ => return Step::Blocked,
         };
         match e.wr.op {
+            SendOp::LocalInvalidate { stag } => self.emit_local_invalidate(mem, stag),
             SendOp::Read {
                 remote_stag,
                 remote_to,
@@ -317,6 +348,18 @@ impl Inner {
                 };
                 self.emit_read_request(mem, e.seq, sink, remote_stag, remote_to, out)
             }
+            SendOp::Atomic {
+                remote_stag,
+                remote_to,
+                args,
+            } => {
+                let sink = e.wr.sgl.first().copied().unwrap_or(Sge {
+                    stag: NULL_STAG,
+                    to: 0,
+                    len: 0,
+                });
+                self.emit_atomic_request(mem, e.seq, sink, remote_stag, remote_to, args, out)
+            }
             SendOp::Send {
                 solicited,
                 invalidate,
@@ -331,9 +374,27 @@ impl Inner {
                 ));
                 self.emit_data_segment(mem, ddp, sent, out)
             }
+            SendOp::SendImm { .. } => {
+                // The data goes as a plain Send; the solicited event, if
+                // asked for, rides on the Immediate Data message after it.
+                let ddp = SegmentRepr::Untagged(UntaggedRepr::new(
+                    false,
+                    Control::new(Opcode::Send).0,
+                    0,
+                    QN_SEND,
+                    e.msn.unwrap_or(self.msn_send.peek()),
+                    sent,
+                ));
+                self.emit_data_segment(mem, ddp, sent, out)
+            }
             SendOp::Write {
                 remote_stag,
                 remote_to,
+            }
+            | SendOp::WriteImm {
+                remote_stag,
+                remote_to,
+                ..
             } => {
                 let ddp = SegmentRepr::Tagged(TaggedRepr::new(
                     false,
@@ -437,11 +498,18 @@ impl Inner {
         // Gathered from the SGL straight into `out`: each piece is checked
         // (valid STag, our PD, inside the region) as it is copied.
         let (pd, tx) = (self.pd, &mut self.tx);
-        let Some(sgl) = self.sq.current().map(|e| &e.wr.sgl) else {
+        let Some(wr) = self.sq.current().map(|e| &e.wr) else {
             return Step::Blocked;
         };
         let framed = tx.frame_with(&hdr[..n], chunk as usize, out, |buf| {
-            gather(mem, pd, sgl, sent, buf)
+            if wr.inline.is_empty() {
+                gather(mem, pd, &wr.sgl, sent, buf)
+            } else {
+                // Inline data was copied in at posting.
+                let from = wr.inline.get(sent as usize..sent as usize + buf.len());
+                buf.copy_from_slice(from.ok_or(())?);
+                Ok(())
+            }
         });
         let w = match framed {
             Ok(Some(w)) => w,
@@ -454,13 +522,166 @@ impl Inner {
                 cur.msn = Some(m);
             }
         }
-        if last {
+        let then_immediate = self
+            .sq
+            .current()
+            .is_some_and(|e| matches!(e.wr.op, SendOp::SendImm { .. } | SendOp::WriteImm { .. }));
+        if last && !then_immediate {
             self.sq.finish_current(Progress::Done(WcStatus::Success));
             self.retire();
         } else if let Some(cur) = self.sq.current_mut() {
-            cur.progress = Progress::Transmitting { sent: sent + chunk };
+            cur.progress = if last {
+                Progress::Immediate
+            } else {
+                Progress::Transmitting { sent: sent + chunk }
+            };
         }
         Step::Wrote(w)
+    }
+
+    /// A local invalidate reached the head of the send queue: an STag that
+    /// is not a valid region of this protection domain fails it; a valid
+    /// one waits for the driver, and nothing more is sent until it is
+    /// carried out, so no later request still finds the STag valid.
+    fn emit_local_invalidate<M: Memory + ?Sized>(&mut self, mem: &M, stag: STag) -> Step {
+        match mem.region(stag) {
+            Some(r) if r.pd == self.pd => {
+                self.local_invalidate = Some(stag);
+                Step::Blocked
+            }
+            _ => {
+                self.sq.finish_current(Progress::Done(WcStatus::LocProtErr));
+                self.retire();
+                Step::Again
+            }
+        }
+    }
+
+    /// Writes one single-segment untagged message (DDP header and RDMAP
+    /// header, no data) into `out`; the caller commits on `Wrote`.
+    fn emit_untagged(&mut self, ddp: UntaggedRepr, body: Body<'_>, out: &mut [u8]) -> Step {
+        let m = MessageRepr {
+            ddp: SegmentRepr::Untagged(ddp),
+            body,
+        };
+        let mut hdr = [0u8; MAX_HEADER];
+        let Ok(n) = m.emit(&mut hdr) else {
+            return self.header_overflow();
+        };
+        match self.tx.frame(&hdr[..n], &[], out) {
+            Some(w) => Step::Wrote(w),
+            None => Step::Blocked,
+        }
+    }
+
+    /// The Immediate Data message ending the current RDMA Write or Send
+    /// with Immediate Data; the entry completes with it.
+    fn emit_immediate(&mut self, out: &mut [u8]) -> Step {
+        let Some((op, msn)) = self.sq.current().map(|e| (e.wr.op, e.msn)) else {
+            return Step::Blocked;
+        };
+        let (imm, solicited) = match op {
+            SendOp::SendImm { solicited, imm } => (imm, solicited),
+            SendOp::WriteImm { imm, .. } => (imm, false),
+            _ => return Step::Blocked,
+        };
+        let opcode = if solicited {
+            Opcode::ImmediateDataSolicited
+        } else {
+            Opcode::ImmediateData
+        };
+        let m = self.msn_send.peek();
+        let ddp = UntaggedRepr::new(true, Control::new(opcode).0, 0, QN_SEND, m, 0);
+        let step = self.emit_untagged(ddp, Body::Immediate(ImmediateDataRepr::from_imm(imm)), out);
+        if let Step::Wrote(_) = step {
+            self.msn_send.take();
+            if let Some(cur) = self.sq.current_mut() {
+                // A TERMINATE about either message names this entry.
+                cur.msn = Some(msn.unwrap_or(m));
+            }
+            self.sq.finish_current(Progress::Done(WcStatus::Success));
+            self.retire();
+        }
+        step
+    }
+
+    /// The Atomic Request of the current entry (one segment, queue 1).
+    #[allow(clippy::too_many_arguments)]
+    fn emit_atomic_request<M: Memory + ?Sized>(
+        &mut self,
+        mem: &M,
+        seq: u64,
+        sink: Sge,
+        remote_stag: STag,
+        remote_to: u64,
+        args: AtomicArgs,
+        out: &mut [u8],
+    ) -> Step {
+        let msn = self.msn_read.peek();
+        let ddp = UntaggedRepr::new(
+            true,
+            Control::new(Opcode::AtomicRequest).0,
+            0,
+            QN_READ_REQUEST,
+            msn,
+            0,
+        );
+        let request = AtomicRequestRepr {
+            op: args.op,
+            reserved: 0,
+            request_id: self.atomics_out.next_id(),
+            stag: remote_stag,
+            to: remote_to,
+            add_swap_data: args.add_swap_data,
+            add_swap_mask: args.add_swap_mask,
+            compare_data: args.compare_data,
+            compare_mask: args.compare_mask,
+        };
+        if !self.fits(UNTAGGED_HEADER_LEN + ATOMIC_REQUEST_LEN, out) {
+            return Step::Blocked;
+        }
+        // The sink must take the original value, as a Read's must.
+        let region = mem.region(sink.stag);
+        if check(
+            region,
+            self.pd,
+            sink.stag,
+            sink.to,
+            sink.len as usize,
+            Access::LOCAL_WRITE,
+        )
+        .is_err()
+        {
+            return self.local_sq_error(WcStatus::LocProtErr);
+        }
+        let step = self.emit_untagged(ddp, Body::AtomicRequest(request), out);
+        if let Step::Wrote(_) = step {
+            self.msn_read.take();
+            if let Some(cur) = self.sq.current_mut() {
+                cur.msn = Some(msn);
+            }
+            self.atomics_out.push(seq, sink);
+            self.sq.finish_current(Progress::AwaitingResponse);
+        }
+        step
+    }
+
+    /// The oldest queued Atomic Response (one segment, queue 3).
+    fn emit_atomic_response(&mut self, r: AtomicResponseRepr, out: &mut [u8]) -> Step {
+        let ddp = UntaggedRepr::new(
+            true,
+            Control::new(Opcode::AtomicResponse).0,
+            0,
+            queue::ATOMIC_RESPONSE,
+            self.msn_atomic_response.peek(),
+            0,
+        );
+        let step = self.emit_untagged(ddp, Body::AtomicResponse(r), out);
+        if let Step::Wrote(_) = step {
+            self.msn_atomic_response.take();
+            self.atomics_in.pop_front();
+        }
+        step
     }
 
     /// One segment of the oldest Read Response.

@@ -12,23 +12,28 @@ use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
 use crate::opcode::Opcode;
 use crate::read_queue::ReadOwner;
 use crate::term::{Attach, TermCause, TermCode};
-use crate::wire::{Body, Control, MessageRepr, ReadRequestRepr, TermControl, TerminateRepr};
+use crate::wire::atomic::OPERAND_LEN;
+use crate::wire::{
+    AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Body, Control, ImmediateDataRepr, MessageRepr,
+    ReadRequestRepr, TermControl, TerminateRepr,
+};
 
-use super::event::{Event, State};
-use super::inner::Inner;
+use super::super::event::Event;
+use super::Inner;
 
 impl Inner {
     /// Handles one ULPDU from the deframer; breaks the feed once the
     /// connection stops accepting input.
     pub fn on_ulpdu<M: Memory + ?Sized>(&mut self, mem: &mut M, ulpdu: &[u8]) -> ControlFlow<()> {
-        if self.state == State::AwaitingFirstFpdu {
-            self.state = State::Established;
-        }
-        if self.state != State::Established {
+        let Some(first) = self.phase.on_inbound() else {
             return ControlFlow::Break(());
-        }
-        let first = core::mem::take(&mut self.rtr_in);
-        match MessageRepr::parse(ulpdu) {
+        };
+        let parsed = if self.rfc7306 {
+            MessageRepr::parse_rfc7306(ulpdu)
+        } else {
+            MessageRepr::parse(ulpdu)
+        };
+        match parsed {
             Ok(m) => self.dispatch(mem, ulpdu, &m, first),
             Err(e) => {
                 if is_terminate(ulpdu) {
@@ -66,9 +71,18 @@ impl Inner {
             (SegmentRepr::Untagged(u), Body::ReadRequest(r)) => {
                 self.on_read_request(mem, ulpdu, u, r, first)
             }
+            (SegmentRepr::Untagged(u), Body::Immediate(i)) => {
+                self.on_immediate(mem, ulpdu, u, i, m.opcode())
+            }
+            (SegmentRepr::Untagged(u), Body::AtomicRequest(r)) => {
+                self.on_atomic_request(mem, ulpdu, u, r)
+            }
+            (SegmentRepr::Untagged(u), Body::AtomicResponse(r)) => {
+                self.on_atomic_response(mem, ulpdu, u, r)
+            }
             (_, Body::Terminate(t)) => self.peer_terminated(Some(t)),
             // MessageRepr::parse pairs bodies with models; this is unreachable.
-            (SegmentRepr::Tagged(_), Body::ReadRequest(_)) => self.terminate_local(
+            (SegmentRepr::Tagged(_), _) => self.terminate_local(
                 TermCause::with_attach(TermCode::RDMAP_UNEXPECTED_OPCODE, Attach::Ddp),
                 ulpdu,
             ),
@@ -142,6 +156,7 @@ impl Inner {
                     byte_len: c.len,
                     invalidated: None,
                     solicited: opcode.is_solicited(),
+                    imm_data: None,
                 };
                 if opcode.invalidates() {
                     // Invalidate before the receive completes: the
@@ -169,15 +184,136 @@ impl Inner {
                 self.events.push_back(Event::Completion(wc));
             }
             Ok(Placed::Partial { .. } | Placed::Inline { .. }) => {}
-            Err(e) => {
-                self.rq_head_status = match e {
-                    UntaggedError::TooLong { .. } => Some(WcStatus::LocLenErr),
-                    UntaggedError::LocalBuffer { .. } => Some(WcStatus::LocProtErr),
-                    _ => None,
-                };
-                self.terminate_local(TermCause::with_attach(e.terminate(), Attach::Ddp), ulpdu);
-            }
+            Err(e) => self.receive_failed(e, ulpdu),
         }
+    }
+
+    /// A message on queue 0 could not land: the receive it was filling
+    /// gets a matching status and the stream ends.
+    fn receive_failed(&mut self, e: UntaggedError, ulpdu: &[u8]) {
+        self.rq_head_status = match e {
+            UntaggedError::TooLong { .. } => Some(WcStatus::LocLenErr),
+            UntaggedError::LocalBuffer { .. } => Some(WcStatus::LocProtErr),
+            _ => None,
+        };
+        self.terminate_local(TermCause::with_attach(e.terminate(), Attach::Ddp), ulpdu);
+    }
+
+    /// RFC 7306 Immediate Data: consumes the next posted receive (its MSN
+    /// in the Send sequence) without placing anything, and completes it
+    /// with the value.
+    fn on_immediate<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        ulpdu: &[u8],
+        u: &UntaggedRepr,
+        i: &ImmediateDataRepr,
+        opcode: Opcode,
+    ) {
+        let seen = UntaggedRepr {
+            msn: u.msn.wrapping_sub(self.send_msn_skip),
+            ..*u
+        };
+        match self.rq.place(mem, self.pd, &seen, &[]) {
+            Ok(Placed::Complete(c)) => self.events.push_back(Event::Completion(WorkCompletion {
+                wr_id: c.id,
+                status: WcStatus::Success,
+                opcode: WcOpcode::RecvImm,
+                byte_len: 0,
+                invalidated: None,
+                solicited: opcode.is_solicited(),
+                imm_data: Some(i.imm()),
+            })),
+            // A single segment with L set always completes.
+            Ok(_) => {}
+            Err(e) => self.receive_failed(e, ulpdu),
+        }
+    }
+
+    /// RFC 7306 Atomic Request: checked (sequence, budget shared with
+    /// READs, operation, STag and rights, alignment), carried out on the
+    /// target under the region's hold, and its response queued.
+    fn on_atomic_request<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        ulpdu: &[u8],
+        u: &UntaggedRepr,
+        r: &AtomicRequestRepr,
+    ) {
+        let fail = |code: TermCode| TermCause::with_attach(code, Attach::Ddp);
+        let body = ulpdu.get(UNTAGGED_HEADER_LEN..).unwrap_or_default();
+        if let Err(e) = self.rq.place(mem, self.pd, u, body) {
+            return self.terminate_local(fail(e.terminate()), ulpdu);
+        }
+        if self.irq.counted() + self.atomics_in.len() >= self.irq.ird() {
+            // Beyond IRD, as a READ beyond it is.
+            return self.terminate_local(fail(TermCode::RDMAP_CATASTROPHIC_STREAM), ulpdu);
+        }
+        if let AtomicOp::Unknown(_) = r.op {
+            return self.terminate_local(fail(ATOMIC_UNSUPPORTED), ulpdu);
+        }
+        let region = mem.region(r.stag);
+        let at = match check(
+            region,
+            self.pd,
+            r.stag,
+            r.to,
+            OPERAND_LEN,
+            Access::REMOTE_ATOMIC,
+        ) {
+            Ok(at) => at,
+            Err(e) => return self.terminate_local(fail(e.rdmap_terminate()), ulpdu),
+        };
+        if r.to % OPERAND_LEN as u64 != 0 {
+            return self.terminate_local(fail(ATOMIC_MISALIGNED), ulpdu);
+        }
+        let mut apply = |old: u64| r.apply(old).unwrap_or(old);
+        match mem.update_u64(r.stag, at, &mut apply) {
+            Ok(original) => self.atomics_in.push(AtomicResponseRepr {
+                request_id: r.request_id,
+                original,
+            }),
+            // The region went away between the check and the update.
+            Err(_) => self.terminate_local(fail(TermCode::RDMAP_INVALID_STAG), ulpdu),
+        }
+    }
+
+    /// RFC 7306 Atomic Response: it answers our oldest atomic; the
+    /// original value lands in that request's sink.
+    fn on_atomic_response<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        ulpdu: &[u8],
+        u: &UntaggedRepr,
+        r: &AtomicResponseRepr,
+    ) {
+        let fail = |code: TermCode| TermCause::with_attach(code, Attach::Ddp);
+        let body = ulpdu.get(UNTAGGED_HEADER_LEN..).unwrap_or_default();
+        if let Err(e) = self.rq.place(mem, self.pd, u, body) {
+            return self.terminate_local(fail(e.terminate()), ulpdu);
+        }
+        let done = match self.atomics_out.answer(r) {
+            Ok(done) => done,
+            Err(code) => return self.terminate_local(fail(code), ulpdu),
+        };
+        let s = done.sink;
+        let placed = check(
+            mem.region(s.stag),
+            self.pd,
+            s.stag,
+            s.to,
+            OPERAND_LEN,
+            Access::LOCAL_WRITE,
+        )
+        .ok()
+        .and_then(|at| mem.write(s.stag, at, &r.original.to_ne_bytes()).ok());
+        if placed.is_none() {
+            // Our own sink went bad since the request left, as for a READ.
+            self.sq.finish_seq(done.seq, WcStatus::LocProtErr);
+            return self.terminate_local(fail(TermCode::DDP_CATASTROPHIC), ulpdu);
+        }
+        self.sq.finish_seq(done.seq, WcStatus::Success);
+        self.retire();
     }
 
     fn on_read_request<M: Memory + ?Sized>(
@@ -196,6 +332,13 @@ impl Inner {
             // A zero-length Read RTR: answered outside the IRD budget.
             self.irq.accept_rtr(*r, u.msn);
             return;
+        }
+        if !self.atomics_in.is_empty()
+            && self.irq.counted() + self.atomics_in.len() >= self.irq.ird()
+        {
+            // READs and atomics share IRD.
+            let code = TermCode::RDMAP_CATASTROPHIC_STREAM;
+            return self.terminate_local(TermCause::with_attach(code, Attach::DdpAndRdma), ulpdu);
         }
         if let Err(code) = self.irq.accept(*r, u.msn) {
             return self.terminate_local(TermCause::with_attach(code, Attach::DdpAndRdma), ulpdu);
@@ -217,6 +360,15 @@ impl Inner {
         }
     }
 }
+
+/// An Atomic Request naming an AOpCode RFC 7306 does not define: remote
+/// operation error, unspecified (RFC 5040 assigns nothing closer).
+const ATOMIC_UNSUPPORTED: TermCode = TermCode::RDMAP_OPERATION_UNSPECIFIED;
+
+/// An Atomic Request whose target is not 8-byte aligned: remote
+/// protection error, base or bounds violation (an 8-byte operand there is
+/// not one the STag may be operated on at).
+const ATOMIC_MISALIGNED: TermCode = TermCode::RDMAP_BASE_BOUNDS;
 
 /// An untagged segment on queue 2 whose opcode says Terminate, whatever
 /// else is wrong with it.

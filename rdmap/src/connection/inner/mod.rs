@@ -1,61 +1,80 @@
 //! Connection state shared by the receive and transmit halves, and what
 //! happens when the stream fails or closes.
 
+mod phase;
+mod rx;
+mod tx;
+
+use core::ops::ControlFlow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use ddp::memory::PdId;
+use ddp::memory::{PdId, STag};
 use ddp::tagged::TaggedSequence;
-use ddp::untagged::{MsnCounter, UntaggedQueues, QN_SEND};
+use ddp::untagged::{MsnCounter, QueueMode, UntaggedQueues, QN_READ_REQUEST, QN_SEND};
 
 use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
+use crate::opcode::queue;
 use crate::read_queue::{InboundReads, OutboundReads};
 use crate::term::{TermCause, TermCode};
+use crate::wire::atomic::{OPERAND_LEN, REQUEST_LEN, RESPONSE_LEN};
 use crate::wire::TerminateRepr;
 use crate::work_request::{sgl_len, PostError, RecvWr, SendOp, SendWr};
 
-use super::config::{ConnectionConfig, Role, MIN_FPDU};
+use super::atomics::{InboundAtomics, OutboundAtomics};
+use super::config::{ConnectionConfig, MIN_FPDU};
 use super::event::{Event, State};
 use super::framing::FrameTx;
-use super::send_queue::SendQueue;
+use super::send_queue::{Progress, SendQueue};
 use super::terminate::{self, Offender, TermFrame};
-use super::tx::Turn;
+use phase::Phase;
+use tx::Turn;
 
+/// The state of one connection. Fields are private to this module and its
+/// receive (`rx`) and transmit (`tx`) halves; `Connection` goes through
+/// methods.
 #[derive(Debug)]
 pub(super) struct Inner {
-    pub pd: PdId,
-    pub state: State,
-    pub tx: FrameTx,
+    pd: PdId,
+    /// Start-up, established, terminated or closed, with what each needs.
+    phase: Phase,
+    tx: FrameTx,
     /// Largest ULPDU we send.
-    pub mulpdu: usize,
-    pub sq: SendQueue,
-    pub max_send_sge: usize,
-    /// Receive queues: 0 posted buffers (Sends), 1 and 2 inline (Read
-    /// Requests, Terminates).
-    pub rq: UntaggedQueues,
+    mulpdu: usize,
+    sq: SendQueue,
+    max_send_sge: usize,
+    max_inline: usize,
+    /// Both sides agreed to RFC 7306.
+    rfc7306: bool,
+    /// Receive queues: 0 posted buffers (Sends, Immediate Data), 1, 2 and
+    /// (RFC 7306) 3 inline (Read and Atomic Requests, Terminates, Atomic
+    /// Responses).
+    rq: UntaggedQueues,
     /// Continuity of inbound tagged messages (Writes, Read Responses).
-    pub tagged_rx: TaggedSequence,
-    pub orq: OutboundReads,
-    pub irq: InboundReads,
-    pub msn_send: MsnCounter,
-    pub msn_read: MsnCounter,
-    pub msn_term: MsnCounter,
-    /// Initiator in peer-to-peer mode: the RTR still to send first.
-    pub rtr_out: Option<mpa::Rtr>,
-    /// Responder in peer-to-peer mode: the first message may be an RTR.
-    pub rtr_in: bool,
+    tagged_rx: TaggedSequence,
+    orq: OutboundReads,
+    irq: InboundReads,
+    msn_send: MsnCounter,
+    msn_read: MsnCounter,
+    msn_term: MsnCounter,
+    msn_atomic_response: MsnCounter,
+    /// RFC 7306: our atomic requests awaiting responses, and responses to
+    /// the peer's waiting to go out.
+    atomics_out: OutboundAtomics,
+    atomics_in: InboundAtomics,
     /// Zero-length Send RTRs swallowed: MSNs the receive queue never saw.
-    pub send_msn_skip: u32,
+    send_msn_skip: u32,
     /// Scheduler: which stream goes next when both could.
-    pub turn: Turn,
-    pub pending_term: Option<TermFrame>,
+    turn: Turn,
+    pending_term: Option<TermFrame>,
+    /// A local invalidate at the head of the send queue, checked and
+    /// waiting for the driver to carry it out (`take_local_invalidate`).
+    local_invalidate: Option<STag>,
     /// Status for the receive buffer a failed Send was landing in.
-    pub rq_head_status: Option<WcStatus>,
-    pub events: VecDeque<Event>,
+    rq_head_status: Option<WcStatus>,
+    events: VecDeque<Event>,
     /// Posts are refused while this many events wait to be polled.
-    pub event_cap: usize,
-    /// Responder: the initiator's first FPDU is due by then.
-    pub first_fpdu_deadline: Option<Instant>,
+    event_cap: usize,
 }
 
 impl Inner {
@@ -64,38 +83,78 @@ impl Inner {
         let tx = FrameTx::new(n);
         let max_fpdu = cfg.max_fpdu.max(MIN_FPDU) & !3;
         let mulpdu = tx.max_ulpdu(max_fpdu).min(usize::from(u16::MAX));
-        let initiator = n.role == Role::Initiator;
         Inner {
             pd: cfg.pd,
-            state: if initiator || cfg.responder_sends_first {
-                State::Established
-            } else {
-                State::AwaitingFirstFpdu
-            },
+            phase: Phase::initial(cfg),
             tx,
             mulpdu,
             sq: SendQueue::new(cfg.sq_depth),
             max_send_sge: cfg.max_send_sge,
-            rq: UntaggedQueues::rdmap(cfg.rq_depth, cfg.max_recv_sge),
+            max_inline: cfg.max_inline_data,
+            rfc7306: cfg.rfc7306,
+            rq: receive_queues(cfg),
             tagged_rx: TaggedSequence::new(),
             orq: OutboundReads::new(usize::from(n.ord)),
             irq: InboundReads::new(usize::from(n.ird)),
             msn_send: MsnCounter::new(),
             msn_read: MsnCounter::new(),
             msn_term: MsnCounter::new(),
-            rtr_out: if initiator { n.rtr } else { None },
-            rtr_in: !initiator && n.rtr.is_some(),
+            msn_atomic_response: MsnCounter::new(),
+            atomics_out: OutboundAtomics::default(),
+            atomics_in: InboundAtomics::default(),
             send_msn_skip: 0,
             turn: Turn::SendQueue,
             pending_term: None,
+            local_invalidate: None,
             rq_head_status: None,
             events: VecDeque::new(),
             event_cap: cfg.sq_depth + cfg.rq_depth + 4,
-            first_fpdu_deadline: if initiator || cfg.responder_sends_first {
-                None
-            } else {
-                cfg.first_fpdu_deadline
-            },
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.phase.state()
+    }
+
+    pub fn pd(&self) -> PdId {
+        self.pd
+    }
+
+    pub fn max_ulpdu(&self) -> usize {
+        self.mulpdu
+    }
+
+    pub fn ird(&self) -> usize {
+        self.irq.ird()
+    }
+
+    pub fn ord(&self) -> usize {
+        self.orq.ord()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The responder's deadline for the initiator's first FPDU, while it
+    /// waits for it.
+    pub fn first_fpdu_deadline(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::AwaitingFirstFpdu { deadline, .. } => deadline,
+            _ => None,
+        }
+    }
+
+    pub fn accepts_input(&self) -> bool {
+        self.phase.is_live()
+    }
+
+    /// Whether to keep feeding after a ULPDU.
+    fn flow(&self) -> ControlFlow<()> {
+        if self.accepts_input() {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
         }
     }
 
@@ -117,6 +176,7 @@ impl Inner {
             byte_len: 0,
             invalidated: None,
             solicited: false,
+            imm_data: None,
         }));
     }
 
@@ -136,14 +196,55 @@ impl Inner {
                 return Err(PostError::NoReadCredit);
             }
         }
-        let len = sgl_len(&wr.sgl)?;
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
-            let opcode = match wr.op {
-                SendOp::Send { .. } => WcOpcode::Send,
-                SendOp::Write { .. } => WcOpcode::RdmaWrite,
-                SendOp::Read { .. } => WcOpcode::RdmaRead,
-            };
-            self.flushed(wr.wr_id, opcode);
+        if let SendOp::LocalInvalidate { .. } = wr.op {
+            if !wr.sgl.is_empty() || !wr.inline.is_empty() {
+                return Err(PostError::InvalidateSgl);
+            }
+        }
+        if wr.op.needs_rfc7306() && !self.rfc7306 {
+            return Err(PostError::Rfc7306NotAgreed);
+        }
+        if let SendOp::Atomic { remote_to, .. } = wr.op {
+            let len = wr.sgl.first().map_or(0, |s| s.len);
+            if wr.sgl.len() != 1 || len as usize != OPERAND_LEN {
+                return Err(PostError::AtomicSink {
+                    sges: wr.sgl.len(),
+                    len,
+                });
+            }
+            if remote_to % OPERAND_LEN as u64 != 0 {
+                return Err(PostError::AtomicAlignment(remote_to));
+            }
+            if self.orq.ord() == 0 {
+                return Err(PostError::NoReadCredit);
+            }
+        }
+        if !wr.inline.is_empty() {
+            let carries_data = matches!(
+                wr.op,
+                SendOp::Send { .. }
+                    | SendOp::SendImm { .. }
+                    | SendOp::Write { .. }
+                    | SendOp::WriteImm { .. }
+            );
+            if !carries_data || !wr.sgl.is_empty() {
+                return Err(PostError::InlineMisused);
+            }
+            if wr.inline.len() > self.max_inline {
+                return Err(PostError::InlineTooLong {
+                    len: wr.inline.len(),
+                    max: self.max_inline,
+                });
+            }
+        }
+        let len = if wr.inline.is_empty() {
+            sgl_len(&wr.sgl)?
+        } else {
+            // At most max_inline_data, far below 4 GiB.
+            u32::try_from(wr.inline.len()).map_err(|_| PostError::TooLong)?
+        };
+        if !self.phase.is_live() {
+            self.flushed(wr.wr_id, wr.op.wc_opcode());
             return Ok(());
         }
         self.sq.push(wr, len).map(|_| ())
@@ -152,7 +253,7 @@ impl Inner {
     pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
         self.check_event_room()?;
         sgl_len(&wr.sgl)?;
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
+        if !self.phase.is_live() {
             self.flushed(wr.wr_id, WcOpcode::Recv);
             return Ok(());
         }
@@ -183,15 +284,27 @@ impl Inner {
                 byte_len: 0,
                 invalidated: None,
                 solicited: false,
+                imm_data: None,
             }));
         }
         self.orq.drain().for_each(drop);
         self.irq.clear();
-        self.rtr_out = None;
+        self.atomics_out.clear();
+        self.atomics_in.clear();
+        self.local_invalidate = None;
+    }
+
+    /// The STag a local invalidate at the head of the send queue asks the
+    /// driver to invalidate now; the request completes as this returns it.
+    pub fn take_local_invalidate(&mut self) -> Option<STag> {
+        let stag = self.local_invalidate.take()?;
+        self.sq.finish_current(Progress::Done(WcStatus::Success));
+        self.retire();
+        Some(stag)
     }
 
     fn enter_error(&mut self) {
-        self.state = State::Error;
+        self.phase = Phase::Error;
         self.flush_all();
     }
 
@@ -199,7 +312,7 @@ impl Inner {
     /// queue a TERMINATE about `offending` (the ULPDU at fault, or a header
     /// we reconstructed), report, flush.
     pub fn terminate_local(&mut self, cause: TermCause, offending: &[u8]) {
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
+        if !self.phase.is_live() {
             return;
         }
         let msn = self.msn_term.take();
@@ -214,7 +327,7 @@ impl Inner {
 
     /// The initiator never sent its first FPDU: error, flush, report.
     pub fn first_fpdu_timed_out(&mut self) {
-        if self.state != State::AwaitingFirstFpdu {
+        if !matches!(self.phase, Phase::AwaitingFirstFpdu { .. }) {
             return;
         }
         self.events.push_back(Event::FirstFpduTimeout);
@@ -230,7 +343,7 @@ impl Inner {
     /// is sent back. The work request its header names, if still queued,
     /// gets the matching remote error; the rest are flushed.
     pub fn peer_terminated(&mut self, t: Option<&TerminateRepr<'_>>) {
-        if !matches!(self.state, State::AwaitingFirstFpdu | State::Established) {
+        if !self.phase.is_live() {
             return;
         }
         let (cause, peer) = match t {
@@ -242,13 +355,24 @@ impl Inner {
         };
         if let Some(offender) = t.and_then(terminate::offender) {
             let seq = self.sq.find_any(|e| match (offender, e.wr.op) {
-                (Offender::Untagged { qn: 0, msn }, SendOp::Send { .. })
-                | (Offender::Untagged { qn: 1, msn }, SendOp::Read { .. }) => e.msn == Some(msn),
+                (
+                    Offender::Untagged { qn: 0, msn },
+                    SendOp::Send { .. } | SendOp::SendImm { .. },
+                )
+                | (
+                    Offender::Untagged { qn: 1, msn },
+                    SendOp::Read { .. } | SendOp::Atomic { .. },
+                ) => e.msn == Some(msn),
                 (
                     Offender::Tagged { stag, to },
                     SendOp::Write {
                         remote_stag,
                         remote_to,
+                    }
+                    | SendOp::WriteImm {
+                        remote_stag,
+                        remote_to,
+                        ..
                     },
                 ) => {
                     remote_stag.0 == stag
@@ -270,17 +394,17 @@ impl Inner {
     }
 
     pub fn close(&mut self) {
-        if self.state == State::Closed {
+        if self.phase == Phase::Closed {
             return;
         }
-        if self.state != State::Error {
+        if self.phase != Phase::Error {
             self.flush_all();
         }
-        self.state = State::Closed;
+        self.phase = Phase::Closed;
     }
 
     pub fn peer_closed(&mut self) {
-        if self.state == State::Closed {
+        if self.phase == Phase::Closed {
             return;
         }
         self.close();
@@ -292,14 +416,37 @@ impl Inner {
             && self.irq.is_empty()
             && self.orq.is_empty()
             && self.pending_term.is_none()
-            && self.rtr_out.is_none()
+            && self.atomics_out.is_empty()
+            && self.atomics_in.is_empty()
+            && !matches!(self.phase, Phase::RtrToSend(_))
     }
 
     pub fn wants_write(&self) -> bool {
         if self.pending_term.is_some() {
             return true;
         }
-        self.state == State::Established
-            && (self.rtr_out.is_some() || self.sq_eligible() || self.irq_eligible())
+        self.phase.may_send()
+            && (matches!(self.phase, Phase::RtrToSend(_))
+                || self.sq_eligible()
+                || self.irq_eligible()
+                || !self.atomics_in.is_empty())
     }
+}
+
+/// RDMAP's receive queues; with RFC 7306 queue 1 also takes the larger
+/// Atomic Requests and queue 3 the Atomic Responses. Without it a message
+/// on queue 3 is refused as an invalid queue number, as before.
+fn receive_queues(cfg: &ConnectionConfig) -> UntaggedQueues {
+    let mut q = UntaggedQueues::rdmap(cfg.rq_depth, cfg.max_recv_sge);
+    if cfg.rfc7306 {
+        let request = QueueMode::Inline {
+            max_message: REQUEST_LEN as u32,
+        };
+        let response = QueueMode::Inline {
+            max_message: RESPONSE_LEN as u32,
+        };
+        q.enable(QN_READ_REQUEST, request);
+        q.enable(queue::ATOMIC_RESPONSE, response);
+    }
+    q
 }
