@@ -103,6 +103,7 @@ expect_eq "wait_pair: a single end gets the grace from the start" "$PAIR_RC_A" k
 cases=$(interop_cases)
 expect_eq "case count" "$(echo "$cases" | wc -l)" 96
 expect_eq "without perftest" "$(IWARP_INTEROP_PERFTEST=0 interop_cases | wc -l)" 60
+expect_eq "quick perftest sizes" "$(IWARP_INTEROP_PERFTEST_SIZES=quick interop_cases | grep -c '^perftest-')" 18
 expect_eq "lossy cases are opt-in" "$(echo "$cases" | grep -c '^lossy-')" 0
 expect_eq "with the lossy cases" "$(IWARP_INTEROP_LOSSY=1 interop_cases | wc -l)" 101
 expect_eq "perftest cases" "$(echo "$cases" | grep -c '^perftest-')" 36
