@@ -339,6 +339,12 @@ pub struct KernelTransport {
     /// limit): until one succeeds the set may miss an event, so
     /// `poll_delay` asks to be polled soon instead of trusting it.
     epoll_behind: bool,
+    /// Whether the last `poll` moved anything. Bytes it read are out of
+    /// the socket, so the epoll set no longer shows them, yet the layer
+    /// above may not have taken them (a caller that polls once more after
+    /// handling input, as a progress turn does): with the readiness
+    /// descriptor in use, `poll_delay` then asks for one more poll.
+    last_poll_moved: bool,
 }
 
 impl KernelTransport {
@@ -354,6 +360,7 @@ impl KernelTransport {
             wake: WakeFd::new().ok().map(Arc::new),
             epoll: None,
             epoll_behind: false,
+            last_poll_moved: false,
         }
     }
 
@@ -664,6 +671,7 @@ impl Transport for KernelTransport {
         }
         self.reclaim(now);
         self.sync_all_interest();
+        self.last_poll_moved = moved;
         moved
     }
 
@@ -705,8 +713,10 @@ impl Transport for KernelTransport {
 
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         // The kernel keeps the TCP timers; only work staged since the last
-        // poll is due, and the end of a closed stream's linger.
-        if self.dirty {
+        // poll is due, and the end of a closed stream's linger. Driven
+        // through the readiness descriptor, so is a poll after one that
+        // moved something: what it read may still wait for the layer above.
+        if self.dirty || (self.epoll.is_some() && self.last_poll_moved) {
             return Some(Duration::ZERO);
         }
         let linger = self
