@@ -52,10 +52,7 @@ fn connect_accept_write_read_send_and_disconnect() {
         let cqp = AsyncQp::new(client.create_qp(&cpd, QpInit::new(ccq.cq())).unwrap()).unwrap();
         let sqp = AsyncQp::new(server.create_qp(&spd, QpInit::new(scq.cq())).unwrap()).unwrap();
 
-        let params = ConnectParams {
-            private_data: b"hi".to_vec(),
-            ..ConnectParams::default()
-        };
+        let params = ConnectParams::default().private_data(b"hi".to_vec());
         let (connected, accepted) = tokio::join!(cqp.connect(addr, params), async {
             let req = within(listener.request()).await.unwrap();
             assert_eq!(req.private_data, b"hi");
@@ -188,13 +185,8 @@ fn over_kernel_tcp_the_runtime_drives_the_devices_too() {
         // (A Write completes when sent; the Read behind it sees it placed.)
         assert!(within(ccq.next()).await.unwrap().is_success());
         let sink = cpd.register(8, Access::LOCAL_WRITE).unwrap();
-        cqp.post_send(wr::read(
-            3,
-            sink.sge_all(),
-            target.rkey(),
-            target.addr(),
-        ))
-        .unwrap();
+        cqp.post_send(wr::read(3, sink.sge_all(), target.rkey(), target.addr()))
+            .unwrap();
         let wc = within(ccq.next()).await.unwrap();
         assert_eq!((wc.wr_id, wc.is_success()), (3, true));
         assert_eq!(sink.to_vec(), b"over tcp");
