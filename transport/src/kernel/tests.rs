@@ -734,7 +734,10 @@ fn an_event_loop_on_the_readiness_descriptors_alone_connects_and_transfers() {
     let addr = server.listener_addr(l).unwrap();
     // Asked for before the listener's first connection and after the
     // listener exists: both kinds of registration are exercised.
-    let fds = [client.readiness_fd().unwrap(), server.readiness_fd().unwrap()];
+    let fds = [
+        client.readiness_fd().unwrap(),
+        server.readiness_fd().unwrap(),
+    ];
     assert!(!readable(&fds[0]) && !readable(&fds[1]), "nothing due yet");
     let c = client.connect(addr).unwrap();
     let mut wakes = 0;
@@ -781,7 +784,10 @@ fn an_event_loop_on_the_readiness_descriptors_alone_connects_and_transfers() {
         &mut wakes,
         |ts| ts[0].stream_count() == 0 && ts[1].stream_count() == 0
     ));
-    assert!(wakes > 0, "the descriptors woke the loop, not only timeouts");
+    assert!(
+        wakes > 0,
+        "the descriptors woke the loop, not only timeouts"
+    );
 }
 
 #[test]
@@ -816,8 +822,11 @@ fn the_readiness_descriptor_follows_wakes_unread_bytes_and_a_full_buffer() {
     let deadline = Instant::now() + LIMIT;
     while t.recv_queued(s) < 4096 {
         assert!(Instant::now() < deadline, "the buffer never filled");
-        crate::poll_readable(&[std::os::fd::AsFd::as_fd(&fd)], Some(Duration::from_millis(10)))
-            .unwrap();
+        crate::poll_readable(
+            &[std::os::fd::AsFd::as_fd(&fd)],
+            Some(Duration::from_millis(10)),
+        )
+        .unwrap();
         t.poll(Instant::now());
     }
     assert!(!readable(&fd), "a full buffer is not a reason to poll");
