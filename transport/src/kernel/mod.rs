@@ -348,6 +348,7 @@ pub struct KernelTransport {
 }
 
 impl KernelTransport {
+    /// A transport with no sockets yet; each `listen` and `connect` makes one.
     pub fn new(cfg: KernelConfig) -> Self {
         KernelTransport {
             cfg,
@@ -369,10 +370,12 @@ impl KernelTransport {
         self.pcap = sink;
     }
 
+    /// The capture being recorded, if any.
     pub fn pcap(&self) -> Option<&PcapSink> {
         self.pcap.as_ref()
     }
 
+    /// Stops recording and hands the capture over.
     pub fn take_pcap(&mut self) -> Option<PcapSink> {
         self.pcap.take()
     }

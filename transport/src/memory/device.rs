@@ -96,6 +96,7 @@ impl MemoryDevice {
         self.tx.pcap = sink;
     }
 
+    /// The capture being recorded, if any.
     pub fn pcap(&self) -> Option<&PcapSink> {
         self.tx.pcap.as_ref()
     }
@@ -105,6 +106,7 @@ impl MemoryDevice {
         self.tx.pcap.take()
     }
 
+    /// What this end has sent, received and dropped so far.
     pub fn stats(&self) -> LinkStats {
         self.tx.stats
     }
