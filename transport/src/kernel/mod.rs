@@ -800,6 +800,10 @@ impl Transport for KernelTransport {
         }
         self.epoll.as_ref()?.try_clone_fd().ok()
     }
+
+    fn has_readiness_fd(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -258,4 +258,8 @@ impl LinkDevice for MemoryDevice {
     fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
         self.wire.readiness_fd(self.rx_lane())
     }
+
+    fn has_readiness_fd(&self) -> bool {
+        true
+    }
 }

@@ -380,4 +380,8 @@ impl LinkDevice for TapDevice {
     fn readiness_fd(&mut self) -> Option<OwnedFd> {
         self.fd.try_clone().ok()
     }
+
+    fn has_readiness_fd(&self) -> bool {
+        true
+    }
 }
