@@ -7,6 +7,7 @@
 //!
 //! Nothing here knows iWARP: the protocol crates' tests may depend on it.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod net;
 pub mod netns;

@@ -15,7 +15,9 @@ use crate::memory::{OutOfRange, STag};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Layer {
+    /// The RDMA layer (RFC 5040): opcodes, Read Requests, access rights.
     Rdmap = 0,
+    /// Direct data placement (RFC 5041): STags, bounds, queues, MSNs.
     Ddp = 1,
     /// The lower layer protocol: MPA over TCP.
     Llp = 2,
@@ -41,6 +43,7 @@ impl Layer {
 /// The Layer / Error Type / Error Code triple a TERMINATE carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TermCode {
+    /// Which layer found the error; the peer reports it back unchanged.
     pub layer: Layer,
     /// Error type: 4 bits on the wire.
     pub etype: u8,
@@ -49,51 +52,87 @@ pub struct TermCode {
 }
 
 impl TermCode {
+    /// A triple as it goes on the wire (`etype` and `code` are not checked against the RFC
+    /// tables).
     pub const fn new(layer: Layer, etype: u8, code: u8) -> Self {
         TermCode { layer, etype, code }
     }
 
     // RDMAP, RFC 5040 section 4.8. Etype 0: local catastrophic.
+    /// An error inside this RDMAP stack, not the peer's fault.
     pub const RDMAP_CATASTROPHIC: TermCode = TermCode::new(Layer::Rdmap, 0, 0);
     // Etype 1: remote protection error.
+    /// The STag of a Read Request's source or a Write's sink is not valid.
     pub const RDMAP_INVALID_STAG: TermCode = TermCode::new(Layer::Rdmap, 1, 0x00);
+    /// The access falls outside the region's base and bounds.
     pub const RDMAP_BASE_BOUNDS: TermCode = TermCode::new(Layer::Rdmap, 1, 0x01);
+    /// The region does not grant the access asked for.
     pub const RDMAP_ACCESS_RIGHTS: TermCode = TermCode::new(Layer::Rdmap, 1, 0x02);
+    /// The STag is not associated with this stream's protection domain.
     pub const RDMAP_STAG_NOT_ASSOCIATED: TermCode = TermCode::new(Layer::Rdmap, 1, 0x03);
+    /// The tagged offset plus length wraps past 2^64.
     pub const RDMAP_TO_WRAP: TermCode = TermCode::new(Layer::Rdmap, 1, 0x04);
+    /// The STag named by a Send with Invalidate may not be invalidated.
     pub const RDMAP_PROTECTION_CANNOT_INVALIDATE: TermCode = TermCode::new(Layer::Rdmap, 1, 0x09);
+    /// A remote protection error the RFC has no code for.
     pub const RDMAP_PROTECTION_UNSPECIFIED: TermCode = TermCode::new(Layer::Rdmap, 1, 0xff);
     // Etype 2: remote operation error.
+    /// The RDMAP version is not the one this side speaks.
     pub const RDMAP_INVALID_VERSION: TermCode = TermCode::new(Layer::Rdmap, 2, 0x05);
+    /// The opcode is unknown or not allowed here.
     pub const RDMAP_UNEXPECTED_OPCODE: TermCode = TermCode::new(Layer::Rdmap, 2, 0x06);
+    /// The stream cannot go on; other streams are unaffected.
     pub const RDMAP_CATASTROPHIC_STREAM: TermCode = TermCode::new(Layer::Rdmap, 2, 0x07);
+    /// The error takes down more than this stream.
     pub const RDMAP_CATASTROPHIC_GLOBAL: TermCode = TermCode::new(Layer::Rdmap, 2, 0x08);
+    /// A Send with Invalidate named an STag that cannot be invalidated (an operation error, not
+    /// a protection one).
     pub const RDMAP_OPERATION_CANNOT_INVALIDATE: TermCode = TermCode::new(Layer::Rdmap, 2, 0x09);
+    /// A remote operation error the RFC has no code for.
     pub const RDMAP_OPERATION_UNSPECIFIED: TermCode = TermCode::new(Layer::Rdmap, 2, 0xff);
 
     // DDP, RFC 5041 section 7.2. Etype 0: local catastrophic.
+    /// An error inside this DDP stack, not the peer's fault.
     pub const DDP_CATASTROPHIC: TermCode = TermCode::new(Layer::Ddp, 0, 0);
     // Etype 1: tagged buffer error.
+    /// A tagged segment's STag is not valid.
     pub const DDP_T_INVALID_STAG: TermCode = TermCode::new(Layer::Ddp, 1, 0x00);
+    /// A tagged segment falls outside the region's base and bounds.
     pub const DDP_T_BASE_BOUNDS: TermCode = TermCode::new(Layer::Ddp, 1, 0x01);
+    /// A tagged segment's STag belongs to another protection domain.
     pub const DDP_T_STAG_NOT_ASSOCIATED: TermCode = TermCode::new(Layer::Ddp, 1, 0x02);
+    /// A tagged segment's offset plus length wraps past 2^64.
     pub const DDP_T_TO_WRAP: TermCode = TermCode::new(Layer::Ddp, 1, 0x03);
+    /// A tagged segment's DDP version is not 1.
     pub const DDP_T_INVALID_VERSION: TermCode = TermCode::new(Layer::Ddp, 1, 0x04);
     // Etype 2: untagged buffer error.
+    /// An untagged segment names a queue number that is not enabled.
     pub const DDP_UT_INVALID_QN: TermCode = TermCode::new(Layer::Ddp, 2, 0x01);
+    /// An untagged segment starts a message for which no buffer is posted.
     pub const DDP_UT_NO_BUFFER: TermCode = TermCode::new(Layer::Ddp, 2, 0x02);
+    /// An untagged segment's MSN is outside the window the queue expects.
     pub const DDP_UT_MSN_RANGE: TermCode = TermCode::new(Layer::Ddp, 2, 0x03);
+    /// An untagged segment's message offset is not where the message stands.
     pub const DDP_UT_INVALID_MO: TermCode = TermCode::new(Layer::Ddp, 2, 0x04);
+    /// An untagged message is longer than the buffer posted for it.
     pub const DDP_UT_TOO_LONG: TermCode = TermCode::new(Layer::Ddp, 2, 0x05);
+    /// An untagged segment's DDP version is not 1.
     pub const DDP_UT_INVALID_VERSION: TermCode = TermCode::new(Layer::Ddp, 2, 0x06);
 
     // LLP (MPA), RFC 5044 section 8 and RFC 6581 section 7. Etype 0: MPA.
+    /// The TCP stream was lost (reset or closed under the connection).
     pub const LLP_TCP_STREAM_LOST: TermCode = TermCode::new(Layer::Llp, 0, 0x01);
+    /// An FPDU's CRC did not match: the bytes were damaged on the way.
     pub const LLP_CRC: TermCode = TermCode::new(Layer::Llp, 0, 0x02);
+    /// A marker did not point to the FPDU it should.
     pub const LLP_MARKER_MISMATCH: TermCode = TermCode::new(Layer::Llp, 0, 0x03);
+    /// The MPA Request or Reply was malformed.
     pub const LLP_INVALID_REQ_REP: TermCode = TermCode::new(Layer::Llp, 0, 0x04);
+    /// An error inside this MPA stack, not the peer's fault.
     pub const LLP_LOCAL_CATASTROPHIC: TermCode = TermCode::new(Layer::Llp, 0, 0x05);
+    /// The IRD/ORD the peer asked for cannot be granted (RFC 6581).
     pub const LLP_INSUFFICIENT_IRD: TermCode = TermCode::new(Layer::Llp, 0, 0x06);
+    /// No RTR message both sides support (RFC 6581 peer-to-peer).
     pub const LLP_NO_MATCHING_RTR: TermCode = TermCode::new(Layer::Llp, 0, 0x07);
 }
 
@@ -112,10 +151,24 @@ pub enum TaggedError {
     AccessRights(u32),
     /// `to + len` does not fit in 64 bits.
     #[error("tagged offset wraps: STag {stag:#010x} TO {to:#x} length {len}")]
-    ToWrap { stag: u32, to: u64, len: u64 },
+    ToWrap {
+        /// The STag the segment named.
+        stag: u32,
+        /// The tagged offset it started at.
+        to: u64,
+        /// Its payload length.
+        len: u64,
+    },
     /// `[to, to + len)` is not inside the region.
     #[error("base or bounds violation: STag {stag:#010x} TO {to:#x} length {len}")]
-    BaseBounds { stag: u32, to: u64, len: u64 },
+    BaseBounds {
+        /// The STag the segment named.
+        stag: u32,
+        /// The tagged offset it started at.
+        to: u64,
+        /// Its payload length.
+        len: u64,
+    },
     /// The memory refused a write that passed the bounds check: a broken
     /// [`Memory`](crate::memory::Memory), a local fault.
     #[error("registered memory refused a checked write: {0}")]
@@ -173,23 +226,49 @@ impl TaggedError {
 pub enum UntaggedError {
     /// The queue number is not one the ULP enabled.
     #[error("invalid queue number {qn}")]
-    InvalidQn { qn: u32 },
+    InvalidQn {
+        /// The queue number the segment named.
+        qn: u32,
+    },
     /// The segment starts the expected message but no buffer is posted.
     #[error("invalid MSN - no buffer available (queue {qn}, MSN {msn})")]
-    NoBuffer { qn: u32, msn: u32 },
+    NoBuffer {
+        /// The queue the message was for.
+        qn: u32,
+        /// The message it would have started.
+        msn: u32,
+    },
     /// The MSN is not the next message of the queue.
     #[error("invalid MSN - range is not valid (queue {qn}, MSN {msn}, expected {expected})")]
-    MsnRange { qn: u32, msn: u32, expected: u32 },
+    MsnRange {
+        /// The queue the segment was for.
+        qn: u32,
+        /// The MSN it carried.
+        msn: u32,
+        /// The MSN the queue expected next.
+        expected: u32,
+    },
     /// A segment of another message arrived while message `active` of the
     /// same queue was still incomplete.
     #[error("queue {qn}: MSN {msn} interleaved with incomplete message {active}")]
-    Interleaved { qn: u32, msn: u32, active: u32 },
+    Interleaved {
+        /// The queue of both messages.
+        qn: u32,
+        /// The MSN of the segment that interleaved.
+        msn: u32,
+        /// The MSN of the message still being placed.
+        active: u32,
+    },
     /// The MO is not the number of bytes of the message already placed.
     #[error("invalid MO {mo} (queue {qn}, MSN {msn}, expected {expected})")]
     InvalidMo {
+        /// The queue the segment was for.
         qn: u32,
+        /// The message it belongs to.
         msn: u32,
+        /// The message offset it carried.
         mo: u32,
+        /// The offset the message has reached.
         expected: u32,
     },
     /// The message does not fit the buffer it landed in.
@@ -197,16 +276,23 @@ pub enum UntaggedError {
         "DDP message too long for available buffer (queue {qn}, MSN {msn}: {needed} > {capacity})"
     )]
     TooLong {
+        /// The queue the message was for.
         qn: u32,
+        /// The message that does not fit.
         msn: u32,
+        /// Bytes the message needs (placed plus this segment).
         needed: u64,
+        /// Bytes the posted buffer holds.
         capacity: u64,
     },
     /// The posted buffer (ours) failed its memory check: a local error.
     #[error("posted buffer {id} of queue {qn} is not writable: {source}")]
     LocalBuffer {
+        /// The queue the buffer was posted to.
         qn: u32,
+        /// The handle it was posted with.
         id: u64,
+        /// What the memory check found.
         source: TaggedError,
     },
 }
@@ -238,15 +324,30 @@ pub enum DdpError {
     /// The DDP version field (DV) is not 1. The header layout of another
     /// version is unknown, so this is checked before the header length.
     #[error("invalid DDP version {version} in a {} segment", if *.tagged { "tagged" } else { "untagged" })]
-    InvalidVersion { tagged: bool, version: u8 },
+    InvalidVersion {
+        /// Whether the segment was tagged.
+        tagged: bool,
+        /// The DV value it carried.
+        version: u8,
+    },
     /// The ULPDU is shorter than the DDP header it announces.
     #[error("DDP segment truncated: {len} bytes, header needs {needed}")]
-    Truncated { len: usize, needed: usize },
+    Truncated {
+        /// The segment's length.
+        len: usize,
+        /// The length its header needs.
+        needed: usize,
+    },
     /// A header view of one model was handed a segment of the other.
     #[error("a {} header view was given a {} segment", if *.expected_tagged { "tagged" } else { "untagged" }, if *.expected_tagged { "untagged" } else { "tagged" })]
-    WrongModel { expected_tagged: bool },
+    WrongModel {
+        /// Whether the view wanted a tagged segment.
+        expected_tagged: bool,
+    },
+    /// A tagged placement error.
     #[error(transparent)]
     Tagged(#[from] TaggedError),
+    /// An untagged placement error.
     #[error(transparent)]
     Untagged(#[from] UntaggedError),
 }

@@ -6,6 +6,7 @@
 //! [`memory::Memory`] seam. Every error a peer can cause is typed and maps
 //! to the TERMINATE triple that goes on the wire ([`error`]).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]

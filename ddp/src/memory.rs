@@ -15,12 +15,16 @@ use std::collections::HashMap;
 pub struct STag(pub u32);
 
 impl STag {
+    /// An STag from its 24-bit region index and the 8-bit key a consumer chooses (RFC 5040
+    /// section 2.1).
     pub const fn new(index: u32, key: u8) -> Self {
         STag((index << 8) | key as u32)
     }
+    /// The region index: which registration the STag names.
     pub const fn index(self) -> u32 {
         self.0 >> 8
     }
+    /// The consumer key: changes when a slot is reused, so a stale STag is refused.
     pub const fn key(self) -> u8 {
         self.0 as u8
     }
@@ -36,24 +40,32 @@ pub struct PdId(pub u32);
 pub struct Access(u8);
 
 impl Access {
+    /// No rights: a region only the local side reads.
     pub const NONE: Access = Access(0);
+    /// The local side may place into it (receive buffers, Read sinks).
     pub const LOCAL_WRITE: Access = Access(1);
+    /// The peer may RDMA Write into it.
     pub const REMOTE_WRITE: Access = Access(2);
+    /// The peer may RDMA Read from it.
     pub const REMOTE_READ: Access = Access(4);
     /// RFC 5040's three rights (RFC 7306 atomics are granted apart).
     pub const ALL: Access = Access(7);
     /// The target of RFC 7306 atomic operations (`IBV_ACCESS_REMOTE_ATOMIC`).
     pub const REMOTE_ATOMIC: Access = Access(8);
 
+    /// The rights as the bit set `IBV_ACCESS_*` uses.
     pub const fn bits(self) -> u8 {
         self.0
     }
+    /// Rights from bits; bits that name no right are dropped.
     pub const fn from_bits_truncate(bits: u8) -> Self {
         Access(bits & 15)
     }
+    /// Whether every right of `other` is granted.
     pub const fn contains(self, other: Access) -> bool {
         self.0 & other.0 == other.0
     }
+    /// The rights of both.
     pub const fn union(self, other: Access) -> Access {
         Access(self.0 | other.0)
     }
@@ -69,11 +81,13 @@ impl core::ops::BitOr for Access {
 /// What placement needs to know about a valid region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionInfo {
+    /// The protection domain the region belongs to: only streams of the same one may use it.
     pub pd: PdId,
     /// Tagged offset (the registered virtual address) of the region's first byte.
     pub base: u64,
     /// Length in bytes.
     pub len: u64,
+    /// What the peer (and the local side) may do with it.
     pub access: Access,
 }
 
@@ -81,18 +95,24 @@ pub struct RegionInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("access to STag {stag:#x} at offset {offset} length {len} is outside the region or the STag is invalid")]
 pub struct OutOfRange {
+    /// The STag asked for.
     pub stag: u32,
+    /// The offset into the region.
     pub offset: u64,
+    /// The length asked for.
     pub len: usize,
 }
 
 /// Why an STag could not be invalidated (RFC 5040 section 6.10.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidateError {
+    /// No region has this STag (never registered, or already invalidated).
     #[error("STag is not valid")]
     Invalid,
+    /// The region belongs to another protection domain than the stream's.
     #[error("STag belongs to another protection domain")]
     WrongPd,
+    /// The region was registered without the right to be invalidated remotely.
     #[error("STag cannot be invalidated")]
     NotAllowed,
 }
@@ -139,6 +159,7 @@ pub struct RegionTable {
 }
 
 impl RegionTable {
+    /// An empty table.
     pub fn new() -> Self {
         Self::default()
     }
@@ -173,6 +194,7 @@ impl RegionTable {
         self.regions.get(&stag.0).map(|(_, b, _)| b.as_slice())
     }
 
+    /// The region's bytes for writing, for tests and tools that fill regions in place.
     pub fn bytes_mut(&mut self, stag: STag) -> Option<&mut [u8]> {
         self.regions
             .get_mut(&stag.0)

@@ -15,7 +15,9 @@ use crate::wire::{TaggedRepr, UntaggedRepr, TAGGED_HEADER_LEN, UNTAGGED_HEADER_L
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("MULPDU {mulpdu} leaves no payload room after a {header}-byte DDP header")]
 pub struct MulpduTooSmall {
+    /// The MULPDU given.
     pub mulpdu: usize,
+    /// The DDP header the segments carry.
     pub header: usize,
 }
 
@@ -123,6 +125,7 @@ pub struct TaggedSegments {
 }
 
 impl TaggedSegments {
+    /// Segments of one tagged message placed at `to` of `stag`.
     pub fn new(segmenter: Segmenter, rsvd_ulp: u8, stag: STag, to: u64) -> Self {
         TaggedSegments {
             segmenter,
@@ -166,6 +169,7 @@ pub struct UntaggedSegments {
 }
 
 impl UntaggedSegments {
+    /// Segments of one untagged message `msn` for queue `qn`.
     pub fn new(segmenter: Segmenter, rsvd_ulp: u8, rsvd_ulp2: u32, qn: u32, msn: u32) -> Self {
         UntaggedSegments {
             segmenter,

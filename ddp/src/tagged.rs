@@ -110,6 +110,7 @@ pub struct TaggedSequence {
 }
 
 impl TaggedSequence {
+    /// A sequence before its first segment.
     pub fn new() -> Self {
         Self::default()
     }

@@ -189,8 +189,11 @@ pub const OUR_SINK: Advert = Advert {
 /// address, rkey, size, big-endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Advert {
+    /// The buffer's STag.
     pub stag: STag,
+    /// Its address (tagged offset).
     pub to: u64,
+    /// Its length.
     pub len: u32,
 }
 

@@ -251,6 +251,8 @@ fn terminated(code: TermCode) -> Expectation {
 /// Rping's info message is 16 bytes; these fit any receive it posts.
 const SMALL: &[u8] = b"hostile peer....";
 
+/// The `garbage-request` case: text instead of an MPA Request (RFC 5044 7.1: the key does not
+/// match).
 pub fn garbage_request(t: &Target) -> Case {
     one(
         t,
@@ -263,6 +265,7 @@ pub fn garbage_request(t: &Target) -> Case {
     )
 }
 
+/// The `bad-key` case: a Request whose key differs in its last octet (RFC 5044 7.1).
 pub fn bad_key(t: &Target) -> Case {
     let frame = build::request(&t.initiator());
     let frame = build::with_key(frame, b"MPA ID Req Fram!");
@@ -275,6 +278,8 @@ pub fn bad_key(t: &Target) -> Case {
     )
 }
 
+/// The `unknown-revision` case: a Request with Rev 3, which no RFC defines (RFC 6581 7:
+/// reject).
 pub fn unknown_revision(t: &Target) -> Case {
     let frame = build::patch_request(build::request(&t.initiator()), |f| f.set_rev(3));
     one(
@@ -286,6 +291,7 @@ pub fn unknown_revision(t: &Target) -> Case {
     )
 }
 
+/// The `huge-private-data` case: PD_Length 65535 where RFC 5044 7.1 allows 512.
 pub fn huge_private_data(t: &Target) -> Case {
     let mut frame = build::patch_request(build::request(&t.initiator()), |f| {
         f.set_pd_length(u16::MAX)
@@ -302,6 +308,8 @@ pub fn huge_private_data(t: &Target) -> Case {
     )
 }
 
+/// The `silence` case: a TCP connection that never sends a Request (RFC 5044 7.1: the Responder
+/// times out).
 pub fn silence(t: &Target) -> Case {
     Case {
         patience: t.outlast_request_timeout(),
@@ -315,6 +323,7 @@ pub fn silence(t: &Target) -> Case {
     }
 }
 
+/// The `bad-crc` case: a Send whose CRC32c is off by one bit (RFC 5044 8: TERMINATE 2/0/2).
 pub fn bad_crc(t: &Target) -> Case {
     let mut cfg = t.initiator();
     // C set: RFC 5044 7.1 obliges the Responder to use CRC then.
@@ -336,6 +345,8 @@ pub fn bad_crc(t: &Target) -> Case {
     )
 }
 
+/// The `write-unknown-stag` case: an RDMA Write to a STag the target never registered (RFC 5041
+/// 7.2: 1/1/0).
 pub fn write_to_unknown_stag(t: &Target) -> Case {
     after_startup(
         t,
@@ -346,6 +357,8 @@ pub fn write_to_unknown_stag(t: &Target) -> Case {
     )
 }
 
+/// The `read-larger-than-any-region` case: a Read Request for 4 GiB from an unknown source (RFC
+/// 5040 4.8: remote protection error).
 pub fn read_larger_than_any_region(t: &Target) -> Case {
     let req = ReadRequestRepr {
         sink_stag: STag(0x0000_0100),
@@ -365,6 +378,7 @@ pub fn read_larger_than_any_region(t: &Target) -> Case {
     )
 }
 
+/// The `bad-queue-number` case: a Send on untagged queue 5 (RFC 5041 7.2: 1/2/1).
 pub fn bad_queue_number(t: &Target) -> Case {
     let ulpdu = build::untagged(Opcode::Send, 5, 1, 0, true, rdmap::wire::Body::Data(SMALL));
     after_startup(
@@ -376,6 +390,7 @@ pub fn bad_queue_number(t: &Target) -> Case {
     )
 }
 
+/// The `msn-gap` case: a first Send numbered 5 instead of 1 (RFC 5041 7.2: 1/2/3).
 pub fn msn_gap(t: &Target) -> Case {
     after_startup(
         t,
@@ -386,6 +401,7 @@ pub fn msn_gap(t: &Target) -> Case {
     )
 }
 
+/// The `wrong-ddp-version` case: an untagged Send with DDP version 2 (RFC 5041 7.2: 1/2/6).
 pub fn wrong_ddp_version(t: &Target) -> Case {
     after_startup(
         t,
@@ -396,6 +412,7 @@ pub fn wrong_ddp_version(t: &Target) -> Case {
     )
 }
 
+/// The `wrong-rdmap-version` case: a Send with RDMAP version 0 (RFC 5040 4.8: 0/2/5).
 pub fn wrong_rdmap_version(t: &Target) -> Case {
     let ulpdu = build::with_rdmap_control(
         build::send(1, SMALL, true),
@@ -410,6 +427,8 @@ pub fn wrong_rdmap_version(t: &Target) -> Case {
     )
 }
 
+/// The `unknown-opcode` case: an untagged message with the reserved opcode 0xd (RFC 5040 4.8:
+/// 0/2/6).
 pub fn unknown_opcode(t: &Target) -> Case {
     let ulpdu = build::with_rdmap_control(
         build::send(1, SMALL, true),
@@ -424,6 +443,7 @@ pub fn unknown_opcode(t: &Target) -> Case {
     )
 }
 
+/// The `ulpdu-too-short` case: a 6-octet ULPDU, shorter than any DDP header.
 pub fn ulpdu_too_short(t: &Target) -> Case {
     let mut ulpdu = build::send(1, SMALL, true);
     ulpdu.truncate(6);
@@ -444,6 +464,7 @@ pub fn ulpdu_too_short(t: &Target) -> Case {
     )
 }
 
+/// The `huge-ulpdu-then-silence` case: ULPDU_Length 65535, 256 octets of it, then nothing.
 pub fn huge_ulpdu_then_silence(t: &Target) -> Case {
     // The largest ULPDU MPA can announce, cut after 256 octets: the target
     // may wait for the rest (holding at most 64 KiB) or refuse the length.
@@ -467,6 +488,7 @@ pub fn huge_ulpdu_then_silence(t: &Target) -> Case {
     )
 }
 
+/// The `idle-flood` case: hundreds of connections that never send a Request, all at once.
 pub fn idle_flood(t: &Target) -> Case {
     Case {
         patience: t.outlast_request_timeout(),
@@ -481,6 +503,7 @@ pub fn idle_flood(t: &Target) -> Case {
     }
 }
 
+/// The `random-fpdus` case: eight FPDUs of random octets, each with a valid CRC.
 pub fn random_fpdus(t: &Target) -> Case {
     let mut fpdus = Vec::new();
     let mut seed = t.seed;
@@ -508,6 +531,7 @@ pub fn random_fpdus(t: &Target) -> Case {
     )
 }
 
+/// The `unsolicited-read-response` case: a Read Response nobody asked for.
 pub fn unsolicited_read_response(t: &Target) -> Case {
     let ulpdu = build::tagged(Opcode::ReadResponse, UNKNOWN_STAG, 0, SMALL);
     // RFC 5040 6.4: a Read Response with no Read outstanding is an
@@ -525,6 +549,7 @@ pub fn unsolicited_read_response(t: &Target) -> Case {
     )
 }
 
+/// The `terminate-mid-transfer` case: the first half of a Send, then a TERMINATE.
 pub fn terminate_mid_transfer(t: &Target) -> Case {
     let control = TermControl {
         layer: TermCode::RDMAP_OPERATION_UNSPECIFIED.layer.bits(),
@@ -545,6 +570,7 @@ pub fn terminate_mid_transfer(t: &Target) -> Case {
     )
 }
 
+/// The `fin-mid-fpdu` case: ten octets of a Send's FPDU, then FIN.
 pub fn fin_mid_fpdu(t: &Target) -> Case {
     // The write side may still carry a TERMINATE (LLP, stream lost).
     let expect = Expectation::any_of(&[
@@ -615,6 +641,8 @@ fn reply_case(t: &Target, name: &'static str, about: &'static str, reply: Vec<u8
     )
 }
 
+/// The `garbage-reply` case: text instead of an MPA Reply (RFC 5044 7.1: the key does not
+/// match).
 pub fn garbage_reply(t: &Target) -> Case {
     reply_case(
         t,
@@ -624,6 +652,7 @@ pub fn garbage_reply(t: &Target) -> Case {
     )
 }
 
+/// The `bad-reply-key` case: a Reply whose key differs in its last octet (RFC 5044 7.1).
 pub fn bad_reply_key(t: &Target) -> Case {
     reply_case(
         t,
@@ -633,6 +662,8 @@ pub fn bad_reply_key(t: &Target) -> Case {
     )
 }
 
+/// The `unknown-reply-revision` case: a Reply with Rev 3, which no RFC defines and the Request
+/// did not ask for.
 pub fn unknown_reply_revision(t: &Target) -> Case {
     reply_case(
         t,
@@ -642,6 +673,8 @@ pub fn unknown_reply_revision(t: &Target) -> Case {
     )
 }
 
+/// The `huge-reply-private-data` case: a Reply announcing PD_Length 65535 where RFC 5044 7.1
+/// allows 512.
 pub fn huge_reply_private_data(t: &Target) -> Case {
     let mut frame = build::patch_request(reply_frame(t), |f| f.set_pd_length(u16::MAX));
     frame.extend_from_slice(&[0x5a; 1024]);
@@ -653,6 +686,8 @@ pub fn huge_reply_private_data(t: &Target) -> Case {
     )
 }
 
+/// The `silent-responder` case: a Responder that takes the Request and never answers (RFC 5044
+/// 7.1: the Initiator times out).
 pub fn silent_responder(t: &Target) -> Case {
     Case {
         patience: t.outlast_request_timeout(),
@@ -684,6 +719,8 @@ fn after_learning(
     one(t, name, about, script, expect)
 }
 
+/// The `write-beyond-region` case: an RDMA Write to a valid STag the target handed out, 1 MiB
+/// past its end (RFC 5041 7.2: 1/1/1).
 pub fn write_beyond_region(t: &Target) -> Case {
     // The buffer the target's Read Request named is 64 octets or so: a
     // Write starting 1 MiB past its start is out of bounds whatever its size.
@@ -703,6 +740,8 @@ pub fn write_beyond_region(t: &Target) -> Case {
     )
 }
 
+/// The `read-beyond-region` case: a Read Request of a valid STag for 1 MiB more than its buffer
+/// (RFC 5040 4.8: 0/1/1).
 pub fn read_beyond_region(t: &Target) -> Case {
     after_learning(
         t,

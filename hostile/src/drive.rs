@@ -21,8 +21,11 @@ const CLOSE_GRACE: Duration = Duration::from_millis(300);
 
 /// One connection and the peer playing on it.
 pub struct Conn<'p> {
+    /// The transport's stream.
     pub id: StreamId,
+    /// The peer playing its script on it.
     pub peer: &'p mut dyn Peer,
+    /// What the connection carried so far.
     pub transcript: Transcript,
     pending: VecDeque<u8>,
     fin_wanted: bool,
@@ -34,6 +37,7 @@ pub struct Conn<'p> {
 }
 
 impl<'p> Conn<'p> {
+    /// A connection on stream `id` of `t`, played by `peer`, its transcript starting now.
     pub fn new(
         t: &dyn Transport,
         id: StreamId,

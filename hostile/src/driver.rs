@@ -28,6 +28,7 @@ const SLICE: Duration = Duration::from_millis(5);
 /// What one case came to.
 #[derive(Debug)]
 pub struct Report {
+    /// The case's name.
     pub case: &'static str,
     /// One verdict per connection.
     pub verdicts: Vec<Verdict>,
@@ -162,7 +163,9 @@ pub fn play_streams(
 pub struct ScriptRun {
     /// Every step done and every wait met.
     pub completed: bool,
+    /// What the target sent, and how the connection ended.
     pub observation: Observation,
+    /// Everything the connection carried.
     pub transcript: Transcript,
 }
 

@@ -24,6 +24,7 @@ pub enum Answer {
 pub struct TermMatch {
     /// 0 RDMAP, 1 DDP, 2 LLP (MPA).
     pub layer: u8,
+    /// The error type within the layer.
     pub etype: u8,
     /// `None`: any code of this layer and type.
     pub code: Option<u8>,
@@ -88,8 +89,11 @@ pub enum End {
 /// One outcome the RFCs allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Outcome {
+    /// The MPA Reply expected.
     pub answer: Answer,
+    /// The TERMINATE expected.
     pub terminate: Terminate,
+    /// How the connection should end.
     pub end: End,
 }
 
@@ -152,6 +156,7 @@ impl fmt::Display for Outcome {
 /// Every outcome a case allows; at least one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expectation {
+    /// The outcomes any of which passes.
     pub outcomes: Vec<Outcome>,
 }
 

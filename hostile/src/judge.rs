@@ -11,6 +11,7 @@ use crate::observe::{Ending, Observation};
 /// The target answered in a way no allowed outcome describes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
+    /// What the case allowed.
     pub expected: Expectation,
     /// Boxed: an observation is large, and verdicts are kept per connection.
     pub observed: Box<Observation>,

@@ -31,23 +31,61 @@ pub enum Mutation {
     /// An octet of the MPA Request XORed (key, flags, revision,
     /// PD_Length, IRD/ORD); the session's FPDUs are dropped, since no
     /// framing can be assumed after a Request the target may refuse.
-    Request { at: u8, mask: u8 },
+    Request {
+        /// Which octet of the Request.
+        at: u8,
+        /// The bits flipped.
+        mask: u8,
+    },
     /// FPDU `fpdu`'s framing spoiled (ULPDU_Length, CRC, a cut, any octet).
-    Framing { fpdu: u16, mangle: Mangle },
+    Framing {
+        /// Which FPDU, counted from 0.
+        fpdu: u16,
+        /// How its framing is spoiled.
+        mangle: Mangle,
+    },
     /// An octet of the DDP/RDMAP headers of FPDU `fpdu` XORed (control
     /// bits, version, opcode, reserved fields).
-    Header { fpdu: u16, at: u8, mask: u8 },
+    Header {
+        /// Which FPDU, counted from 0.
+        fpdu: u16,
+        /// Which header octet.
+        at: u8,
+        /// The bits flipped.
+        mask: u8,
+    },
     /// A DDP header field of FPDU `fpdu` set to `value`.
-    Field { fpdu: u16, field: Field, value: u32 },
+    Field {
+        /// Which FPDU, counted from 0.
+        fpdu: u16,
+        /// Which field.
+        field: Field,
+        /// The value written.
+        value: u32,
+    },
     /// FPDU `fpdu`'s ULPDU cut to `len` octets (then framed validly).
-    Truncate { fpdu: u16, len: u16 },
+    Truncate {
+        /// Which FPDU, counted from 0.
+        fpdu: u16,
+        /// Octets kept.
+        len: u16,
+    },
     /// FPDU `fpdu` sent twice.
-    Duplicate { fpdu: u16 },
+    Duplicate {
+        /// Which FPDU, counted from 0.
+        fpdu: u16,
+    },
     /// FPDU `fpdu` left out.
-    Drop { fpdu: u16 },
+    Drop {
+        /// Which FPDU, counted from 0.
+        fpdu: u16,
+    },
     /// FPDU `fpdu` and the next one swapped (the last and the one
     /// before it).
-    Swap { fpdu: u16 },
+    Swap {
+        /// Which FPDU, counted from 0.
+        fpdu: u16,
+    },
 }
 
 impl fmt::Display for Mutation {

@@ -27,17 +27,24 @@ use rdmap::Opcode;
 /// The MPA Reply the target sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplySeen {
+    /// The target refused the connection (Reply with the Reject bit).
     pub reject: bool,
+    /// The MPA revision it answered with.
     pub rev: u8,
+    /// Whether FPDUs carry CRCs from here on (the Reply's C bit).
     pub crc: bool,
 }
 
 /// A TERMINATE the target sent, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TermSeen {
+    /// Layer: 0 RDMAP, 1 DDP, 2 LLP (MPA).
     pub layer: u8,
+    /// The error type within the layer.
     pub etype: u8,
+    /// The error code.
     pub code: u8,
+    /// The layout it was read in.
     pub layout: TermLayout,
     /// The reading in the other layout, when the control word does not
     /// tell them apart (no M/D/R flag and both triples equally plausible):
@@ -87,7 +94,9 @@ pub const KEEP_PAYLOAD: usize = 64;
 /// Everything the target sent on one connection, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observation {
+    /// The MPA Reply, if one came.
     pub reply: Option<ReplySeen>,
+    /// Every TERMINATE, in order.
     pub terminates: Vec<TermSeen>,
     /// Opcodes of the other RDMAP messages (the first `KEEP_MESSAGES`).
     pub messages: Vec<Opcode>,
@@ -108,6 +117,7 @@ pub struct Observation {
     /// The first thing the target sent that is not a valid Reply, FPDU or
     /// RDMAP message: the target broke the protocol itself.
     pub malformed: Option<String>,
+    /// How the connection ended.
     pub ending: Ending,
     /// Stream bytes received.
     pub bytes: u64,
@@ -171,6 +181,7 @@ impl Default for Observer {
 }
 
 impl Observer {
+    /// An observer before the target's first byte.
     pub fn new() -> Observer {
         Observer {
             markers: false,

@@ -20,7 +20,12 @@ pub enum Mangle {
     Length(u16),
     /// The framed octet at `at` (if there is one) XORed with `mask`: CRC,
     /// pad and marker octets included.
-    Xor { at: usize, mask: u8 },
+    Xor {
+        /// Which framed octet.
+        at: usize,
+        /// The bits flipped.
+        mask: u8,
+    },
 }
 
 impl Mangle {
@@ -75,12 +80,22 @@ pub enum Step {
     AwaitReply,
     /// An FPDU built from what the target has handed out, framed as
     /// start-up negotiated and spoiled by `mangle`.
-    Learned { what: Learned, mangle: Mangle },
+    Learned {
+        /// Which learned buffer the FPDU uses.
+        what: Learned,
+        /// How it is spoiled.
+        mangle: Mangle,
+    },
     /// These bytes, as they are.
     Bytes(Vec<u8>),
     /// One FPDU carrying `ulpdu`, framed as start-up negotiated, then
     /// spoiled by `mangle`.
-    Fpdu { ulpdu: Vec<u8>, mangle: Mangle },
+    Fpdu {
+        /// The ULPDU framed.
+        ulpdu: Vec<u8>,
+        /// How the FPDU is spoiled.
+        mangle: Mangle,
+    },
     /// Closes our sending direction (FIN); the target may still answer.
     Fin,
 }
@@ -98,7 +113,9 @@ impl Step {
 /// Counts of the target's messages a script waits for, in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Want {
+    /// Sends (each consumes a receive the peer posted).
     pub sends: u64,
+    /// RDMA Read Requests.
     pub read_requests: u64,
     /// Writes and Read Responses.
     pub tagged: u64,
@@ -114,16 +131,40 @@ pub enum Learned {
     AnswerRead,
     /// An RDMA Write of `len` octets into the target's latest Read
     /// Request sink, `offset` octets past its start.
-    WriteToReadSink { offset: u64, len: u32 },
+    WriteToReadSink {
+        /// Octets past the sink's start.
+        offset: u64,
+        /// Octets written.
+        len: u32,
+    },
     /// Read Request `msn` for `size` octets from the target's latest Read
     /// Request sink, `offset` octets past its start.
-    ReadFromReadSink { msn: u32, offset: u64, size: u32 },
+    ReadFromReadSink {
+        /// The Read Request's MSN on queue 1.
+        msn: u32,
+        /// Octets past the sink's start.
+        offset: u64,
+        /// Octets asked for.
+        size: u32,
+    },
     /// An RDMA Write of `len` octets (0: the advertised size) into the
     /// buffer of the target's latest advert, `offset` octets past its start.
-    WriteToAdvert { offset: u64, len: u32 },
+    WriteToAdvert {
+        /// Octets past the buffer's start.
+        offset: u64,
+        /// Octets written (0: the advertised size).
+        len: u32,
+    },
     /// Read Request `msn` for the advertised size plus `extra` octets from
     /// the buffer of the target's latest advert, `offset` past its start.
-    ReadFromAdvert { msn: u32, offset: u64, extra: u32 },
+    ReadFromAdvert {
+        /// The Read Request's MSN on queue 1.
+        msn: u32,
+        /// Octets past the buffer's start.
+        offset: u64,
+        /// Octets asked for beyond the advertised size.
+        extra: u32,
+    },
 }
 
 /// One hostile behaviour and the answer the RFCs assign to it.
@@ -133,7 +174,9 @@ pub struct Case {
     pub name: &'static str,
     /// One line on what the peer does and which rule it breaks.
     pub about: &'static str,
+    /// What the hostile peer does, in order.
     pub script: Vec<Step>,
+    /// The answers the RFCs allow.
     pub expect: Expectation,
     /// How long the target has to answer once the script is sent: the
     /// bound on the whole observation. A case expecting the connection to

@@ -21,8 +21,11 @@ pub enum Dir {
 /// One thing that happened on the connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    /// Stream bytes.
     Data(Vec<u8>),
+    /// A FIN: no more bytes this way.
     Fin,
+    /// A reset: the connection ended abruptly.
     Reset,
 }
 
@@ -36,6 +39,7 @@ pub struct Transcript {
     /// Whether the hostile side opened the connection.
     pub we_connected: bool,
     start: Instant,
+    /// Each event with the time since the connection began and its direction.
     pub events: Vec<(Duration, Dir, Event)>,
 }
 
@@ -48,6 +52,7 @@ const FIN_ACK: u8 = 0x11;
 const RST: u8 = 0x04;
 
 impl Transcript {
+    /// An empty transcript of a connection between `ours` and `theirs`, starting at `now`.
     pub fn new(ours: SocketAddr, theirs: SocketAddr, we_connected: bool, now: Instant) -> Self {
         Transcript {
             ours,

@@ -6,18 +6,23 @@ use ddp::memory::STag;
 /// [`WcStatus::ibv_value`] is the libibverbs number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WcStatus {
+    /// The work request did what it asked.
     Success,
     /// A message did not fit the local buffers (receive too small).
     LocLenErr,
     /// The work request was inconsistent with the queue pair.
     LocQpOpErr,
+    /// Not used by iWARP (no end-to-end contexts); kept for `ibv_wc_status` numbering.
     LocEecOpErr,
     /// A local buffer failed its protection check (STag, PD, access, bounds).
     LocProtErr,
     /// Flushed: the queue pair went to the error state before this ran.
     WrFlushErr,
+    /// Not used here (no memory windows); kept for `ibv_wc_status` numbering.
     MwBindErr,
+    /// Not used by iWARP; kept for `ibv_wc_status` numbering.
     BadRespErr,
+    /// A local access error (`IBV_WC_LOC_ACCESS_ERR`); not produced here, kept for the numbering.
     LocAccessErr,
     /// The peer found the request invalid (no or too small receive buffer,
     /// unexpected opcode).
@@ -26,15 +31,25 @@ pub enum WcStatus {
     RemAccessErr,
     /// The peer could not carry out the operation.
     RemOpErr,
+    /// Not used by iWARP (TCP retransmits); kept for `ibv_wc_status` numbering.
     RetryExcErr,
+    /// Not used by iWARP (no RNR retries); kept for `ibv_wc_status` numbering.
     RnrRetryExcErr,
+    /// Not used by iWARP (no RDD); kept for `ibv_wc_status` numbering.
     LocRddViolErr,
+    /// Not used by iWARP (no reliable datagram); kept for `ibv_wc_status` numbering.
     RemInvRdReqErr,
+    /// The peer aborted the operation (`IBV_WC_REM_ABORT_ERR`); not produced here, kept for the numbering.
     RemAbortErr,
+    /// Not used by iWARP (no end-to-end contexts); kept for `ibv_wc_status` numbering.
     InvEecnErr,
+    /// Not used by iWARP (no end-to-end contexts); kept for `ibv_wc_status` numbering.
     InvEecStateErr,
+    /// The connection failed below RDMAP (an MPA or TCP error ended the stream).
     FatalErr,
+    /// Not used by iWARP (TCP keeps the timers); kept for `ibv_wc_status` numbering.
     RespTimeoutErr,
+    /// An error with no more specific status.
     GeneralErr,
 }
 
@@ -44,6 +59,7 @@ impl WcStatus {
         self as u32
     }
 
+    /// Whether the work request succeeded.
     pub const fn is_success(self) -> bool {
         matches!(self, WcStatus::Success)
     }
@@ -53,8 +69,11 @@ impl WcStatus {
 /// carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WcOpcode {
+    /// A Send (any variant) left the send queue.
     Send,
+    /// An RDMA Write left the send queue.
     RdmaWrite,
+    /// An RDMA Read's data arrived in its sink.
     RdmaRead,
     /// A receive work request (receive queue).
     Recv,
@@ -82,8 +101,11 @@ impl WcOpcode {
 /// One completed work request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WorkCompletion {
+    /// The id the work request was posted with.
     pub wr_id: u64,
+    /// Success, or why not.
     pub status: WcStatus,
+    /// What kind of work request completed.
     pub opcode: WcOpcode,
     /// Bytes received (Recv) or transferred (READ); for Send and Write the
     /// message length.

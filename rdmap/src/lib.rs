@@ -52,6 +52,7 @@
 //! # Ok::<(), rdmap::PostError>(())
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod completion;
 pub mod connection;

@@ -25,13 +25,21 @@ pub mod queue {
 /// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Opcode {
+    /// RDMA Write: the payload goes to the peer's tagged buffer.
     RdmaWrite,
+    /// RDMA Read Request: asks the peer to send a buffer back.
     ReadRequest,
+    /// RDMA Read Response: a Read's data, placed in the requester's sink.
     ReadResponse,
+    /// Send into the peer's next posted receive.
     Send,
+    /// Send that also invalidates an STag of the peer.
     SendInvalidate,
+    /// Send that asks the peer for a solicited event.
     SendSolicited,
+    /// Send with Invalidate that asks for a solicited event.
     SendSolicitedInvalidate,
+    /// Terminate: the sender ends the stream, saying why.
     Terminate,
     /// RFC 7306 Immediate Data (follows a Write or Send to form "RDMA Write
     /// with Immediate Data" / "Send with Immediate Data").

@@ -26,15 +26,20 @@ pub enum ReadOwner {
 /// The local buffer a READ fills: the Data Sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadSink {
+    /// The region the data goes into.
     pub stag: STag,
+    /// The tagged offset of the first byte.
     pub to: u64,
+    /// The number of bytes.
     pub len: u32,
 }
 
 /// A READ whose response has not fully arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutstandingRead {
+    /// Who posted the READ: what to complete once it is answered.
     pub owner: ReadOwner,
+    /// Where its data goes.
     pub sink: ReadSink,
     /// Response bytes placed so far.
     pub placed: u32,
@@ -43,6 +48,7 @@ pub struct OutstandingRead {
 /// Where a Read Response segment's payload goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResponsePlacement {
+    /// The buffer the READ fills.
     pub sink: ReadSink,
     /// Offset of the first payload byte within the sink buffer.
     pub offset: u32,
@@ -58,6 +64,7 @@ pub struct OutboundReads {
 }
 
 impl OutboundReads {
+    /// Room for `ord` outstanding READs, the limit MPA negotiated.
     pub fn new(ord: usize) -> Self {
         OutboundReads {
             ord,
@@ -65,14 +72,17 @@ impl OutboundReads {
         }
     }
 
+    /// How many READs may be outstanding.
     pub fn ord(&self) -> usize {
         self.ord
     }
 
+    /// READs outstanding now.
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
+    /// Whether no READ is outstanding.
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
@@ -173,16 +183,19 @@ impl OutboundReads {
 /// A READ the peer asked for, answered by `sent` bytes so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PendingResponse {
+    /// What the peer asked for.
     pub request: ReadRequestRepr,
     /// The Read Request's MSN on queue 1, kept for the TERMINATE that
     /// reports a failure found while answering.
     pub msn: u32,
+    /// Response bytes sent so far.
     pub sent: u32,
     /// A zero-length READ RTR: answered outside the IRD budget.
     pub rtr: bool,
 }
 
 impl PendingResponse {
+    /// Bytes still to send.
     pub fn remaining(&self) -> u32 {
         self.request.size.saturating_sub(self.sent)
     }
@@ -196,6 +209,7 @@ pub struct InboundReads {
 }
 
 impl InboundReads {
+    /// Room for `ird` Read Requests from the peer, the limit MPA negotiated.
     pub fn new(ird: usize) -> Self {
         InboundReads {
             ird,
@@ -203,14 +217,17 @@ impl InboundReads {
         }
     }
 
+    /// How many Read Requests may wait for their response.
     pub fn ird(&self) -> usize {
         self.ird
     }
 
+    /// Read Requests waiting now.
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
+    /// Whether none waits.
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
@@ -248,18 +265,22 @@ impl InboundReads {
         });
     }
 
+    /// The Read Request being answered.
     pub fn front(&self) -> Option<&PendingResponse> {
         self.queue.front()
     }
 
+    /// The Read Request being answered, to advance.
     pub fn front_mut(&mut self) -> Option<&mut PendingResponse> {
         self.queue.front_mut()
     }
 
+    /// Drops the answered Read Request.
     pub fn pop_front(&mut self) -> Option<PendingResponse> {
         self.queue.pop_front()
     }
 
+    /// Drops every waiting Read Request (the stream ended).
     pub fn clear(&mut self) {
         self.queue.clear();
     }

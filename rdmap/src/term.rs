@@ -25,7 +25,9 @@ pub enum Attach {
 /// attached behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TermCause {
+    /// What goes in the control word.
     pub code: TermCode,
+    /// Which headers are attached behind it.
     pub attach: Attach,
 }
 
@@ -43,6 +45,7 @@ impl TermCause {
         TermCause { code, attach }
     }
 
+    /// A cause with an attachment other than the usual one (see [`TermCause::new`]).
     pub const fn with_attach(code: TermCode, attach: Attach) -> TermCause {
         TermCause { code, attach }
     }
@@ -75,6 +78,7 @@ impl WireError {
 }
 
 impl ParseError {
+    /// The TERMINATE the parse failure calls for.
     pub fn terminate(&self) -> TermCode {
         match self {
             ParseError::Ddp(e) => e.terminate(),

@@ -12,40 +12,66 @@ pub enum SendOp {
     /// A Send; with `invalidate`, a Send with Invalidate naming the peer's
     /// STag; with `solicited`, the Solicited Event variant.
     Send {
+        /// Ask the peer for a solicited event.
         solicited: bool,
+        /// The peer's STag to invalidate on arrival.
         invalidate: Option<STag>,
     },
     /// An RDMA Write of the local SGL to the peer's buffer.
-    Write { remote_stag: STag, remote_to: u64 },
+    Write {
+        /// The peer's region.
+        remote_stag: STag,
+        /// The tagged offset to write at.
+        remote_to: u64,
+    },
     /// An RDMA Read of the peer's buffer into the local SGL (the Data Sink:
     /// at most one SGE, as one Read Request names one sink).
-    Read { remote_stag: STag, remote_to: u64 },
+    Read {
+        /// The peer's region.
+        remote_stag: STag,
+        /// The tagged offset to read from.
+        remote_to: u64,
+    },
     /// RFC 7306 RDMA Write with Immediate Data: the Write, then an
     /// Immediate Data message carrying `imm`, which consumes one receive
     /// at the peer and completes it with `imm` once the Write is placed.
     WriteImm {
+        /// The peer's region.
         remote_stag: STag,
+        /// The tagged offset to write at.
         remote_to: u64,
+        /// The immediate data delivered to the peer's receive.
         imm: u32,
     },
     /// RFC 7306 Send with Immediate Data: a Send of the SGL (none when it
     /// is empty), then an Immediate Data message carrying `imm` (with
     /// Solicited Event when `solicited`). Each message consumes one
     /// receive at the peer, as every message on DDP queue 0 does.
-    SendImm { solicited: bool, imm: u32 },
+    SendImm {
+        /// Ask the peer for a solicited event.
+        solicited: bool,
+        /// The immediate data delivered to the peer's receive.
+        imm: u32,
+    },
     /// An RFC 7306 atomic operation on the 8 bytes at the peer's
     /// `remote_to` (8-byte aligned); the original value lands in the one
     /// 8-byte local SGE.
     Atomic {
+        /// The peer's region.
         remote_stag: STag,
+        /// The tagged offset of the 8 target bytes (8-byte aligned).
         remote_to: u64,
+        /// The operation and its operands.
         args: AtomicArgs,
     },
     /// Invalidates a local STag (a local Invalidate STag work request,
     /// `IBV_WR_LOCAL_INV`): nothing goes on the wire; in send queue order,
     /// once every request before it is on its way, the STag stops being
     /// valid for the peer and for later requests. No SGL.
-    LocalInvalidate { stag: STag },
+    LocalInvalidate {
+        /// The local STag to invalidate.
+        stag: STag,
+    },
 }
 
 impl SendOp {
@@ -78,11 +104,14 @@ impl SendOp {
 /// the fields allow the masked ones RFC 7306 defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicArgs {
+    /// The operation.
     pub op: AtomicOp,
+    /// FetchAdd: the addend; Swap and CmpSwap: the new bits.
     pub add_swap_data: u64,
     /// FetchAdd: set bits end fields (no carry out of them); Swap and
     /// CmpSwap: the bits replaced.
     pub add_swap_mask: u64,
+    /// CmpSwap: the value compared against.
     pub compare_data: u64,
     /// CmpSwap: the bits compared.
     pub compare_mask: u64,
@@ -126,7 +155,9 @@ impl AtomicArgs {
 /// A send queue entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendWr {
+    /// Returned in the completion, to tell requests apart.
     pub wr_id: u64,
+    /// What to do.
     pub op: SendOp,
     /// Local buffers: the source of a Send or Write, the sink of a Read.
     pub sgl: Vec<Sge>,
@@ -153,23 +184,41 @@ impl SendWr {
 /// A receive queue entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecvWr {
+    /// Returned in the completion, to tell requests apart.
     pub wr_id: u64,
+    /// Where a received message goes; its total length bounds the message.
     pub sgl: Vec<Sge>,
 }
 
 /// A work request refused at posting: local misuse, nothing on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PostError {
+    /// The queue has as many entries as it may.
     #[error("the {queue} queue is full ({depth} entries)")]
-    QueueFull { queue: &'static str, depth: usize },
+    QueueFull {
+        /// Which queue ("send" or "receive").
+        queue: &'static str,
+        /// Its depth.
+        depth: usize,
+    },
+    /// The SGL has more elements than the queue pair allows.
     #[error("{n} SGEs, at most {max} allowed")]
-    TooManySges { n: usize, max: usize },
+    TooManySges {
+        /// Elements given.
+        n: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// An RDMA Read with more than one sink SGE (its count).
     #[error("an RDMA Read takes at most one sink SGE, got {0}")]
     ReadSgl(usize),
+    /// A message longer than DDP can number.
     #[error("the message is longer than 2^32 - 1 bytes")]
     TooLong,
+    /// An SGE whose end does not fit in 64 bits (its index).
     #[error("SGE {0} ends past 2^64")]
     SgeWraps(usize),
+    /// No READ credit: the peer granted none.
     #[error("RDMA Read or atomic posted on a connection negotiated with ORD 0")]
     NoReadCredit,
     /// An RFC 7306 operation on a connection whose two sides did not agree
@@ -178,10 +227,20 @@ pub enum PostError {
     Rfc7306NotAgreed,
     /// An atomic takes exactly one 8-byte local SGE for the original value.
     #[error("an atomic takes one 8-byte local SGE, got {sges} SGEs of {len} bytes")]
-    AtomicSink { sges: usize, len: u32 },
+    AtomicSink {
+        /// SGEs given.
+        sges: usize,
+        /// Their total length.
+        len: u32,
+    },
     /// More inline data than the queue pair takes.
     #[error("{len} bytes of inline data, at most {max}")]
-    InlineTooLong { len: usize, max: usize },
+    InlineTooLong {
+        /// Bytes given.
+        len: usize,
+        /// The queue pair's limit.
+        max: usize,
+    },
     /// Inline data goes with Sends and Writes only, and in place of an SGL.
     #[error("inline data needs a Send or Write without SGEs")]
     InlineMisused,

@@ -140,11 +140,7 @@ fn reply(flags: u8, block: [u8; 4]) -> Vec<u8> {
 
 #[test]
 fn insufficient_ird_gets_a_terminate_then_a_fin() {
-    let params = ConnectParams {
-        ird: 2,
-        ord: 2,
-        ..ConnectParams::default()
-    };
+    let params = ConnectParams::default().ird(2).ord(2);
     // CRC on; the reply's ORD 3 exceeds our IRD 2.
     let (bytes, end, ev) = initiator_facing(params, &reply(0x50, [0, 2, 0, 3]));
     assert_eq!(terminate_in(&bytes, true), (2, 0, 0x06));

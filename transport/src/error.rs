@@ -8,7 +8,10 @@ use super::seam::{ListenerId, StreamId, StreamState};
 ///
 /// Local misuse (an unknown id, a closure claiming more bytes than it was
 /// lent) is kept apart from what the network did (a reset, an I/O error).
+///
+/// More causes may be added: a `match` needs a wildcard arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// The stream id is not (or no longer) known to this transport.
     #[error("unknown stream {0:?}")]

@@ -19,6 +19,12 @@
 //! transports FPDUs are built straight into the TCP send ring and parsed
 //! straight out of the receive ring, with no per-message copy or allocation.
 //!
+//! Progress is the caller's: [`Transport::poll`] moves bytes, and between
+//! polls a thread sleeps in [`Transport::wait`] or an event loop watches
+//! [`Transport::readiness_fd`] (the memory link's eventfd, the TAP device,
+//! an epoll set of the kernel transport's sockets) with a timeout of
+//! [`Transport::poll_delay`].
+//!
 //! Every transport can record what it sends and receives as a pcap file
 //! through a [`capture::pcap::PcapSink`]; [`baseline`] measures raw TCP goodput over the memory link,
 //! the figure RDMA goodput is compared against.
@@ -58,6 +64,7 @@
 //! }));
 //! assert_eq!(got, b"hello");
 //! ```
+#![warn(missing_docs)]
 
 #[cfg(feature = "tokio")]
 mod async_fd;

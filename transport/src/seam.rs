@@ -179,6 +179,13 @@ pub trait Transport {
         None
     }
 
+    /// Whether the transport offers a [`readiness_fd`](Transport::readiness_fd),
+    /// asked without making one (a transport may start work on the first
+    /// request, as kernel TCP builds its epoll set).
+    fn has_readiness_fd(&self) -> bool {
+        false
+    }
+
     /// How this transport's TCP recovered from loss so far, summed over
     /// every connection it carried; `None` if it keeps no such counters
     /// (kernel TCP).
@@ -260,6 +267,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn readiness_fd(&mut self) -> Option<OwnedFd> {
         (**self).readiness_fd()
+    }
+    fn has_readiness_fd(&self) -> bool {
+        (**self).has_readiness_fd()
     }
     fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
         (**self).tcp_loss_stats()

@@ -44,10 +44,7 @@ fn server(device: Device) -> Result<(), Error> {
     // The region's key and address go to the client in the MPA reply.
     let mut advert = target.rkey().0.to_be_bytes().to_vec();
     advert.extend_from_slice(&target.addr().to_be_bytes());
-    let params = AcceptParams {
-        private_data: advert,
-        ..AcceptParams::default()
-    };
+    let params = AcceptParams::default().private_data(advert);
     request.accept(&qp, params)?;
     qp.wait_established(TIMEOUT)?;
 

@@ -16,8 +16,9 @@
 //! * without it, the caller drives: wait on the channel *and* on
 //!   [`Device::readiness_fd`](crate::Device::readiness_fd) (the transport's own descriptor), with a
 //!   timeout of [`Device::poll_delay`](crate::Device::poll_delay), and call [`Device::progress`](crate::Device::progress)
-//!   whenever either fires or the timeout passes. A transport without a
-//!   readiness descriptor (kernel TCP today) needs the progress thread.
+//!   whenever either fires or the timeout passes. Every transport of the
+//!   stack has a readiness descriptor (kernel TCP's is an epoll set of its
+//!   sockets); one without would need the progress thread.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};

@@ -70,7 +70,7 @@ impl Device {
             max_private_data: mpa::wire::MAX_PRIVATE_DATA,
             qps: self.shared.with_engine(|e| e.qp_count()),
             regions: self.region_count(),
-            has_readiness_fd: self.readiness_fd().is_some(),
+            has_readiness_fd: self.with_transport(|t| t.has_readiness_fd()),
         }
     }
 }

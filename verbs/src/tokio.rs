@@ -6,8 +6,9 @@
 //! transport's readiness descriptor ([`Device::readiness_fd`], watched with
 //! `AsyncFd`) fires or the device's [`poll_delay`](Device::poll_delay)
 //! passes. Everything else waits on an [`EventChannel`] through `AsyncFd`.
-//! On a transport without a readiness descriptor (kernel TCP) the driver
-//! starts a progress thread instead and the futures work the same.
+//! Every transport of the stack has a readiness descriptor (kernel TCP's is
+//! an epoll set of its sockets); on one without, the driver starts a
+//! progress thread instead and the futures work the same.
 //!
 //! ```no_run
 //! # async fn demo(device: verbs::Device, addr: std::net::SocketAddr) -> Result<(), Box<dyn std::error::Error>> {

@@ -14,8 +14,11 @@ const MAX_IPV6_EXTENSIONS: usize = 8;
 /// The transport bytes of one IP packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IpPayload<'a> {
+    /// Sender's address.
     pub src: IpAddr,
+    /// Receiver's address.
     pub dst: IpAddr,
+    /// The IP protocol number of the payload (6 for TCP).
     pub protocol: u8,
     /// Captured transport bytes (Ethernet padding removed).
     pub bytes: &'a [u8],

@@ -17,6 +17,7 @@ const NULL_HEADER_LEN: usize = 4;
 /// Network-layer bytes, with the version the link header announced if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetworkLayer<'a> {
+    /// The link header stripped: an IPv4 or IPv6 packet, or something else to be refused.
     pub bytes: &'a [u8],
 }
 

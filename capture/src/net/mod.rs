@@ -29,28 +29,46 @@ use crate::pcap::LinkType;
 /// Why a frame is not a TCP segment we can use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Skip {
+    /// A link type this dissector does not read (its number).
     #[error("unsupported link type {0}")]
     UnsupportedLink(LinkType),
+    /// A header shorter than its layer needs.
     #[error("{layer} header cut short: {got} of {needed} bytes")]
     Truncated {
+        /// Which header.
         layer: &'static str,
+        /// Bytes the header needs.
         needed: usize,
+        /// Bytes captured.
         got: usize,
     },
+    /// Not an IP packet (its ethertype).
     #[error("not IP (ethertype {0:#06x})")]
     NotIp(u16),
+    /// An IP header whose version is neither 4 nor 6.
     #[error("IP version {0} in an IP packet")]
     BadIpVersion(u8),
+    /// An IPv4 IHL below the minimum 20 bytes (the length it gave).
     #[error("IPv4 header length {0} bytes")]
     BadIpv4HeaderLen(usize),
+    /// An IPv4 total length shorter than the header it contains.
     #[error("IPv4 total length {total} shorter than its header ({header})")]
-    BadIpv4TotalLen { total: usize, header: usize },
+    BadIpv4TotalLen {
+        /// The total length field.
+        total: usize,
+        /// The header length.
+        header: usize,
+    },
+    /// A fragment: TCP cannot be read without reassembling IP first.
     #[error("IP fragment (reassembly unsupported)")]
     Fragment,
+    /// An IPv6 jumbogram: its length is elsewhere, and unsupported.
     #[error("IPv6 jumbogram (unsupported)")]
     Jumbogram,
+    /// Not TCP (its IP protocol number).
     #[error("not TCP (IP protocol {0})")]
     NotTcp(u8),
+    /// A TCP data offset below the minimum 20 bytes (the offset it gave).
     #[error("TCP data offset {0} bytes")]
     BadTcpDataOffset(usize),
 }
@@ -98,11 +116,14 @@ fn be16(b: &[u8], at: usize, layer: &'static str) -> Result<u16, Skip> {
 /// The address pair a segment travels between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Endpoints {
+    /// Where the segment comes from.
     pub src: SocketAddr,
+    /// Where it goes.
     pub dst: SocketAddr,
 }
 
 impl Endpoints {
+    /// The same pair seen from the other side: the reply's endpoints.
     pub fn reversed(self) -> Endpoints {
         Endpoints {
             src: self.dst,

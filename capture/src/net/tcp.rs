@@ -13,21 +13,30 @@ const TCP_MIN_HEADER: usize = 20;
 pub struct TcpFlags(pub u8);
 
 impl TcpFlags {
+    /// No more data from the sender.
     pub const FIN: u8 = 0x01;
+    /// Synchronize sequence numbers: a connection opens.
     pub const SYN: u8 = 0x02;
+    /// Reset: the connection ends at once.
     pub const RST: u8 = 0x04;
+    /// Push: hand the data up now.
     pub const PSH: u8 = 0x08;
+    /// The acknowledgement number is valid.
     pub const ACK: u8 = 0x10;
 
+    /// Whether FIN is set.
     pub fn fin(self) -> bool {
         self.0 & Self::FIN != 0
     }
+    /// Whether SYN is set.
     pub fn syn(self) -> bool {
         self.0 & Self::SYN != 0
     }
+    /// Whether RST is set.
     pub fn rst(self) -> bool {
         self.0 & Self::RST != 0
     }
+    /// Whether ACK is set.
     pub fn ack(self) -> bool {
         self.0 & Self::ACK != 0
     }
@@ -36,9 +45,13 @@ impl TcpFlags {
 /// One TCP segment as captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSegment<'a> {
+    /// Source and destination.
     pub endpoints: Endpoints,
+    /// Sequence number of the first payload byte (of the SYN, if set).
     pub seq: u32,
+    /// Next sequence number the sender expects (valid with ACK).
     pub ack: u32,
+    /// The control flags.
     pub flags: TcpFlags,
     /// Captured payload bytes.
     pub payload: &'a [u8],

@@ -13,10 +13,15 @@ pub(crate) const RECORD_HEADER_LEN: usize = 16;
 /// What the file header says about every record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileHeader {
+    /// Byte order the file was written in.
     pub endian: Endian,
+    /// Units of the records' sub-second timestamps (the magic tells).
     pub resolution: Resolution,
+    /// Format version (major, minor), 2.4 in practice.
     pub version: (u16, u16),
+    /// Longest record the capture kept.
     pub snaplen: u32,
+    /// What every record's bytes start with.
     pub link: LinkType,
 }
 

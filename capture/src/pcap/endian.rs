@@ -3,7 +3,9 @@
 /// The byte order a capture section was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endian {
+    /// Least significant byte first (what x86 hosts write).
     Little,
+    /// Most significant byte first.
     Big,
 }
 

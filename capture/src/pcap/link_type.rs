@@ -10,15 +10,19 @@ pub struct LinkType(pub u16);
 impl LinkType {
     /// BSD loopback: a 4-byte host-order address family.
     pub const NULL: LinkType = LinkType(0);
+    /// Ethernet II (what veth and TAP captures carry).
     pub const ETHERNET: LinkType = LinkType(1);
     /// Raw IP as some platforms wrote it (DLT_RAW 12; 14 on OpenBSD).
     pub const RAW_BSD: LinkType = LinkType(12);
+    /// Raw IP as OpenBSD numbered DLT_RAW.
     pub const RAW_OPENBSD: LinkType = LinkType(14);
     /// Raw IPv4 or IPv6, no link header.
     pub const RAW: LinkType = LinkType(101);
     /// Linux "cooked" capture v1 (`tcpdump -i any`).
     pub const LINUX_SLL: LinkType = LinkType(113);
+    /// Raw IPv4, no link header.
     pub const IPV4: LinkType = LinkType(228);
+    /// Raw IPv6, no link header.
     pub const IPV6: LinkType = LinkType(229);
     /// Linux "cooked" capture v2.
     pub const LINUX_SLL2: LinkType = LinkType(276);

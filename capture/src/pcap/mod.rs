@@ -39,7 +39,9 @@ pub const MAX_RECORD_LEN: u64 = 16 * 1024 * 1024;
 /// Which container the file uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// A classic pcap file, and its header.
     Pcap(FileHeader),
+    /// A pcapng file (its sections and interfaces say the rest).
     PcapNg,
 }
 
@@ -48,10 +50,13 @@ pub enum Format {
 pub struct Packet<'a> {
     /// 1-based position in the file, as Wireshark numbers frames.
     pub number: u64,
+    /// When the packet was captured.
     pub timestamp: Timestamp,
+    /// What the captured bytes start with.
     pub link: LinkType,
     /// The captured bytes (possibly fewer than `original_len`).
     pub data: &'a [u8],
+    /// The packet's length on the wire.
     pub original_len: u32,
 }
 
@@ -118,6 +123,7 @@ impl<R: Read> CaptureReader<R> {
         Ok(reader)
     }
 
+    /// Which container the file uses (known once its first bytes were read).
     pub fn format(&self) -> Format {
         match self.state {
             State::Classic(h) => Format::Pcap(h),

@@ -99,6 +99,7 @@ impl PcapNgWriter {
         &self.bytes
     }
 
+    /// The file written so far, taking it.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }

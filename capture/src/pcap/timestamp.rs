@@ -13,12 +13,16 @@ pub struct Timestamp {
 /// The unit of a raw timestamp count: 10^-n or 2^-n seconds (pcapng `if_tsresol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
+    /// Units of 10^-n seconds.
     Decimal(u8),
+    /// Units of 2^-n seconds.
     Binary(u8),
 }
 
 impl Resolution {
+    /// Microseconds: classic pcap's and pcapng's default.
     pub const MICROS: Resolution = Resolution::Decimal(6);
+    /// Nanoseconds: classic pcap with the nanosecond magic.
     pub const NANOS: Resolution = Resolution::Decimal(9);
 
     /// Decodes pcapng's `if_tsresol` byte; `None` for units we cannot represent
@@ -67,10 +71,12 @@ impl Timestamp {
         }
     }
 
+    /// Whole seconds since the Unix epoch.
     pub fn secs(self) -> u64 {
         self.secs
     }
 
+    /// Nanoseconds past the whole second.
     pub fn subsec_nanos(self) -> u32 {
         self.nanos
     }

@@ -57,10 +57,12 @@ impl<W: Write> PcapWriter<W> {
         self.out.write_all(&frame[..captured as usize])
     }
 
+    /// Pushes buffered records to the writer underneath.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
 
+    /// The writer underneath, records written so far included.
     pub fn into_inner(self) -> W {
         self.out
     }

@@ -14,11 +14,14 @@ pub const MAX_CONNECTIONS: usize = 100_000;
 /// Which way a segment travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Direction {
+    /// From the connection's initiator (its SYN's sender).
     ClientToServer,
+    /// From the connection's responder.
     ServerToClient,
 }
 
 impl Direction {
+    /// 0 or 1, to index per-direction arrays.
     pub fn index(self) -> usize {
         match self {
             Direction::ClientToServer => 0,
@@ -26,6 +29,7 @@ impl Direction {
         }
     }
 
+    /// The other direction.
     pub fn reverse(self) -> Direction {
         match self {
             Direction::ClientToServer => Direction::ServerToClient,
@@ -41,6 +45,7 @@ impl Direction {
         }
     }
 
+    /// Both directions, client to server first.
     pub const BOTH: [Direction; 2] = [Direction::ClientToServer, Direction::ServerToClient];
 }
 
@@ -63,22 +68,28 @@ pub struct FlowEntry<T> {
     pub number: usize,
     /// `src` is the client, `dst` the server.
     pub endpoints: Endpoints,
+    /// How sure the client/server assignment is.
     pub orientation: Orientation,
     /// Indexed by [`Direction::index`].
     pub streams: [Reassembler; 2],
+    /// A RST was seen: the connection ended abruptly.
     pub reset: bool,
+    /// The caller's per-connection state.
     pub state: T,
 }
 
 impl<T> FlowEntry<T> {
+    /// The initiating side.
     pub fn client(&self) -> SocketAddr {
         self.endpoints.src
     }
 
+    /// The responding side.
     pub fn server(&self) -> SocketAddr {
         self.endpoints.dst
     }
 
+    /// Which way a segment of this connection travels.
     pub fn direction_of(&self, seg: &Endpoints) -> Direction {
         if seg.src == self.endpoints.src && seg.dst == self.endpoints.dst {
             Direction::ClientToServer
@@ -103,6 +114,7 @@ impl<T> FlowEntry<T> {
         true
     }
 
+    /// The reassembler of one direction.
     pub fn stream(&mut self, dir: Direction) -> &mut Reassembler {
         &mut self.streams[dir.index()]
     }
@@ -113,11 +125,15 @@ impl<T> FlowEntry<T> {
 pub enum Lookup {
     /// Index into [`FlowTable::entries`], and the segment's direction.
     Existing(usize, Direction),
+    /// Index of a connection just added, and the segment's direction.
     New(usize, Direction),
     /// A new SYN on a pair in use: `old` is finished, `new` begins.
     Replaced {
+        /// Index of the finished connection.
         old: usize,
+        /// Index of the one that begins.
         new: usize,
+        /// The segment's direction in the new one.
         dir: Direction,
     },
     /// Too many connections; the segment is not tracked.
@@ -151,18 +167,22 @@ fn pair_key(e: &Endpoints) -> (SocketAddr, SocketAddr) {
 }
 
 impl<T> FlowTable<T> {
+    /// An empty table.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Connections in order of first appearance.
     pub fn entries(&self) -> &[FlowEntry<T>] {
         &self.entries
     }
 
+    /// Connections in order of first appearance, to update.
     pub fn entries_mut(&mut self) -> &mut [FlowEntry<T>] {
         &mut self.entries
     }
 
+    /// One connection, to update.
     pub fn entry_mut(&mut self, index: usize) -> Option<&mut FlowEntry<T>> {
         self.entries.get_mut(index)
     }

@@ -14,16 +14,30 @@ pub const MAX_HELD_SEGMENTS: usize = 4096;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamEvent<'a> {
     /// In-order bytes starting at stream `offset` (0 = first byte after the SYN).
-    Data { offset: u64, bytes: &'a [u8] },
+    Data {
+        /// Stream offset of the first byte.
+        offset: u64,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
     /// `len` bytes at `offset` that the capture does not have.
-    Gap { offset: u64, len: u64 },
+    Gap {
+        /// Where the hole starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
     /// The sender's FIN, once every byte before it was delivered.
-    Fin { offset: u64 },
+    Fin {
+        /// The FIN's stream offset (the stream's length).
+        offset: u64,
+    },
 }
 
 /// Counters a summary prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StreamStats {
+    /// Segments seen, duplicates included.
     pub segments: u64,
     /// Bytes delivered in order.
     pub bytes: u64,
@@ -33,7 +47,9 @@ pub struct StreamStats {
     pub overlap_bytes: u64,
     /// Segments that arrived ahead of a hole and were held.
     pub out_of_order: u64,
+    /// Holes the capture never filled.
     pub gaps: u64,
+    /// Bytes in those holes.
     pub gap_bytes: u64,
     /// Segments with data past the FIN.
     pub after_fin: u64,
@@ -64,10 +80,12 @@ pub struct Reassembler {
 }
 
 impl Reassembler {
+    /// A reassembler before the SYN.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// What it counted so far.
     pub fn stats(&self) -> &StreamStats {
         &self.stats
     }

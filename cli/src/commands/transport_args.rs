@@ -327,12 +327,11 @@ impl TransportArgs {
 
     /// Connect parameters: `--ird`/`--ord` override the command's defaults.
     pub fn connect_params(&self, ird: u16, ord: u16, private_data: Vec<u8>) -> ConnectParams {
-        ConnectParams {
-            private_data,
-            ird: self.ird.unwrap_or(ird),
-            ord: self.ord.unwrap_or(ord),
-            mpa: self.mpa_options(),
-        }
+        ConnectParams::default()
+            .private_data(private_data)
+            .ird(self.ird.unwrap_or(ird))
+            .ord(self.ord.unwrap_or(ord))
+            .mpa(self.mpa_options())
     }
 
     /// Accept parameters the way rdma_accept(id, NULL) answers: our IRD is
@@ -345,11 +344,10 @@ impl TransportArgs {
         default: u16,
         private_data: Vec<u8>,
     ) -> AcceptParams {
-        AcceptParams {
-            private_data,
-            ird: self.ird.unwrap_or(req.ord.unwrap_or(default)),
-            ord: self.ord.unwrap_or(req.ird.unwrap_or(default)),
-        }
+        AcceptParams::default()
+            .private_data(private_data)
+            .ird(self.ird.unwrap_or(req.ord.unwrap_or(default)))
+            .ord(self.ord.unwrap_or(req.ird.unwrap_or(default)))
     }
 }
 

@@ -35,6 +35,7 @@ fn flip(ev: &mut Event) {
 }
 
 impl Decoder {
+    /// A decoder before the first packet.
     pub fn new() -> Self {
         Self::default()
     }

@@ -45,6 +45,7 @@ impl Default for Obj {
 }
 
 impl Obj {
+    /// An empty object.
     pub fn new() -> Self {
         Obj {
             buf: String::from("{"),
@@ -61,18 +62,21 @@ impl Obj {
         self.buf.push(':');
     }
 
+    /// Adds a string member, escaped.
     pub fn str(mut self, k: &str, v: &str) -> Self {
         self.key(k);
         quote(&mut self.buf, v);
         self
     }
 
+    /// Adds a number member.
     pub fn num(mut self, k: &str, v: impl Into<u64>) -> Self {
         self.key(k);
         let _ = write!(self.buf, "{}", v.into());
         self
     }
 
+    /// Adds a boolean member.
     pub fn bool(mut self, k: &str, v: bool) -> Self {
         self.key(k);
         self.buf.push_str(if v { "true" } else { "false" });
@@ -86,6 +90,7 @@ impl Obj {
         self
     }
 
+    /// The object as JSON text.
     pub fn finish(mut self) -> String {
         self.buf.push('}');
         self.buf

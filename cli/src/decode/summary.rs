@@ -27,6 +27,7 @@ pub enum ConnectionKind {
 /// Counters for one direction of one connection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirectionSummary {
+    /// FPDUs seen.
     pub fpdus: u64,
     /// Sum of ULPDU lengths.
     pub ulpdu_bytes: u64,
@@ -34,8 +35,11 @@ pub struct DirectionSummary {
     pub payload_bytes: u64,
     /// FPDUs per opcode, indexed by the 4-bit code point.
     pub opcodes: [u64; 16],
+    /// FPDUs whose CRC matched.
     pub crc_good: u64,
+    /// FPDUs whose CRC did not match.
     pub crc_bad: u64,
+    /// FPDUs without a CRC (not negotiated).
     pub crc_off: u64,
     /// FPDUs whose ULPDU is not a valid DDP/RDMAP segment.
     pub malformed: u64,
@@ -82,11 +86,17 @@ impl DirectionSummary {
 /// One connection's totals.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionSummary {
+    /// The connection's number.
     pub number: usize,
+    /// The side taken as the client.
     pub client: SocketAddr,
+    /// The other side.
     pub server: SocketAddr,
+    /// What the connection turned out to carry.
     pub kind: ConnectionKind,
+    /// The MPA revision the Reply settled, if seen.
     pub mpa_rev: Option<u8>,
+    /// Whether FPDUs carry a CRC, if the Reply was seen.
     pub crc: Option<bool>,
     /// Indexed by [`Direction::index`].
     pub directions: [DirectionSummary; 2],
@@ -95,6 +105,7 @@ pub struct ConnectionSummary {
 }
 
 impl ConnectionSummary {
+    /// The counters of one direction.
     pub fn direction(&self, d: Direction) -> &DirectionSummary {
         &self.directions[d.index()]
     }
@@ -108,11 +119,15 @@ impl ConnectionSummary {
 /// The whole capture's totals.
 #[derive(Debug, Default)]
 pub struct Summary {
+    /// The container, once the file's first bytes were read.
     pub format: Option<Format>,
+    /// Packets read.
     pub packets: u64,
+    /// Of those, usable TCP segments.
     pub tcp_segments: u64,
     /// Frames that were not usable TCP segments, by reason.
     pub skipped: BTreeMap<String, u64>,
+    /// Every connection, in order of appearance.
     pub connections: Vec<ConnectionSummary>,
     /// Segments of connections beyond the tracking limit.
     pub untracked_segments: u64,
@@ -128,18 +143,22 @@ impl Summary {
             .filter(|c| !matches!(c.kind, ConnectionKind::NotMpa | ConnectionKind::NoData))
     }
 
+    /// FPDUs in all connections.
     pub fn fpdus(&self) -> u64 {
         self.connections.iter().map(ConnectionSummary::fpdus).sum()
     }
 
+    /// FPDUs with a bad CRC, all connections.
     pub fn crc_errors(&self) -> u64 {
         self.all_directions().map(|d| d.crc_bad).sum()
     }
 
+    /// FPDUs that are not valid DDP/RDMAP, all connections.
     pub fn malformed(&self) -> u64 {
         self.all_directions().map(|d| d.malformed).sum()
     }
 
+    /// Stream bytes that could not be decoded, all connections.
     pub fn undecoded_bytes(&self) -> u64 {
         self.all_directions().map(|d| d.undecoded_bytes).sum()
     }
@@ -182,6 +201,7 @@ impl Summary {
         out
     }
 
+    /// Whether [`Summary::problems`] found nothing.
     pub fn is_clean(&self) -> bool {
         self.problems().is_empty()
     }

@@ -31,16 +31,26 @@ pub use sgl::{check_sgl, Sge};
 pub enum QueueMode {
     /// Into buffers the ULP posts: at most `max_posted` waiting, each an
     /// SGL of at most `max_sge` elements.
-    Posted { max_posted: usize, max_sge: usize },
+    Posted {
+        /// Posted buffers the queue may hold at once.
+        max_posted: usize,
+        /// Elements each buffer's SGL may have.
+        max_sge: usize,
+    },
     /// Handed to the ULP segment by segment; a message may not exceed
     /// `max_message` bytes.
-    Inline { max_message: u32 },
+    Inline {
+        /// Longest message the ULP accepts.
+        max_message: u32,
+    },
 }
 
 /// A message that filled a posted buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Completion {
+    /// The queue the message arrived on.
     pub qn: u32,
+    /// Its message sequence number.
     pub msn: u32,
     /// The handle the buffer was posted with.
     pub id: u64,
@@ -57,9 +67,13 @@ pub struct Completion {
 pub enum Placed {
     /// Payload placed into posted buffer `id`; the message goes on.
     Partial {
+        /// The queue the segment was for.
         qn: u32,
+        /// The message it belongs to.
         msn: u32,
+        /// The posted buffer it went into.
         id: u64,
+        /// Payload bytes this segment placed.
         placed: u32,
     },
     /// The last segment: the buffer holds a whole message.
@@ -67,9 +81,13 @@ pub enum Placed {
     /// A segment of an inline queue, in sequence: the ULP takes the payload
     /// (message bytes `mo..mo + payload.len()`).
     Inline {
+        /// The queue the segment was for.
         qn: u32,
+        /// The message it belongs to.
         msn: u32,
+        /// Where its payload goes in the message.
         mo: u32,
+        /// Whether it is the message's last segment.
         last: bool,
     },
 }
@@ -77,16 +95,40 @@ pub enum Placed {
 /// A local posting mistake: never the peer's fault, no TERMINATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PostError {
+    /// No such queue
     #[error("queue {qn} is not enabled")]
-    NoSuchQueue { qn: u32 },
+    NoSuchQueue {
+        /// The queue number given.
+        qn: u32,
+    },
+    /// The queue hands its messages to the ULP inline, so buffers cannot be posted to it.
     #[error("queue {qn} takes no posted buffers (inline)")]
-    NotPostable { qn: u32 },
+    NotPostable {
+        /// The queue number given.
+        qn: u32,
+    },
+    /// The queue holds as many buffers as it may.
     #[error("queue {qn} already holds {max} posted buffers")]
-    QueueFull { qn: u32, max: usize },
+    QueueFull {
+        /// The queue number given.
+        qn: u32,
+        /// Its limit.
+        max: usize,
+    },
+    /// The SGL has more elements than the queue allows.
     #[error("{n} SGEs, at most {max} allowed")]
-    TooManySges { n: usize, max: usize },
+    TooManySges {
+        /// Elements given.
+        n: usize,
+        /// The queue's limit.
+        max: usize,
+    },
+    /// An element's end does not fit in 64 bits.
     #[error("SGE {index} ends past 2^64")]
-    SgeWraps { index: usize },
+    SgeWraps {
+        /// Its position in the SGL.
+        index: usize,
+    },
 }
 
 #[cfg(test)]

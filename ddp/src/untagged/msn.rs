@@ -17,6 +17,7 @@ impl Default for MsnCounter {
 }
 
 impl MsnCounter {
+    /// A counter at the first MSN, 1.
     pub fn new() -> Self {
         Self::default()
     }

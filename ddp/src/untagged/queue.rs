@@ -44,6 +44,7 @@ pub struct RecvQueue {
 }
 
 impl RecvQueue {
+    /// An empty queue `qn` taking messages as `mode` says.
     pub fn new(qn: u32, mode: QueueMode) -> Self {
         RecvQueue {
             qn,
@@ -54,10 +55,12 @@ impl RecvQueue {
         }
     }
 
+    /// The queue number segments name it by.
     pub fn qn(&self) -> u32 {
         self.qn
     }
 
+    /// How its messages are delivered.
     pub fn mode(&self) -> QueueMode {
         self.mode
     }

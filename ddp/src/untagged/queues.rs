@@ -10,7 +10,9 @@ pub const MAX_QUEUES: u32 = 16;
 
 /// RDMAP's queue numbers (RFC 5040 section 5.1).
 pub const QN_SEND: u32 = 0;
+/// Where RDMA Read Requests arrive.
 pub const QN_READ_REQUEST: u32 = 1;
+/// Where TERMINATE messages arrive.
 pub const QN_TERMINATE: u32 = 2;
 
 /// Payload of an RDMA Read Request: sink STag, sink TO, size, source STag,
@@ -80,10 +82,12 @@ impl UntaggedQueues {
         self.queues.get_mut(qn as usize).and_then(Option::take)
     }
 
+    /// Queue `qn`, if enabled.
     pub fn queue(&self, qn: u32) -> Option<&RecvQueue> {
         self.queues.get(qn as usize).and_then(Option::as_ref)
     }
 
+    /// Queue `qn` for posting or placing, if enabled.
     pub fn queue_mut(&mut self, qn: u32) -> Option<&mut RecvQueue> {
         self.queues.get_mut(qn as usize).and_then(Option::as_mut)
     }

@@ -9,8 +9,11 @@ use crate::tagged::check;
 /// One scatter/gather element: `len` bytes at tagged offset `to` of `stag`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Sge {
+    /// The region the bytes are in.
     pub stag: STag,
+    /// The tagged offset (address) of the first byte.
     pub to: u64,
+    /// The number of bytes.
     pub len: u32,
 }
 

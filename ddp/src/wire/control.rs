@@ -16,6 +16,7 @@ pub const FLAG_TAGGED: u8 = 0x80;
 pub const FLAG_LAST: u8 = 0x40;
 /// Rsvd: sent as zero, not checked on receipt, kept by [`Control`].
 pub const RSVD_MASK: u8 = 0x3c;
+/// Where the reserved bits start in the control byte.
 pub const RSVD_SHIFT: u32 = 2;
 /// DV: the DDP version.
 pub const VERSION_MASK: u8 = 0x03;
@@ -27,7 +28,9 @@ pub const DDP_VERSION: u8 = 1;
 /// `Control::from_byte(b).to_byte() == b` for all `b`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Control {
+    /// T: the segment is tagged (placed by STag) rather than untagged (queued).
     pub tagged: bool,
+    /// L: the segment ends its message.
     pub last: bool,
     /// The 4 reserved bits, `0..=0xf`.
     pub rsvd: u8,
@@ -36,6 +39,7 @@ pub struct Control {
 }
 
 impl Control {
+    /// The fields of a control byte; reserved bits are kept.
     #[inline]
     pub const fn from_byte(b: u8) -> Self {
         Control {

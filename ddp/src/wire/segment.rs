@@ -7,7 +7,9 @@ use crate::error::DdpError;
 /// A checked view of a ULPDU as one DDP segment of either model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Segment<'a> {
+    /// A segment placed by STag and tagged offset.
     Tagged(TaggedHeader<&'a [u8]>),
+    /// A segment placed into a queue's next buffer.
     Untagged(UntaggedHeader<&'a [u8]>),
 }
 
@@ -32,6 +34,7 @@ impl<'a> Segment<'a> {
         })
     }
 
+    /// The control byte, of either model.
     pub fn control(&self) -> Control {
         match self {
             Segment::Tagged(h) => h.control(),
@@ -39,6 +42,7 @@ impl<'a> Segment<'a> {
         }
     }
 
+    /// The bits DDP reserves for the layer above (RDMAP's control byte).
     pub fn rsvd_ulp(&self) -> u8 {
         match self {
             Segment::Tagged(h) => h.rsvd_ulp(),
@@ -60,6 +64,7 @@ impl<'a> Segment<'a> {
         }
     }
 
+    /// The bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
         match *self {
             Segment::Tagged(h) => {
@@ -77,11 +82,14 @@ impl<'a> Segment<'a> {
 /// The meaning of a DDP header of either model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SegmentRepr {
+    /// A tagged header's meaning.
     Tagged(TaggedRepr),
+    /// An untagged header's meaning.
     Untagged(UntaggedRepr),
 }
 
 impl SegmentRepr {
+    /// Reads the header of a checked segment.
     pub fn parse(segment: &Segment<'_>) -> Result<Self, DdpError> {
         Ok(match segment {
             Segment::Tagged(h) => SegmentRepr::Tagged(TaggedRepr::parse(h)?),
@@ -89,6 +97,7 @@ impl SegmentRepr {
         })
     }
 
+    /// Bytes the header takes on the wire.
     pub const fn buffer_len(&self) -> usize {
         match self {
             SegmentRepr::Tagged(r) => r.buffer_len(),
@@ -96,10 +105,12 @@ impl SegmentRepr {
         }
     }
 
+    /// Whether it is a tagged header.
     pub const fn is_tagged(&self) -> bool {
         matches!(self, SegmentRepr::Tagged(_))
     }
 
+    /// Whether the segment ends its message.
     pub const fn last(&self) -> bool {
         match self {
             SegmentRepr::Tagged(r) => r.last,
@@ -107,6 +118,7 @@ impl SegmentRepr {
         }
     }
 
+    /// The bits reserved for the layer above.
     pub const fn rsvd_ulp(&self) -> u8 {
         match self {
             SegmentRepr::Tagged(r) => r.rsvd_ulp,

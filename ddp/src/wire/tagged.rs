@@ -50,6 +50,7 @@ impl<T: AsRef<[u8]>> TaggedHeader<T> {
         Ok(h)
     }
 
+    /// Fails if the buffer is shorter than a tagged header; after that no accessor panics.
     pub fn check_len(&self) -> Result<(), DdpError> {
         let len = self.buffer.as_ref().len();
         if len < TAGGED_HEADER_LEN {
@@ -61,25 +62,30 @@ impl<T: AsRef<[u8]>> TaggedHeader<T> {
         Ok(())
     }
 
+    /// The buffer the view was made over.
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    /// The control byte.
     #[inline]
     pub fn control(&self) -> Control {
         Control::from_byte(self.buffer.as_ref()[field::CONTROL])
     }
 
+    /// The bits reserved for the layer above (RDMAP's control byte).
     #[inline]
     pub fn rsvd_ulp(&self) -> u8 {
         self.buffer.as_ref()[field::RSVD_ULP]
     }
 
+    /// The region the payload goes into.
     #[inline]
     pub fn stag(&self) -> STag {
         STag(read_u32(self.buffer.as_ref(), field::STAG.start))
     }
 
+    /// The tagged offset of the payload's first byte.
     #[inline]
     pub fn to(&self) -> u64 {
         read_u64(self.buffer.as_ref(), field::TO.start)
@@ -91,6 +97,7 @@ impl<T: AsRef<[u8]>> TaggedHeader<T> {
         &self.buffer.as_ref()[..TAGGED_HEADER_LEN]
     }
 
+    /// The bytes to place.
     #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[field::PAYLOAD]
@@ -98,26 +105,31 @@ impl<T: AsRef<[u8]>> TaggedHeader<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> TaggedHeader<T> {
+    /// Writes the control byte.
     #[inline]
     pub fn set_control(&mut self, c: Control) {
         self.buffer.as_mut()[field::CONTROL] = c.to_byte();
     }
 
+    /// Writes the bits reserved for the layer above.
     #[inline]
     pub fn set_rsvd_ulp(&mut self, v: u8) {
         self.buffer.as_mut()[field::RSVD_ULP] = v;
     }
 
+    /// Writes the sink STag.
     #[inline]
     pub fn set_stag(&mut self, stag: STag) {
         self.buffer.as_mut()[field::STAG].copy_from_slice(&stag.0.to_be_bytes());
     }
 
+    /// Writes the tagged offset.
     #[inline]
     pub fn set_to(&mut self, to: u64) {
         self.buffer.as_mut()[field::TO].copy_from_slice(&to.to_be_bytes());
     }
 
+    /// The payload, to build in place.
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         &mut self.buffer.as_mut()[field::PAYLOAD]
@@ -177,6 +189,7 @@ impl TaggedRepr {
         })
     }
 
+    /// Bytes the header takes on the wire.
     pub const fn buffer_len(&self) -> usize {
         TAGGED_HEADER_LEN
     }

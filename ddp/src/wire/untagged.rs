@@ -56,6 +56,7 @@ impl<T: AsRef<[u8]>> UntaggedHeader<T> {
         Ok(h)
     }
 
+    /// Fails if the buffer is shorter than an untagged header; after that no accessor panics.
     pub fn check_len(&self) -> Result<(), DdpError> {
         let len = self.buffer.as_ref().len();
         if len < UNTAGGED_HEADER_LEN {
@@ -67,35 +68,42 @@ impl<T: AsRef<[u8]>> UntaggedHeader<T> {
         Ok(())
     }
 
+    /// The buffer the view was made over.
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    /// The control byte.
     #[inline]
     pub fn control(&self) -> Control {
         Control::from_byte(self.buffer.as_ref()[field::CONTROL])
     }
 
+    /// The bits reserved for the layer above (RDMAP's control byte).
     #[inline]
     pub fn rsvd_ulp(&self) -> u8 {
         self.buffer.as_ref()[field::RSVD_ULP]
     }
 
+    /// The 32 bits reserved for the layer above (RDMAP's Send with Invalidate STag).
     #[inline]
     pub fn rsvd_ulp2(&self) -> u32 {
         read_u32(self.buffer.as_ref(), field::RSVD_ULP2.start)
     }
 
+    /// The queue the message goes to.
     #[inline]
     pub fn qn(&self) -> u32 {
         read_u32(self.buffer.as_ref(), field::QN.start)
     }
 
+    /// The message sequence number within the queue.
     #[inline]
     pub fn msn(&self) -> u32 {
         read_u32(self.buffer.as_ref(), field::MSN.start)
     }
 
+    /// The message offset of the payload's first byte.
     #[inline]
     pub fn mo(&self) -> u32 {
         read_u32(self.buffer.as_ref(), field::MO.start)
@@ -107,6 +115,7 @@ impl<T: AsRef<[u8]>> UntaggedHeader<T> {
         &self.buffer.as_ref()[..UNTAGGED_HEADER_LEN]
     }
 
+    /// The message bytes this segment carries.
     #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[field::PAYLOAD]
@@ -114,36 +123,43 @@ impl<T: AsRef<[u8]>> UntaggedHeader<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UntaggedHeader<T> {
+    /// Writes the control byte.
     #[inline]
     pub fn set_control(&mut self, c: Control) {
         self.buffer.as_mut()[field::CONTROL] = c.to_byte();
     }
 
+    /// Writes the bits reserved for the layer above.
     #[inline]
     pub fn set_rsvd_ulp(&mut self, v: u8) {
         self.buffer.as_mut()[field::RSVD_ULP] = v;
     }
 
+    /// Writes the 32 bits reserved for the layer above.
     #[inline]
     pub fn set_rsvd_ulp2(&mut self, v: u32) {
         self.buffer.as_mut()[field::RSVD_ULP2].copy_from_slice(&v.to_be_bytes());
     }
 
+    /// Writes the queue number.
     #[inline]
     pub fn set_qn(&mut self, v: u32) {
         self.buffer.as_mut()[field::QN].copy_from_slice(&v.to_be_bytes());
     }
 
+    /// Writes the message sequence number.
     #[inline]
     pub fn set_msn(&mut self, v: u32) {
         self.buffer.as_mut()[field::MSN].copy_from_slice(&v.to_be_bytes());
     }
 
+    /// Writes the message offset.
     #[inline]
     pub fn set_mo(&mut self, v: u32) {
         self.buffer.as_mut()[field::MO].copy_from_slice(&v.to_be_bytes());
     }
 
+    /// The payload, to build in place.
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         &mut self.buffer.as_mut()[field::PAYLOAD]
@@ -212,6 +228,7 @@ impl UntaggedRepr {
         })
     }
 
+    /// Bytes the header takes on the wire.
     pub const fn buffer_len(&self) -> usize {
         UNTAGGED_HEADER_LEN
     }

@@ -25,6 +25,7 @@ pub enum State {
 /// A TERMINATE as the peer sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PeerTerminate {
+    /// The TERMINATE's control word: layer, type, code and which headers follow.
     pub control: TermControl,
     /// Which control word layout was recognised.
     pub layout: TermLayout,
@@ -40,8 +41,11 @@ pub enum Event {
     /// one with `cause`. A TERMINATE naming a layer we do not know is
     /// reported as RDMAP local catastrophic.
     Terminated {
+        /// Whether the peer sent the TERMINATE (else this side did).
         by_peer: bool,
+        /// The Layer/EType/Code that applies.
         cause: TermCode,
+        /// The peer's TERMINATE as received, if it parsed.
         peer: Option<PeerTerminate>,
     },
     /// The peer closed its direction of the stream (TCP FIN).

@@ -44,6 +44,7 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A connection in its first phase, as MPA start-up left it.
     pub fn new(cfg: ConnectionConfig) -> Self {
         Connection {
             rx: FrameRx::new(&cfg.negotiated, MAX_RX_ULPDU),
@@ -99,6 +100,7 @@ impl Connection {
         self.inner.take_local_invalidate()
     }
 
+    /// The next completion or connection event, oldest first.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.inner.poll_event()
     }
@@ -141,10 +143,12 @@ impl Connection {
         self.inner.wants_write()
     }
 
+    /// Where the connection stands.
     pub fn state(&self) -> State {
         self.inner.state()
     }
 
+    /// The protection domain whose regions the peer may use.
     pub fn pd(&self) -> PdId {
         self.inner.pd()
     }

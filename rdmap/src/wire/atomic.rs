@@ -75,6 +75,7 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
+    /// An AOpCode from its low four bits (the bits above are reserved).
     pub const fn from_bits(raw: u8) -> AtomicOp {
         match raw & 0x0f {
             0 => AtomicOp::FetchAdd,
@@ -84,6 +85,7 @@ impl AtomicOp {
         }
     }
 
+    /// The AOpCode as the four bits on the wire.
     pub const fn bits(self) -> u8 {
         match self {
             AtomicOp::FetchAdd => 0,
@@ -114,10 +116,12 @@ pub struct AtomicRequest<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> AtomicRequest<T> {
+    /// A view without a length check: accessors may panic on a short buffer.
     pub const fn new_unchecked(buffer: T) -> Self {
         AtomicRequest { buffer }
     }
 
+    /// A view after a length check: no accessor panics.
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let v = Self::new_unchecked(buffer);
         v.check_len()?;
@@ -133,6 +137,7 @@ impl<T: AsRef<[u8]>> AtomicRequest<T> {
         }
     }
 
+    /// The raw AOpCode.
     #[inline]
     pub fn aopcode(&self) -> u8 {
         // The low nibble of the first word; the 28 bits above are reserved.
@@ -143,30 +148,37 @@ impl<T: AsRef<[u8]>> AtomicRequest<T> {
     pub fn reserved(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::AOPCODE]) >> 4
     }
+    /// Chosen by the requester, echoed in the response.
     #[inline]
     pub fn request_id(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::REQUEST_ID])
     }
+    /// The target region.
     #[inline]
     pub fn stag(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::STAG])
     }
+    /// The tagged offset of the 8 target bytes.
     #[inline]
     pub fn to(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::TO])
     }
+    /// FetchAdd: the addend; Swap and CmpSwap: the new bits.
     #[inline]
     pub fn add_swap_data(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::ADD_SWAP_DATA])
     }
+    /// FetchAdd: where carries stop; Swap and CmpSwap: the bits replaced.
     #[inline]
     pub fn add_swap_mask(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::ADD_SWAP_MASK])
     }
+    /// CmpSwap: the value compared against.
     #[inline]
     pub fn compare_data(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::COMPARE_DATA])
     }
+    /// CmpSwap: the bits compared.
     #[inline]
     pub fn compare_mask(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::COMPARE_MASK])
@@ -180,30 +192,37 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicRequest<T> {
         let word = (reserved << 4) | u32::from(aopcode & 0x0f);
         self.buffer.as_mut()[field::AOPCODE].copy_from_slice(&word.to_be_bytes());
     }
+    /// Writes the request id.
     #[inline]
     pub fn set_request_id(&mut self, v: u32) {
         self.buffer.as_mut()[field::REQUEST_ID].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the target STag.
     #[inline]
     pub fn set_stag(&mut self, v: u32) {
         self.buffer.as_mut()[field::STAG].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the target offset.
     #[inline]
     pub fn set_to(&mut self, v: u64) {
         self.buffer.as_mut()[field::TO].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the add or swap data.
     #[inline]
     pub fn set_add_swap_data(&mut self, v: u64) {
         self.buffer.as_mut()[field::ADD_SWAP_DATA].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the add or swap mask.
     #[inline]
     pub fn set_add_swap_mask(&mut self, v: u64) {
         self.buffer.as_mut()[field::ADD_SWAP_MASK].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the compare data.
     #[inline]
     pub fn set_compare_data(&mut self, v: u64) {
         self.buffer.as_mut()[field::COMPARE_DATA].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the compare mask.
     #[inline]
     pub fn set_compare_mask(&mut self, v: u64) {
         self.buffer.as_mut()[field::COMPARE_MASK].copy_from_slice(&v.to_be_bytes());
@@ -213,6 +232,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicRequest<T> {
 /// What an Atomic Operation Request asks of the responder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicRequestRepr {
+    /// The operation.
     pub op: AtomicOp,
     /// The 28 reserved bits above the AOpCode: zero from us, kept as
     /// received (so a parsed request re-emits unchanged) and otherwise
@@ -220,15 +240,22 @@ pub struct AtomicRequestRepr {
     pub reserved: u32,
     /// Chosen by the requester; the response carries it back.
     pub request_id: u32,
+    /// The target region.
     pub stag: STag,
+    /// The tagged offset of the 8 target bytes.
     pub to: u64,
+    /// FetchAdd: the addend; Swap and CmpSwap: the new bits.
     pub add_swap_data: u64,
+    /// FetchAdd: where carries stop; Swap and CmpSwap: the bits replaced.
     pub add_swap_mask: u64,
+    /// CmpSwap: the value compared against.
     pub compare_data: u64,
+    /// CmpSwap: the bits compared.
     pub compare_mask: u64,
 }
 
 impl AtomicRequestRepr {
+    /// Reads a checked request.
     pub fn parse<T: AsRef<[u8]>>(view: &AtomicRequest<T>) -> Result<Self, WireError> {
         view.check_len()?;
         Ok(AtomicRequestRepr {
@@ -244,6 +271,7 @@ impl AtomicRequestRepr {
         })
     }
 
+    /// Bytes the request takes on the wire.
     pub const fn buffer_len(&self) -> usize {
         REQUEST_LEN
     }
@@ -323,10 +351,12 @@ pub struct AtomicResponse<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> AtomicResponse<T> {
+    /// A view without a length check: accessors may panic on a short buffer.
     pub const fn new_unchecked(buffer: T) -> Self {
         AtomicResponse { buffer }
     }
 
+    /// A view after a length check: no accessor panics.
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let v = Self::new_unchecked(buffer);
         v.check_len()?;
@@ -342,10 +372,12 @@ impl<T: AsRef<[u8]>> AtomicResponse<T> {
         }
     }
 
+    /// The request id this answers.
     #[inline]
     pub fn original_request_id(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::ORIGINAL_ID])
     }
+    /// The target's value before the operation.
     #[inline]
     pub fn original_value(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::ORIGINAL_VALUE])
@@ -353,10 +385,12 @@ impl<T: AsRef<[u8]>> AtomicResponse<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicResponse<T> {
+    /// Writes the request id answered.
     #[inline]
     pub fn set_original_request_id(&mut self, v: u32) {
         self.buffer.as_mut()[field::ORIGINAL_ID].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the original value.
     #[inline]
     pub fn set_original_value(&mut self, v: u64) {
         self.buffer.as_mut()[field::ORIGINAL_VALUE].copy_from_slice(&v.to_be_bytes());
@@ -366,11 +400,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicResponse<T> {
 /// The responder's answer: the target's value before the operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicResponseRepr {
+    /// The request id this answers.
     pub request_id: u32,
+    /// The target's value before the operation.
     pub original: u64,
 }
 
 impl AtomicResponseRepr {
+    /// Reads a checked response.
     pub fn parse<T: AsRef<[u8]>>(view: &AtomicResponse<T>) -> Result<Self, WireError> {
         view.check_len()?;
         Ok(AtomicResponseRepr {
@@ -379,6 +416,7 @@ impl AtomicResponseRepr {
         })
     }
 
+    /// Bytes the response takes on the wire.
     pub const fn buffer_len(&self) -> usize {
         RESPONSE_LEN
     }

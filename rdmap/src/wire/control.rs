@@ -28,6 +28,7 @@ impl Control {
         Control((RDMAP_VERSION << VERSION_SHIFT) | opcode.bits())
     }
 
+    /// The RDMAP version field (1 for RFC 5040).
     pub const fn version(self) -> u8 {
         self.0 >> VERSION_SHIFT
     }
@@ -37,6 +38,7 @@ impl Control {
         (self.0 & RESERVED_MASK) >> 4
     }
 
+    /// The operation the message carries.
     pub const fn opcode(self) -> Opcode {
         Opcode::from_bits(self.0 & OPCODE_MASK)
     }

@@ -35,10 +35,12 @@ pub struct ImmediateData<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> ImmediateData<T> {
+    /// A view without a length check: accessors may panic on a short buffer.
     pub const fn new_unchecked(buffer: T) -> Self {
         ImmediateData { buffer }
     }
 
+    /// A view after a length check: no accessor panics.
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let v = Self::new_unchecked(buffer);
         v.check_len()?;
@@ -54,6 +56,7 @@ impl<T: AsRef<[u8]>> ImmediateData<T> {
         }
     }
 
+    /// The 8 bytes of the message, as one big-endian number.
     #[inline]
     pub fn data(&self) -> u64 {
         let mut a = [0u8; 8];
@@ -63,6 +66,7 @@ impl<T: AsRef<[u8]>> ImmediateData<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ImmediateData<T> {
+    /// Writes the 8 bytes.
     #[inline]
     pub fn set_data(&mut self, v: u64) {
         self.buffer.as_mut()[field::DATA].copy_from_slice(&v.to_be_bytes());
@@ -89,11 +93,13 @@ impl ImmediateDataRepr {
         (self.data >> 32) as u32
     }
 
+    /// Reads a checked Immediate Data header.
     pub fn parse<T: AsRef<[u8]>>(view: &ImmediateData<T>) -> Result<Self, WireError> {
         view.check_len()?;
         Ok(ImmediateDataRepr { data: view.data() })
     }
 
+    /// Bytes it takes on the wire.
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }

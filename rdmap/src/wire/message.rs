@@ -19,7 +19,9 @@ use crate::opcode::Opcode;
 pub enum Body<'a> {
     /// RDMA Write, Read Response, the Sends: the payload is data.
     Data(&'a [u8]),
+    /// An RDMA Read Request's header.
     ReadRequest(ReadRequestRepr),
+    /// A Terminate's header and what it attaches.
     Terminate(TerminateRepr<'a>),
     /// RFC 7306 Immediate Data (with Solicited Event).
     Immediate(ImmediateDataRepr),
@@ -32,15 +34,19 @@ pub enum Body<'a> {
 /// One RDMAP message segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MessageRepr<'a> {
+    /// The DDP header of the segment.
     pub ddp: SegmentRepr,
+    /// What follows it.
     pub body: Body<'a>,
 }
 
 /// Why a ULPDU is not an RDMAP message segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
+    /// The DDP layer refused the segment.
     #[error(transparent)]
     Ddp(#[from] DdpError),
+    /// The RDMAP layer refused the message.
     #[error(transparent)]
     Rdmap(#[from] WireError),
 }
@@ -51,6 +57,7 @@ impl<'a> MessageRepr<'a> {
         Control(self.ddp.rsvd_ulp())
     }
 
+    /// The RDMAP opcode, from the DDP header's reserved bits.
     pub fn opcode(&self) -> Opcode {
         self.control().opcode()
     }

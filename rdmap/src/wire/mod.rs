@@ -28,24 +28,41 @@ use crate::opcode::Opcode;
 /// Why bytes are not a well-formed RDMAP message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
+    /// Shorter than the header needs.
     #[error("header truncated")]
     Truncated,
+    /// Longer than the header, where nothing may follow.
     #[error("bytes after the end of the header")]
     TrailingBytes,
+    /// A Terminate header says a Read Request header is attached (R) but not the DDP header (D)
+    /// it follows.
     #[error("Terminate header has R set without D")]
     MalformedTerminate,
+    /// Not RDMAP version 1.
     #[error("RDMAP version {0} (expected 1)")]
     Version(u8),
+    /// An opcode not allowed where it came (or unknown).
     #[error("unexpected opcode: {0}")]
     UnexpectedOpcode(Opcode),
+    /// An untagged opcode on a queue it does not belong to.
     #[error("{opcode} on untagged queue {qn}")]
-    WrongQueue { opcode: Opcode, qn: u32 },
+    WrongQueue {
+        /// The opcode.
+        opcode: Opcode,
+        /// The queue it came on.
+        qn: u32,
+    },
+    /// A message that must fit one DDP segment was split.
     #[error("{0} must be a single DDP segment")]
     NotSingleSegment(Opcode),
+    /// A fixed-size message of the wrong length.
     #[error("{opcode} payload of {len} bytes (expected {expected})")]
     BadLength {
+        /// The message's opcode.
         opcode: Opcode,
+        /// The payload length it came with.
         len: usize,
+        /// The length its opcode needs.
         expected: usize,
     },
 }

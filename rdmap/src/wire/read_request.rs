@@ -49,10 +49,12 @@ fn be64(b: &[u8]) -> u64 {
 }
 
 impl<T: AsRef<[u8]>> ReadRequest<T> {
+    /// A view without a length check: accessors may panic on a short buffer.
     pub const fn new_unchecked(buffer: T) -> Self {
         ReadRequest { buffer }
     }
 
+    /// A view after a length check: no accessor panics.
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let r = Self::new_unchecked(buffer);
         r.check_len()?;
@@ -68,26 +70,32 @@ impl<T: AsRef<[u8]>> ReadRequest<T> {
         }
     }
 
+    /// The buffer the view was made over.
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    /// The requester's buffer the data goes to.
     #[inline]
     pub fn sink_stag(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::SINK_STAG])
     }
+    /// The tagged offset in the sink.
     #[inline]
     pub fn sink_to(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::SINK_TO])
     }
+    /// Bytes to read.
     #[inline]
     pub fn read_size(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::SIZE])
     }
+    /// The responder's buffer the data comes from.
     #[inline]
     pub fn source_stag(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::SOURCE_STAG])
     }
+    /// The tagged offset in the source.
     #[inline]
     pub fn source_to(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::SOURCE_TO])
@@ -95,22 +103,27 @@ impl<T: AsRef<[u8]>> ReadRequest<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ReadRequest<T> {
+    /// Writes the sink STag.
     #[inline]
     pub fn set_sink_stag(&mut self, v: u32) {
         self.buffer.as_mut()[field::SINK_STAG].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the sink offset.
     #[inline]
     pub fn set_sink_to(&mut self, v: u64) {
         self.buffer.as_mut()[field::SINK_TO].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the read size.
     #[inline]
     pub fn set_read_size(&mut self, v: u32) {
         self.buffer.as_mut()[field::SIZE].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the source STag.
     #[inline]
     pub fn set_source_stag(&mut self, v: u32) {
         self.buffer.as_mut()[field::SOURCE_STAG].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the source offset.
     #[inline]
     pub fn set_source_to(&mut self, v: u64) {
         self.buffer.as_mut()[field::SOURCE_TO].copy_from_slice(&v.to_be_bytes());
@@ -121,14 +134,20 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ReadRequest<T> {
 /// the peer's `source` buffer into its own `sink` buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReadRequestRepr {
+    /// The requester's buffer the data goes to.
     pub sink_stag: STag,
+    /// The tagged offset in the sink.
     pub sink_to: u64,
+    /// Bytes to read.
     pub size: u32,
+    /// The responder's buffer the data comes from.
     pub source_stag: STag,
+    /// The tagged offset in the source.
     pub source_to: u64,
 }
 
 impl ReadRequestRepr {
+    /// Reads a checked Read Request header.
     pub fn parse<T: AsRef<[u8]>>(view: &ReadRequest<T>) -> Result<Self, WireError> {
         view.check_len()?;
         Ok(ReadRequestRepr {
@@ -140,6 +159,7 @@ impl ReadRequestRepr {
         })
     }
 
+    /// Bytes it takes on the wire.
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }

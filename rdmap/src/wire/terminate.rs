@@ -87,6 +87,7 @@ pub struct TermControl {
     pub layer: u8,
     /// 4 bits, meaning depends on the layer.
     pub etype: u8,
+    /// 8 bits, meaning depends on the layer and type.
     pub code: u8,
     /// Hdrct M: the DDP Segment Length field is valid.
     pub m: bool,
@@ -203,7 +204,9 @@ pub struct Attached<'a> {
 /// A parsed Terminate header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TerminateRepr<'a> {
+    /// The control word.
     pub control: TermControl,
+    /// Which layout it was read in (RFC 5040 or Linux siw).
     pub layout: TermLayout,
     /// Present when any of M, D, R is set.
     pub attached: Option<Attached<'a>>,

@@ -4,7 +4,9 @@
 //! per-stream staging buffer that `poll` hands to the kernel with one
 //! `write` per stream per turn, so many small FPDUs cost one syscall;
 //! `poll` reads into a reusable per-stream buffer that `recv_with` lends
-//! out. `wait` sleeps in poll(2) on every socket that can make progress.
+//! out. `wait` sleeps in poll(2) on every socket that can make progress;
+//! an event loop instead watches [`Transport::readiness_fd`], an epoll set
+//! of the same sockets kept in step with what each waits for.
 //! A stream the user closed is released once both sides finished, or at
 //! the latest [`CLOSE_LINGER`](crate::CLOSE_LINGER) after its close, reset if its bytes were
 //! not all delivered by then. A capture, if set, is synthesized from the bytes written and read
@@ -15,11 +17,12 @@ pub(crate) mod sys;
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use buffer::LinearBuf;
+use sys::Epoll;
 
 use super::linger::Linger;
 use super::slab::Slab;
@@ -32,6 +35,8 @@ use capture::pcap::PcapSink;
 const DEFAULT_MSS: usize = 1460;
 /// Reads per stream per `poll`, so one busy stream cannot starve the rest.
 const READS_PER_TURN: usize = 4;
+/// How soon `poll` should run while the epoll set is missing a socket.
+const EPOLL_RETRY: Duration = Duration::from_millis(1);
 
 /// How the kernel transport sets up its sockets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +87,9 @@ struct KStream {
     peer: Option<SocketAddr>,
     mss: usize,
     synth: Option<TcpSynth>,
+    /// Events the socket is registered for in the transport's epoll set;
+    /// 0 while it is not in the set.
+    registered: u32,
 }
 
 impl KStream {
@@ -99,6 +107,7 @@ impl KStream {
             peer: None,
             mss: DEFAULT_MSS,
             synth: None,
+            registered: 0,
         }
     }
 
@@ -250,6 +259,51 @@ impl KStream {
             }
         }
     }
+
+    /// What the epoll set should watch for: [`KStream::interest`] in
+    /// epoll's terms. A socket with nothing to wait for stays out of the
+    /// set, since epoll reports errors and hang-ups even for no events
+    /// and a finished socket would keep the set readable.
+    fn epoll_interest(&self) -> u32 {
+        let ev = self.interest();
+        let mut out = 0;
+        if ev & libc::POLLIN != 0 {
+            out |= libc::EPOLLIN as u32;
+        }
+        if ev & libc::POLLOUT != 0 {
+            out |= libc::EPOLLOUT as u32;
+        }
+        out
+    }
+}
+
+/// Brings a stream's registration in `epoll` in line with its interest;
+/// a system call only when the interest changed. False if the kernel
+/// refused (the registration then stays as it was, to retry next time).
+fn sync_interest(epoll: &Epoll, st: &mut KStream) -> bool {
+    let want = st.epoll_interest();
+    if want == st.registered {
+        return true;
+    }
+    let fd = st.sock.as_raw_fd();
+    let done = match (st.registered, want) {
+        (0, w) => epoll.add(fd, w),
+        (_, 0) => epoll.delete(fd),
+        (_, w) => epoll.modify(fd, w),
+    };
+    if done.is_ok() {
+        st.registered = want;
+    }
+    done.is_ok()
+}
+
+/// Takes a stream leaving the transport out of the epoll set (closing its
+/// socket would too, but only once no duplicate of it is left).
+fn forget(epoll: Option<&Epoll>, st: &KStream) {
+    if let (Some(ep), true) = (epoll, st.registered != 0) {
+        // Best effort: the close that follows removes it anyway.
+        let _ = ep.delete(st.sock.as_raw_fd());
+    }
 }
 
 fn is_transient(e: &io::Error) -> bool {
@@ -274,9 +328,27 @@ pub struct KernelTransport {
     /// Lets another thread end a `wait`; `None` if no eventfd could be made
     /// (waits then run to their timeout).
     wake: Option<Arc<WakeFd>>,
+    /// The readiness descriptor's epoll set, made on the first
+    /// [`Transport::readiness_fd`] call (transports driven through `wait`
+    /// never pay for keeping it in step): the wake eventfd, every listener
+    /// (readable) and every stream with something to wait for (readable
+    /// while its receive buffer has room, writable while bytes are staged
+    /// or a connect is pending).
+    epoll: Option<Epoll>,
+    /// A registration the kernel refused (no memory, the epoll watch
+    /// limit): until one succeeds the set may miss an event, so
+    /// `poll_delay` asks to be polled soon instead of trusting it.
+    epoll_behind: bool,
+    /// Whether the last `poll` moved anything. Bytes it read are out of
+    /// the socket, so the epoll set no longer shows them, yet the layer
+    /// above may not have taken them (a caller that polls once more after
+    /// handling input, as a progress turn does): with the readiness
+    /// descriptor in use, `poll_delay` then asks for one more poll.
+    last_poll_moved: bool,
 }
 
 impl KernelTransport {
+    /// A transport with no sockets yet; each `listen` and `connect` makes one.
     pub fn new(cfg: KernelConfig) -> Self {
         KernelTransport {
             cfg,
@@ -287,6 +359,9 @@ impl KernelTransport {
             fds: Vec::new(),
             dirty: false,
             wake: WakeFd::new().ok().map(Arc::new),
+            epoll: None,
+            epoll_behind: false,
+            last_poll_moved: false,
         }
     }
 
@@ -295,10 +370,12 @@ impl KernelTransport {
         self.pcap = sink;
     }
 
+    /// The capture being recorded, if any.
     pub fn pcap(&self) -> Option<&PcapSink> {
         self.pcap.as_ref()
     }
 
+    /// Stops recording and hands the capture over.
     pub fn take_pcap(&mut self) -> Option<PcapSink> {
         self.pcap.take()
     }
@@ -329,6 +406,7 @@ impl KernelTransport {
             let Some(mut st) = self.streams.remove(k) else {
                 continue;
             };
+            forget(self.epoll.as_ref(), &st);
             if st.state().is_terminal() || st.phase != Phase::Open {
                 continue;
             }
@@ -344,6 +422,41 @@ impl KernelTransport {
                 }
             }
         }
+    }
+
+    /// Brings every stream's epoll registration in line with its interest.
+    fn sync_all_interest(&mut self) {
+        let Some(ep) = &self.epoll else {
+            return;
+        };
+        let mut behind = false;
+        for (_, st) in self.streams.iter_mut() {
+            behind |= !sync_interest(ep, st);
+        }
+        self.epoll_behind = behind;
+    }
+
+    /// Registers one stream (new, or its interest changed outside a poll).
+    fn sync_stream_interest(&mut self, key: u64) {
+        if let (Some(ep), Some(st)) = (&self.epoll, self.streams.get_mut(key)) {
+            self.epoll_behind |= !sync_interest(ep, st);
+        }
+    }
+
+    /// Makes the epoll set of the readiness descriptor and fills it with
+    /// what the transport already holds.
+    fn make_epoll(&mut self) -> io::Result<()> {
+        let ep = Epoll::new()?;
+        let readable = libc::EPOLLIN as u32;
+        if let Some(w) = &self.wake {
+            ep.add(w.as_raw_fd(), readable)?;
+        }
+        for (_, l) in self.listeners.iter_mut() {
+            ep.add(l.as_raw_fd(), readable)?;
+        }
+        self.epoll = Some(ep);
+        self.sync_all_interest();
+        Ok(())
     }
 
     fn apply_buffer_sizes(&self, fd: std::os::fd::RawFd) -> Result<(), TransportError> {
@@ -369,6 +482,10 @@ impl Transport for KernelTransport {
         l.set_nonblocking(true)
             .map_err(|e| TransportError::io("O_NONBLOCK", e))?;
         self.apply_buffer_sizes(l.as_raw_fd())?;
+        if let Some(ep) = &self.epoll {
+            ep.add(l.as_raw_fd(), libc::EPOLLIN as u32)
+                .map_err(|e| TransportError::io("epoll_ctl", e))?;
+        }
         let key = self
             .listeners
             .insert(l)
@@ -384,10 +501,16 @@ impl Transport for KernelTransport {
         let now = self.stamp();
         let mut st = KStream::new(sock, Phase::Connecting, &self.cfg);
         st.opened(self.pcap.as_mut(), now, false);
-        self.streams.insert(st).map(StreamId)
+        let key = self.streams.insert(st)?;
+        self.sync_stream_interest(key);
+        Some(StreamId(key))
     }
 
     fn unlisten(&mut self, l: ListenerId) {
+        if let (Some(ep), Some(listener)) = (&self.epoll, self.listeners.get(l.0)) {
+            // Best effort: dropping the listener removes it anyway.
+            let _ = ep.delete(listener.as_raw_fd());
+        }
         self.listeners.remove(l.0);
     }
 
@@ -400,10 +523,12 @@ impl Transport for KernelTransport {
         self.apply_buffer_sizes(sock.as_raw_fd())?;
         let st = KStream::new(sock, Phase::Connecting, &self.cfg);
         self.dirty = true;
-        self.streams
+        let key = self
+            .streams
             .insert(st)
-            .map(StreamId)
-            .ok_or(TransportError::Exhausted("stream slots"))
+            .ok_or(TransportError::Exhausted("stream slots"))?;
+        self.sync_stream_interest(key);
+        Ok(StreamId(key))
     }
 
     fn state(&self, s: StreamId) -> StreamState {
@@ -478,7 +603,13 @@ impl Transport for KernelTransport {
         if n > lent {
             return Err(TransportError::ClosureOverrun { claimed: n, lent });
         }
+        let was_full = st.rx.free() == 0;
         st.rx.consume(n);
+        if was_full && n > 0 {
+            // A full buffer took the socket's readability out of the
+            // epoll set: room again, so watch it again.
+            self.sync_stream_interest(s.0);
+        }
         Ok(n)
     }
 
@@ -505,7 +636,9 @@ impl Transport for KernelTransport {
         st.linger.start(self.now.unwrap_or_else(Instant::now));
         if st.phase != Phase::Open {
             // Nothing to deliver: a pending connect is simply dropped.
-            self.streams.remove(s.0);
+            if let Some(st) = self.streams.remove(s.0) {
+                forget(self.epoll.as_ref(), &st);
+            }
             return;
         }
         self.dirty = true;
@@ -515,6 +648,7 @@ impl Transport for KernelTransport {
         let Some(mut st) = self.streams.remove(s.0) else {
             return;
         };
+        forget(self.epoll.as_ref(), &st);
         if st.phase == Phase::Open {
             // Best effort: if SO_LINGER fails the close is a FIN instead.
             let _ = sys::set_linger_zero(&st.sock);
@@ -528,12 +662,19 @@ impl Transport for KernelTransport {
     fn poll(&mut self, now: Instant) -> bool {
         self.now = Some(now);
         self.dirty = false;
+        if let (Some(_), Some(w)) = (&self.epoll, &self.wake) {
+            // The wake's job (make the readiness descriptor readable so
+            // this turn runs) is done; a wake after this makes a new edge.
+            w.drain();
+        }
         let mut moved = false;
         let pcap = &mut self.pcap;
         for (_, st) in self.streams.iter_mut() {
             moved |= st.turn(pcap.as_mut(), now);
         }
         self.reclaim(now);
+        self.sync_all_interest();
+        self.last_poll_moved = moved;
         moved
     }
 
@@ -569,19 +710,28 @@ impl Transport for KernelTransport {
             // A close waits for the staged bytes: let the next poll finish it.
             self.dirty |= st.user_closed && !st.shut_wr;
         }
+        self.sync_all_interest();
         moved
     }
 
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         // The kernel keeps the TCP timers; only work staged since the last
-        // poll is due, and the end of a closed stream's linger.
-        if self.dirty {
+        // poll is due, and the end of a closed stream's linger. Driven
+        // through the readiness descriptor, so is a poll after one that
+        // moved something: what it read may still wait for the layer above.
+        if self.dirty || (self.epoll.is_some() && self.last_poll_moved) {
             return Some(Duration::ZERO);
         }
-        self.streams
+        let linger = self
+            .streams
             .iter()
             .filter_map(|(_, s)| s.linger.remaining(now))
-            .min()
+            .min();
+        if self.epoll_behind {
+            // The readiness descriptor may miss a socket: look soon.
+            return Some(linger.map_or(EPOLL_RETRY, |l| l.min(EPOLL_RETRY)));
+        }
+        linger
     }
 
     fn wait(&mut self, timeout: Option<Duration>) {
@@ -636,6 +786,23 @@ impl Transport for KernelTransport {
 
     fn waker(&self) -> Option<Waker> {
         self.wake.as_ref().map(WakeFd::waker)
+    }
+
+    /// An epoll set of the transport's sockets and its wake eventfd (see
+    /// [`KernelTransport`]'s `epoll`), made on the first call: readable
+    /// while a listener has a connection, a socket has bytes, a FIN or an
+    /// error for us, a connect completed, staged bytes can be written, or
+    /// the [`waker`](Transport::waker) was called. `None` if the kernel
+    /// refused the set.
+    fn readiness_fd(&mut self) -> Option<OwnedFd> {
+        if self.epoll.is_none() {
+            self.make_epoll().ok()?;
+        }
+        self.epoll.as_ref()?.try_clone_fd().ok()
+    }
+
+    fn has_readiness_fd(&self) -> bool {
+        true
     }
 }
 

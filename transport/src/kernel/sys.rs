@@ -1,5 +1,5 @@
 //! The few socket calls `std::net` does not offer: non-blocking connect,
-//! TCP_MAXSEG, SO_LINGER, buffer sizes, and poll(2).
+//! TCP_MAXSEG, SO_LINGER, buffer sizes, poll(2) and an epoll set.
 //!
 //! Each `unsafe` block passes a live file descriptor and pointers to local,
 //! correctly sized values; return codes are checked and turned into
@@ -8,7 +8,7 @@
 use std::io;
 use std::mem::size_of;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// `sockaddr_storage` filled from a std address, and its used length.
@@ -163,6 +163,71 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::R
     Ok(rc as usize)
 }
 
+/// An epoll instance, used only as a descriptor: it polls readable while
+/// any descriptor in its set is ready for the events it was registered
+/// with (epoll descriptors are themselves pollable, so poll(2), mio or
+/// tokio can watch a whole set of sockets through this one). Nobody calls
+/// `epoll_wait` on it; a poll of the epoll descriptor rechecks each
+/// registered descriptor, so one that is no longer ready stops counting.
+#[derive(Debug)]
+pub(crate) struct Epoll {
+    fd: OwnedFd,
+}
+
+impl Epoll {
+    pub(crate) fn new() -> io::Result<Self> {
+        // SAFETY: plain syscall with a constant flag.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        Ok(Epoll {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// Adds `fd`, watched (level-triggered) for `events` (`EPOLLIN`,
+    /// `EPOLLOUT`; errors and hang-ups are always reported).
+    pub(crate) fn add(&self, fd: RawFd, events: u32) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events)
+    }
+
+    /// Changes what a registered `fd` is watched for.
+    pub(crate) fn modify(&self, fd: RawFd, events: u32) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events)
+    }
+
+    /// Takes `fd` out of the set (closing it would too).
+    pub(crate) fn delete(&self, fd: RawFd) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_DEL, fd, 0)
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events,
+            u64: fd as u64,
+        };
+        // SAFETY: our live epoll descriptor, a descriptor the caller holds
+        // open, and a pointer to a local epoll_event (ignored for DEL).
+        let rc = unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// A duplicate of the epoll descriptor, sharing the same set.
+    pub(crate) fn try_clone_fd(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +324,49 @@ mod tests {
         );
         assert!(start.elapsed() >= Duration::from_millis(1));
         assert_eq!(poll(&mut [], Some(Duration::ZERO)).unwrap(), 0);
+    }
+
+    fn epoll_readable(ep: &Epoll) -> bool {
+        let mut fds = [libc::pollfd {
+            fd: ep.raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        poll(&mut fds, Some(Duration::ZERO)).unwrap() == 1
+    }
+
+    #[test]
+    fn an_epoll_set_polls_readable_while_a_member_is_ready_for_its_events() {
+        let ep = Epoll::new().unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        ep.add(s.as_raw_fd(), libc::EPOLLIN as u32).unwrap();
+        assert!(!epoll_readable(&ep), "nothing to read yet");
+        c.write_all(b"x").unwrap();
+        let start = Instant::now();
+        while !epoll_readable(&ep) {
+            assert!(start.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).unwrap();
+        assert!(!epoll_readable(&ep), "read out: not ready any more");
+        // Writable interest on a socket with send-buffer room is ready at once.
+        ep.modify(s.as_raw_fd(), (libc::EPOLLIN | libc::EPOLLOUT) as u32)
+            .unwrap();
+        assert!(epoll_readable(&ep));
+        ep.delete(s.as_raw_fd()).unwrap();
+        assert!(!epoll_readable(&ep));
+        // A duplicate is the same set.
+        let dup = ep.try_clone_fd().unwrap();
+        ep.add(s.as_raw_fd(), libc::EPOLLOUT as u32).unwrap();
+        let mut fds = [libc::pollfd {
+            fd: dup.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        assert_eq!(poll(&mut fds, Some(Duration::ZERO)).unwrap(), 1);
     }
 
     #[test]

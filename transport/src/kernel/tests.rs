@@ -680,3 +680,210 @@ fn streams_in_start_up_hold_small_buffers() {
     let st = t.streams.get(s.0).unwrap();
     assert!(st.rx.allocated() > 4 << 10 && st.rx.allocated() <= 1 << 20);
 }
+
+/// Whether `fd` polls readable right now.
+fn readable(fd: &OwnedFd) -> bool {
+    use std::os::fd::AsFd;
+    crate::poll_readable(&[fd.as_fd()], Some(Duration::ZERO)).unwrap()[0]
+}
+
+/// Drives `ts` the way an event loop does: one `poll` each, then a sleep
+/// in poll(2) on their readiness descriptors alone, at most until the
+/// nearest `poll_delay` (bounded, so a missed edge fails slowly instead of
+/// hanging). Counts the sleeps a descriptor ended.
+fn drive_by_readiness(
+    ts: &mut [&mut KernelTransport],
+    fds: &[OwnedFd],
+    wakes: &mut usize,
+    mut step: impl FnMut(&mut [&mut KernelTransport]) -> bool,
+) -> bool {
+    use std::os::fd::AsFd;
+    let deadline = Instant::now() + LIMIT;
+    while Instant::now() < deadline {
+        if step(ts) {
+            return true;
+        }
+        let now = Instant::now();
+        for t in ts.iter_mut() {
+            t.poll(now);
+        }
+        if step(ts) {
+            return true;
+        }
+        let delay = ts
+            .iter_mut()
+            .filter_map(|t| t.poll_delay(Instant::now()))
+            .min()
+            .unwrap_or(LIMIT)
+            .min(deadline.saturating_duration_since(Instant::now()));
+        let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+        if crate::poll_readable(&borrowed, Some(delay))
+            .unwrap()
+            .contains(&true)
+        {
+            *wakes += 1;
+        }
+    }
+    false
+}
+
+#[test]
+fn an_event_loop_on_the_readiness_descriptors_alone_connects_and_transfers() {
+    let (mut client, mut server) = (loopback(), loopback());
+    let l = server.listen(0).unwrap();
+    let addr = server.listener_addr(l).unwrap();
+    // Asked for before the listener's first connection and after the
+    // listener exists: both kinds of registration are exercised.
+    let fds = [
+        client.readiness_fd().unwrap(),
+        server.readiness_fd().unwrap(),
+    ];
+    assert!(!readable(&fds[0]) && !readable(&fds[1]), "nothing due yet");
+    let c = client.connect(addr).unwrap();
+    let mut wakes = 0;
+    let mut s = None;
+    assert!(drive_by_readiness(
+        &mut [&mut client, &mut server],
+        &fds,
+        &mut wakes,
+        |ts| {
+            s = s.or_else(|| ts[1].accept(l));
+            s.is_some() && ts[0].state(c) == StreamState::Established
+        }
+    ));
+    let s = s.unwrap();
+
+    // Idle and established: neither descriptor is readable, so a loop
+    // sleeps instead of spinning.
+    client.poll(Instant::now());
+    server.poll(Instant::now());
+    assert!(!readable(&fds[0]) && !readable(&fds[1]));
+
+    let total = 4 * MIB;
+    let (mut tx_c, mut at_s) = (Sender::new(1, total), Receiver::new(1, total));
+    let (mut tx_s, mut at_c) = (Sender::new(2, total), Receiver::new(2, total));
+    assert!(drive_by_readiness(
+        &mut [&mut client, &mut server],
+        &fds,
+        &mut wakes,
+        |ts| {
+            tx_c.pump(&mut *ts[0], c).unwrap();
+            tx_s.pump(&mut *ts[1], s).unwrap();
+            at_s.drain(&mut *ts[1], s).unwrap();
+            at_c.drain(&mut *ts[0], c).unwrap();
+            at_s.done() && at_c.done()
+        }
+    ));
+    assert_eq!(at_s.bad_bytes + at_c.bad_bytes, 0);
+
+    client.close(c);
+    server.close(s);
+    assert!(drive_by_readiness(
+        &mut [&mut client, &mut server],
+        &fds,
+        &mut wakes,
+        |ts| ts[0].stream_count() == 0 && ts[1].stream_count() == 0
+    ));
+    assert!(
+        wakes > 0,
+        "the descriptors woke the loop, not only timeouts"
+    );
+}
+
+#[test]
+fn the_readiness_descriptor_follows_wakes_unread_bytes_and_a_full_buffer() {
+    let mut t = KernelTransport::new(KernelConfig {
+        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        recv_buffer: 4096,
+        ..Default::default()
+    });
+    let (s, mut peer) = with_raw_peer(&mut t);
+    let fd = t.readiness_fd().unwrap();
+    t.poll(Instant::now());
+    assert!(!readable(&fd));
+
+    // A wake from another thread makes it readable; the next poll clears it.
+    let waker = t.waker().unwrap();
+    std::thread::spawn(move || waker()).join().unwrap();
+    assert!(readable(&fd));
+    t.poll(Instant::now());
+    assert!(!readable(&fd));
+
+    // Bytes from the peer: readable until a poll reads them.
+    peer.write_all(&[5; 100]).unwrap();
+    assert!(crate::poll_readable(&[std::os::fd::AsFd::as_fd(&fd)], Some(LIMIT)).unwrap()[0]);
+    t.poll(Instant::now());
+    assert_eq!(t.recv_queued(s), 100);
+    assert!(!readable(&fd), "read out, even if not yet consumed");
+
+    // More than the receive buffer holds: once it is full the socket
+    // leaves the set (its bytes wait in the kernel, no spinning)...
+    peer.write_all(&[6; 10_000]).unwrap();
+    let deadline = Instant::now() + LIMIT;
+    while t.recv_queued(s) < 4096 {
+        assert!(Instant::now() < deadline, "the buffer never filled");
+        crate::poll_readable(
+            &[std::os::fd::AsFd::as_fd(&fd)],
+            Some(Duration::from_millis(10)),
+        )
+        .unwrap();
+        t.poll(Instant::now());
+    }
+    assert!(!readable(&fd), "a full buffer is not a reason to poll");
+    // ...and consuming makes room, so it is watched (and readable) again.
+    let took = t.recv_with(s, &mut |d| d.len()).unwrap();
+    assert_eq!(took, 4096);
+    assert!(readable(&fd), "the rest waits in the kernel");
+
+    // Drain the rest; then nothing is due.
+    let mut got = took;
+    while got < 10_100 {
+        assert!(Instant::now() < deadline, "bytes stuck at {got}");
+        t.poll(Instant::now());
+        got += t.recv_with(s, &mut |d| d.len()).unwrap();
+    }
+    t.poll(Instant::now());
+    assert!(!readable(&fd));
+}
+
+#[test]
+fn staged_bytes_the_socket_cannot_take_wait_for_it_to_be_writable() {
+    let mut t = KernelTransport::new(KernelConfig {
+        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        socket_buffers: Some(4096),
+        ..Default::default()
+    });
+    let (s, mut peer) = with_raw_peer(&mut t);
+    let fd = t.readiness_fd().unwrap();
+    // The peer reads nothing: staged bytes fill both kernels' buffers.
+    let mut tx = Sender::new(3, 4 * MIB);
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        assert!(Instant::now() < deadline, "the socket never filled");
+        tx.pump(&mut t, s).unwrap();
+        t.poll(Instant::now());
+        if t.send_capacity(s) < 1 << 20 && !readable(&fd) {
+            break;
+        }
+    }
+    // Staged bytes and a full socket: nothing to do until the peer reads.
+    assert!(t.send_capacity(s) < 1 << 20, "bytes are still staged");
+    let reader = std::thread::spawn(move || {
+        let mut at = Receiver::new(3, 4 * MIB);
+        let mut buf = vec![0u8; 64 << 10];
+        while !at.done() {
+            let n = peer.read(&mut buf).unwrap();
+            assert!(n > 0, "closed early");
+            at.take(&buf[..n]);
+        }
+        at
+    });
+    let mut wakes = 0;
+    assert!(drive_by_readiness(&mut [&mut t], &[fd], &mut wakes, |ts| {
+        tx.pump(&mut *ts[0], s).unwrap();
+        tx.done() && ts[0].send_capacity(s) == 1 << 20
+    }));
+    assert!(wakes > 0, "writability woke the loop");
+    let at = reader.join().unwrap();
+    assert_eq!(at.bad_bytes, 0);
+}

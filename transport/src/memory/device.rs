@@ -96,6 +96,7 @@ impl MemoryDevice {
         self.tx.pcap = sink;
     }
 
+    /// The capture being recorded, if any.
     pub fn pcap(&self) -> Option<&PcapSink> {
         self.tx.pcap.as_ref()
     }
@@ -105,6 +106,7 @@ impl MemoryDevice {
         self.tx.pcap.take()
     }
 
+    /// What this end has sent, received and dropped so far.
     pub fn stats(&self) -> LinkStats {
         self.tx.stats
     }
@@ -255,5 +257,9 @@ impl LinkDevice for MemoryDevice {
     /// An eventfd the peer's sends make readable and our receives clear.
     fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
         self.wire.readiness_fd(self.rx_lane())
+    }
+
+    fn has_readiness_fd(&self) -> bool {
+        true
     }
 }

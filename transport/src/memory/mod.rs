@@ -94,6 +94,7 @@ impl Default for MemoryLinkConfig {
 }
 
 impl MemoryLinkConfig {
+    /// Host B's address: the one after `addr_a`.
     pub fn addr_b(&self) -> Ipv4Addr {
         Ipv4Addr::from(u32::from(self.addr_a).wrapping_add(1))
     }
@@ -148,17 +149,21 @@ use link::Wire;
 /// Both hosts of a memory link, driven from one thread.
 #[derive(Debug)]
 pub struct MemoryNet {
+    /// The first host (address `addr_a`).
     pub a: MemoryHost,
+    /// The second host (address `addr_b()`).
     pub b: MemoryHost,
     cfg: MemoryLinkConfig,
 }
 
 impl MemoryNet {
+    /// Both hosts on a fresh link.
     pub fn new(cfg: MemoryLinkConfig) -> Result<Self, TransportError> {
         let (a, b) = MemoryLink::pair(&cfg)?;
         Ok(MemoryNet { a, b, cfg })
     }
 
+    /// The link's settings.
     pub fn config(&self) -> &MemoryLinkConfig {
         &self.cfg
     }

@@ -43,6 +43,11 @@ pub trait LinkDevice: Device {
     fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
         None
     }
+    /// Whether `readiness_fd` gives one (see
+    /// [`Transport::has_readiness_fd`]).
+    fn has_readiness_fd(&self) -> bool {
+        false
+    }
 }
 
 /// A listening port: armed sockets waiting for a SYN, and sockets that took
@@ -721,6 +726,10 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
 
     fn readiness_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
         self.device.readiness_fd()
+    }
+
+    fn has_readiness_fd(&self) -> bool {
+        self.device.has_readiness_fd()
     }
 
     fn tcp_loss_stats(&self) -> Option<TcpLossStats> {

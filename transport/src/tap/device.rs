@@ -42,11 +42,15 @@ const HEADERS_CLEARED: usize = ETHERNET_HEADER + 60 + 60;
 /// Counters of one TAP device.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TapStats {
+    /// Frames read from the TAP device.
     pub frames_received: u64,
+    /// Frames written to it.
     pub frames_sent: u64,
     /// Frames not written because the device would block.
     pub tx_dropped: u64,
+    /// Reads that failed for another reason than "nothing there".
     pub rx_errors: u64,
+    /// Writes that failed for another reason than "would block".
     pub tx_errors: u64,
     /// Of `frames_sent`, TCP super-frames the kernel cut into segments.
     pub super_frames_sent: u64,
@@ -126,6 +130,7 @@ impl TapDevice {
         self.mtu
     }
 
+    /// What the device has moved and dropped so far.
     pub fn stats(&self) -> TapStats {
         self.tx.stats
     }
@@ -144,10 +149,12 @@ impl TapDevice {
         self.tx.pcap = sink;
     }
 
+    /// The capture being recorded, if any.
     pub fn pcap(&self) -> Option<&PcapSink> {
         self.tx.pcap.as_ref()
     }
 
+    /// Stops recording and hands the capture over.
     pub fn take_pcap(&mut self) -> Option<PcapSink> {
         self.tx.pcap.take()
     }
@@ -372,5 +379,9 @@ impl LinkDevice for TapDevice {
     /// zero while a burst was cut short).
     fn readiness_fd(&mut self) -> Option<OwnedFd> {
         self.fd.try_clone().ok()
+    }
+
+    fn has_readiness_fd(&self) -> bool {
+        true
     }
 }

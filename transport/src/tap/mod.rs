@@ -37,6 +37,7 @@ pub struct TapConfig {
     pub netns: Option<String>,
     /// This host's address and prefix length.
     pub addr: Ipv4Addr,
+    /// The prefix length of the subnet the TAP is on.
     pub prefix_len: u8,
     /// This host's MAC; must differ from the kernel's side of the TAP.
     pub mac: [u8; 6],

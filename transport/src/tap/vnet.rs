@@ -117,31 +117,37 @@ impl<T: AsRef<[u8]>> VnetHeader<T> {
         u16::from_le_bytes([b[0], b[1]])
     }
 
+    /// The flags byte (`NEEDS_CSUM`, `DATA_VALID`).
     #[inline]
     pub fn flags(&self) -> u8 {
         self.buffer.as_ref()[field::FLAGS]
     }
 
+    /// The raw GSO type byte.
     #[inline]
     pub fn gso_type(&self) -> u8 {
         self.buffer.as_ref()[field::GSO_TYPE]
     }
 
+    /// Bytes of headers before the payload.
     #[inline]
     pub fn hdr_len(&self) -> u16 {
         self.u16_at(field::HDR_LEN)
     }
 
+    /// Payload bytes per segment.
     #[inline]
     pub fn gso_size(&self) -> u16 {
         self.u16_at(field::GSO_SIZE)
     }
 
+    /// Where checksumming starts.
     #[inline]
     pub fn csum_start(&self) -> u16 {
         self.u16_at(field::CSUM_START)
     }
 
+    /// Where the checksum goes, from `csum_start`.
     #[inline]
     pub fn csum_offset(&self) -> u16 {
         self.u16_at(field::CSUM_OFFSET)
@@ -158,31 +164,37 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> VnetHeader<T> {
         self.buffer.as_mut()[r].copy_from_slice(&v.to_le_bytes());
     }
 
+    /// Writes the flags byte.
     #[inline]
     pub fn set_flags(&mut self, v: u8) {
         self.buffer.as_mut()[field::FLAGS] = v;
     }
 
+    /// Writes the GSO type byte.
     #[inline]
     pub fn set_gso_type(&mut self, v: u8) {
         self.buffer.as_mut()[field::GSO_TYPE] = v;
     }
 
+    /// Writes the header length.
     #[inline]
     pub fn set_hdr_len(&mut self, v: u16) {
         self.set_u16_at(field::HDR_LEN, v);
     }
 
+    /// Writes the segment size.
     #[inline]
     pub fn set_gso_size(&mut self, v: u16) {
         self.set_u16_at(field::GSO_SIZE, v);
     }
 
+    /// Writes the checksum start.
     #[inline]
     pub fn set_csum_start(&mut self, v: u16) {
         self.set_u16_at(field::CSUM_START, v);
     }
 
+    /// Writes the checksum offset.
     #[inline]
     pub fn set_csum_offset(&mut self, v: u16) {
         self.set_u16_at(field::CSUM_OFFSET, v);
@@ -204,6 +216,7 @@ pub struct Segmentation {
     /// [`GsoType::None`] only beside `ecn` (a header that sets the ECN
     /// bit alone, kept as read); otherwise its absence is this struct's.
     pub kind: GsoType,
+    /// The ECN bit of the GSO type: the segments carry CWR as the first did.
     pub ecn: bool,
     /// Bytes of headers repeated before each segment.
     pub hdr_len: u16,
@@ -214,9 +227,11 @@ pub struct Segmentation {
 /// The meaning of a virtio-net header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct VnetRepr {
+    /// A checksum the receiver (or device) must fill in.
     pub checksum: Option<PartialChecksum>,
     /// The sender verified the checksum (`DATA_VALID`).
     pub data_valid: bool,
+    /// Segmentation asked for, or coalescing done.
     pub segmentation: Option<Segmentation>,
     /// Flag bits this code does not know, kept as read.
     pub other_flags: u8,

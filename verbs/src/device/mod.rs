@@ -407,10 +407,13 @@ impl Device {
     }
 
     /// The transport's readiness descriptor (a duplicate the caller owns):
-    /// readable when received bytes wait for [`Device::progress`]. With
-    /// [`Device::poll_delay`] it lets an event loop drive the device with
-    /// no progress thread (see [`EventChannel`](crate::EventChannel)).
-    /// `None` if the transport has none (kernel TCP).
+    /// readable when received bytes, a connection or staged bytes the
+    /// socket can now take wait for [`Device::progress`], or another
+    /// thread woke the device. With [`Device::poll_delay`] it lets an
+    /// event loop drive the device with no progress thread (see
+    /// [`EventChannel`](crate::EventChannel)). Every transport of the stack
+    /// has one (kernel TCP's is an epoll set of its sockets, made on the
+    /// first call); `None` from a transport that does not.
     pub fn readiness_fd(&self) -> Option<OwnedFd> {
         self.with_transport(|t| t.readiness_fd())
     }

@@ -17,7 +17,9 @@ use std::time::Duration;
 /// (`woken_by_io`).
 ///
 /// [`Device::stats`]: crate::Device::stats
+/// Counters may be added, so it is not built outside this crate.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceStats {
     /// Turns of the progress thread: each busy turn or idle wait counts once.
     pub thread_turns: u64,

@@ -69,7 +69,13 @@ impl Default for MpaOptions {
 }
 
 /// What the active side sends with its connect request.
+///
+/// Start from `ConnectParams::default()` and change what you need with the
+/// setters (`.private_data(..)`, `.ird(..)`, `.ord(..)`, `.mpa(..)`,
+/// `.rfc7306(..)`): fields may be added, so it cannot be built as a
+/// literal outside this crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectParams {
     /// Private data for the peer (at most 255 bytes keeps siw peers happy;
     /// at most 508 with MPA revision 2, 512 with revision 1).
@@ -83,6 +89,30 @@ pub struct ConnectParams {
 }
 
 impl ConnectParams {
+    /// With `data` as the MPA Request's private data.
+    pub fn private_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.private_data = data.into();
+        self
+    }
+
+    /// With `ird` RDMA Reads the peer may have outstanding towards us.
+    pub fn ird(mut self, ird: u16) -> Self {
+        self.ird = ird;
+        self
+    }
+
+    /// With `ord` RDMA Reads we want outstanding towards the peer.
+    pub fn ord(mut self, ord: u16) -> Self {
+        self.ord = ord;
+        self
+    }
+
+    /// With `mpa` as this side's MPA options.
+    pub fn mpa(mut self, mpa: MpaOptions) -> Self {
+        self.mpa = mpa;
+        self
+    }
+
     /// With RFC 7306 used (or not); the listener must say the same.
     pub fn rfc7306(mut self, on: bool) -> Self {
         self.mpa.rfc7306 = on;
@@ -102,7 +132,12 @@ impl Default for ConnectParams {
 }
 
 /// What the passive side answers with when it accepts.
+///
+/// Start from `AcceptParams::default()` and use the setters
+/// (`.private_data(..)`, `.ird(..)`, `.ord(..)`): fields may be added, so
+/// it cannot be built as a literal outside this crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AcceptParams {
     /// Private data for the peer (or received from it).
     pub private_data: Vec<u8>,
@@ -110,6 +145,26 @@ pub struct AcceptParams {
     pub ird: u16,
     /// RDMA Reads we may have outstanding towards the peer.
     pub ord: u16,
+}
+
+impl AcceptParams {
+    /// With `data` as the MPA Reply's private data.
+    pub fn private_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.private_data = data.into();
+        self
+    }
+
+    /// With `ird` RDMA Reads the peer may have outstanding towards us.
+    pub fn ird(mut self, ird: u16) -> Self {
+        self.ird = ird;
+        self
+    }
+
+    /// With `ord` RDMA Reads we may have outstanding towards the peer.
+    pub fn ord(mut self, ord: u16) -> Self {
+        self.ord = ord;
+        self
+    }
 }
 
 impl Default for AcceptParams {
@@ -162,10 +217,9 @@ impl ListenOptions {
 
 /// A connection event of one queue pair.
 ///
-/// Not `#[non_exhaustive]` yet: the command-line tools match it
-/// exhaustively; marking it is a one-line change once they carry
-/// wildcard arms.
+/// More kinds of event may be added: a `match` needs a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CmEvent {
     /// MPA start-up finished; the connection carries RDMA traffic.
     Established(ConnectionInfo),

@@ -130,12 +130,11 @@ impl Endpoints {
         client_qp
             .connect(
                 addr,
-                ConnectParams {
-                    private_data: Vec::new(),
-                    ird: depth,
-                    ord: depth,
-                    mpa,
-                },
+                ConnectParams::default()
+                    .private_data(Vec::new())
+                    .ird(depth)
+                    .ord(depth)
+                    .mpa(mpa),
             )
             .map_err(|e| format!("connect: {e}"))?;
         let start = Instant::now();
@@ -149,11 +148,10 @@ impl Endpoints {
                 if let Some(req) = listener.try_request() {
                     req.accept(
                         &server_qp,
-                        AcceptParams {
-                            private_data: Vec::new(),
-                            ird: depth,
-                            ord: depth,
-                        },
+                        AcceptParams::default()
+                            .private_data(Vec::new())
+                            .ird(depth)
+                            .ord(depth),
                     )
                     .map_err(|e| format!("accept: {e}"))?;
                     accepted = true;

@@ -91,12 +91,11 @@ impl Scale<'_> {
                     .map_err(|e| e.to_string())?;
                 c.connect(
                     link.server_addr,
-                    ConnectParams {
-                        private_data: Vec::new(),
-                        ird: 16,
-                        ord: 16,
-                        mpa: mpa.clone(),
-                    },
+                    ConnectParams::default()
+                        .private_data(Vec::new())
+                        .ird(16)
+                        .ord(16)
+                        .mpa(mpa.clone()),
                 )
                 .map_err(|e| format!("connect: {e}"))?;
                 batch.push((c, s));
@@ -226,11 +225,10 @@ fn establish(
             };
             req.accept(
                 &batch[accepted].1,
-                AcceptParams {
-                    private_data: Vec::new(),
-                    ird: 16,
-                    ord: 16,
-                },
+                AcceptParams::default()
+                    .private_data(Vec::new())
+                    .ird(16)
+                    .ord(16),
             )
             .map_err(|e| format!("accept: {e}"))?;
             accepted += 1;

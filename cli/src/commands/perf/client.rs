@@ -130,6 +130,7 @@ pub fn run_client(
             }
             Some(CmEvent::ConnectFailed(why)) => return Err(PerfError::Connect(why.to_string())),
             Some(CmEvent::Disconnected { reason }) => return Err(PerfError::Disconnected(reason)),
+            Some(other) => return Err(PerfError::Connect(format!("unexpected {other:?}"))),
             None => return Err(PerfError::Connect("timed out".into())),
         };
         let welcome = Welcome::parse(&info.private_data)?;

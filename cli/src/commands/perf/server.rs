@@ -138,6 +138,8 @@ pub fn run_server(
                         CmEvent::Rejected { .. } => {
                             return Err(PerfError::Connect("rejected".into()))
                         }
+                        // An event this tool does not know changes nothing.
+                        _ => {}
                     }
                 }
             }

@@ -19,20 +19,18 @@ const PORT: u16 = 18515;
 const STALL: Duration = Duration::from_secs(20);
 
 fn accept(req: &ConnectRequest, private_data: Vec<u8>) -> AcceptParams {
-    AcceptParams {
-        private_data,
-        ird: req.ord.unwrap_or(0),
-        ord: req.ird.unwrap_or(0),
-    }
+    AcceptParams::default()
+        .private_data(private_data)
+        .ird(req.ord.unwrap_or(0))
+        .ord(req.ird.unwrap_or(0))
 }
 
 fn connect(ird: u16, ord: u16, private_data: Vec<u8>) -> ConnectParams {
-    ConnectParams {
-        private_data,
-        ird,
-        ord,
-        mpa: MpaOptions::default(),
-    }
+    ConnectParams::default()
+        .private_data(private_data)
+        .ird(ird)
+        .ord(ord)
+        .mpa(MpaOptions::default())
 }
 
 fn client_cfg(op: Op, size: usize, qps: usize, limit: Limit) -> ClientConfig {

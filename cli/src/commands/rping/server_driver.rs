@@ -228,6 +228,7 @@ fn on_event(s: &mut Session, ev: CmEvent, log: &Log) {
         CmEvent::Rejected { .. } => {
             s.outcome = Some(Err(RpingError::Connect("rejected".into())));
         }
+        other => log.debug(|| format!("cma_event {other:?}: ignored")),
     }
 }
 

@@ -56,20 +56,18 @@ fn server_cfg(size: usize) -> ServerConfig {
 
 /// rdma_accept(id, NULL): the initiator's IRD/ORD mirrored.
 fn mirror(req: &ConnectRequest) -> AcceptParams {
-    AcceptParams {
-        private_data: Vec::new(),
-        ird: req.ord.unwrap_or(RPING_IRD_ORD),
-        ord: req.ird.unwrap_or(RPING_IRD_ORD),
-    }
+    AcceptParams::default()
+        .private_data(Vec::new())
+        .ird(req.ord.unwrap_or(RPING_IRD_ORD))
+        .ord(req.ird.unwrap_or(RPING_IRD_ORD))
 }
 
 fn rping_params() -> ConnectParams {
-    ConnectParams {
-        private_data: Vec::new(),
-        ird: RPING_IRD_ORD,
-        ord: RPING_IRD_ORD,
-        mpa: MpaOptions::default(),
-    }
+    ConnectParams::default()
+        .private_data(Vec::new())
+        .ird(RPING_IRD_ORD)
+        .ord(RPING_IRD_ORD)
+        .mpa(MpaOptions::default())
 }
 
 type ServerResult = (Result<ServerReport, RpingError>, Vec<String>);

@@ -49,10 +49,7 @@ pub fn many_connections_one_listener(make: MakeNet) {
     let addr = net.addr(listener.port());
     let clients: Vec<_> = (0..N).map(|_| qp_on(&net.client)).collect();
     let connect = |i: usize| {
-        let params = ConnectParams {
-            private_data: vec![i as u8; 3],
-            ..Default::default()
-        };
+        let params = ConnectParams::default().private_data(vec![i as u8; 3]);
         clients[i].0.connect(addr, params).unwrap();
     };
     (0..4).for_each(connect);
@@ -244,12 +241,10 @@ pub fn private_data_and_ird_ord(make: MakeNet) {
         .unwrap();
     let (cqp, _, _) = qp_on(&net.client);
     let (sqp, _, _) = qp_on(&net.server);
-    let params = ConnectParams {
-        private_data: b"hello".to_vec(),
-        ird: 8,
-        ord: 3,
-        ..Default::default()
-    };
+    let params = ConnectParams::default()
+        .private_data(b"hello".to_vec())
+        .ird(8)
+        .ord(3);
     cqp.connect(net.addr(listener.port()), params).unwrap();
     let (mut c, mut s) = (None, None);
     let mut answered = false;
@@ -262,11 +257,10 @@ pub fn private_data_and_ird_ord(make: MakeNet) {
                 assert!(req.crc, "CRC is asked for by default");
                 assert!(!req.markers && req.p2p.is_empty());
                 assert!(req.peer_addr.is_some());
-                let accept = AcceptParams {
-                    private_data: b"welcome".to_vec(),
-                    ird: 2,
-                    ord: 5,
-                };
+                let accept = AcceptParams::default()
+                    .private_data(b"welcome".to_vec())
+                    .ird(2)
+                    .ord(5);
                 req.accept(&sqp, accept).unwrap();
                 answered = true;
             }

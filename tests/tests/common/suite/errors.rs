@@ -517,10 +517,7 @@ pub fn reject_with_private_data(make: MakeNet) {
         .server
         .listen(net.listen_port, Default::default())
         .unwrap();
-    let params = ConnectParams {
-        private_data: b"let me in".to_vec(),
-        ..Default::default()
-    };
+    let params = ConnectParams::default().private_data(b"let me in".to_vec());
     qp.connect(net.addr(listener.port()), params).unwrap();
     let start = std::time::Instant::now();
     let mut rejected = false;

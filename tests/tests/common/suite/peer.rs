@@ -251,10 +251,7 @@ fn honest_initiator() -> InitiatorConfig {
 /// the second exceeds the IRD, the device terminates the stream (RDMAP,
 /// remote operation, catastrophic for the stream) and says which READ.
 pub fn read_over_ird(make: MakeRawNet) {
-    let accept = AcceptParams {
-        ird: 1,
-        ..Default::default()
-    };
+    let accept = AcceptParams::default().ird(1);
     let mut rig = Rig::new(make(), Default::default(), accept, Some(honest_initiator()));
     assert_eq!(rig.raw.negotiated.as_ref().unwrap().ord, 1);
     rig.raw.open(|n| n.ord = 4);

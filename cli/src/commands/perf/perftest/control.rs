@@ -77,6 +77,7 @@ impl Control {
             Some(CmEvent::Rejected { .. }) => Err(PerfError::Connect("rejected".into())),
             Some(CmEvent::ConnectFailed(why)) => Err(PerfError::Connect(why.to_string())),
             Some(CmEvent::Disconnected { reason }) => Err(PerfError::Disconnected(reason)),
+            Some(other) => Err(PerfError::Connect(format!("unexpected {other:?}"))),
             None => Err(PerfError::Connect("timed out".into())),
         }
     }
@@ -91,11 +92,10 @@ impl Control {
         let c = Control::new(device, Side::Server, timeout)?;
         req.accept(
             &c.qp,
-            AcceptParams {
-                private_data: Vec::new(),
-                ird: 0,
-                ord: 0,
-            },
+            AcceptParams::default()
+                .private_data(Vec::new())
+                .ird(0)
+                .ord(0),
         )?;
         Ok(c)
     }

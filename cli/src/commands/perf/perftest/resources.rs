@@ -120,6 +120,7 @@ impl TestQp {
                 Some(CmEvent::Rejected { .. }) => last = "rejected".into(),
                 Some(CmEvent::ConnectFailed(why)) => last = why.to_string(),
                 Some(CmEvent::Disconnected { reason }) => last = format!("{reason:?}"),
+                Some(other) => last = format!("unexpected {other:?}"),
                 None => last = "timed out".into(),
             }
         }
