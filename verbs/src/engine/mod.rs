@@ -12,6 +12,7 @@ mod cq_notify;
 mod incoming;
 mod qp_slot;
 mod registry;
+mod srq_slot;
 mod startup;
 
 #[cfg(test)]
@@ -27,7 +28,8 @@ use rdmap::work_request::{RecvWr, SendWr};
 
 use crate::transport::{ListenerId, StreamId, Transport};
 use crate::types::{
-    AcceptParams, CmEvent, ConnectParams, ListenOptions, QpLimits, QpState, VerbsError,
+    AcceptParams, CmEvent, ConnectParams, ListenOptions, QpLimits, QpState, SrqAttr, SrqEvent,
+    SrqInit, VerbsError,
 };
 
 pub(crate) use completions::CqShared;
@@ -39,6 +41,7 @@ pub(crate) use registry::Region;
 #[cfg(test)]
 pub(crate) use registry::RegionCache;
 pub use registry::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
+use srq_slot::SrqSlot;
 use startup::Startup;
 
 /// Connections completing start-up per listener when the caller names none.
@@ -85,12 +88,15 @@ pub(crate) struct Engine {
     /// Queue pairs in a stable order, so every turn visits them alike.
     qp_order: Vec<u32>,
     listeners: HashMap<u32, ListenerSlot>,
+    /// Shared receive queues by number.
+    srqs: HashMap<u32, SrqSlot>,
     incoming: HashMap<u64, Incoming>,
     /// Start-ups this side refused and closed: what the peer still sends is
     /// read and dropped, so the close completes instead of waiting on
     /// bytes nobody will read. Each is released once its stream is over.
     closing: Vec<StreamId>,
     next_qp: u32,
+    next_srq: u32,
     next_listener: u32,
     next_request: u64,
     /// Something a blocked caller may be waiting for happened.
@@ -119,9 +125,11 @@ impl Engine {
             qps: QpMap::default(),
             qp_order: Vec::new(),
             listeners: HashMap::new(),
+            srqs: HashMap::new(),
             incoming: HashMap::new(),
             closing: Vec::new(),
             next_qp: 1,
+            next_srq: 1,
             next_listener: 1,
             next_request: 1,
             changed: false,
@@ -233,9 +241,15 @@ impl Engine {
         let mut busy = false;
         for num in &self.qp_order {
             if let Some(slot) = self.qps.get_mut(num) {
-                let (b, changed) = slot.drive(transport, &self.registry, now);
+                let mut srq = slot.srq.and_then(|n| self.srqs.get_mut(&n));
+                let before = srq.as_ref().map(|s| s.buffers.posted());
+                let buffers = srq.as_deref_mut().map(|s| &mut s.buffers);
+                let (b, changed) = slot.drive(transport, &self.registry, buffers, now);
                 busy |= b;
                 self.changed |= changed;
+                if let (Some(srq), Some(before)) = (srq, before) {
+                    self.changed |= srq.taken_from(before);
+                }
             }
         }
         busy
@@ -243,22 +257,36 @@ impl Engine {
 
     // ---- queue pairs -------------------------------------------------
 
+    /// A queue pair; with `srq`, its queue 0 receives from that shared
+    /// receive queue.
     pub(crate) fn create_qp(
         &mut self,
         pd: PdId,
         send_cq: Arc<CqShared>,
         recv_cq: Arc<CqShared>,
         limits: QpLimits,
-    ) -> u32 {
+        srq: Option<u32>,
+    ) -> Result<u32, VerbsError> {
+        if let Some(n) = srq {
+            match self.srqs.get_mut(&n) {
+                Some(s) if !s.orphaned => s.qps += 1,
+                _ => return Err(VerbsError::NoSuchSrq(n)),
+            }
+        }
         let num = self.next_qp;
         self.next_qp += 1;
-        self.qps
-            .insert(num, QpSlot::new(num, pd, send_cq, recv_cq, limits));
+        let mut slot = QpSlot::new(num, pd, send_cq, recv_cq, limits);
+        slot.srq = srq;
+        self.qps.insert(num, slot);
         self.qp_order.push(num);
-        num
+        Ok(num)
     }
 
-    pub(crate) fn destroy_qp(&mut self, num: u32, now: Instant) {
+    /// Destroys queue pair `num`. Returns the work requests discarded with
+    /// a shared receive queue it was the last user of (see
+    /// [`Self::drop_srq`]).
+    pub(crate) fn destroy_qp(&mut self, num: u32, now: Instant) -> usize {
+        let mut discarded = 0;
         if let Some(mut slot) = self.qps.remove(&num) {
             if let Some(t) = self.transport.as_deref_mut() {
                 slot.disconnect(t, now);
@@ -267,8 +295,93 @@ impl Engine {
                 // device may be dropped before its next turn.
                 t.poll(now);
             }
+            if let Some(n) = slot.srq {
+                if let Some(s) = self.srqs.get_mut(&n) {
+                    s.qps = s.qps.saturating_sub(1);
+                    if s.orphaned && s.qps == 0 {
+                        discarded = self.srqs.remove(&n).map_or(0, |s| s.buffers.posted());
+                    }
+                }
+            }
         }
         self.qp_order.retain(|&n| n != num);
+        discarded
+    }
+
+    // ---- shared receive queues ---------------------------------------
+
+    pub(crate) fn create_srq(&mut self, pd: PdId, init: SrqInit) -> u32 {
+        let num = self.next_srq;
+        self.next_srq += 1;
+        let slot = SrqSlot::new(pd, init.max_wr, init.max_sge, init.srq_limit);
+        self.srqs.insert(num, slot);
+        num
+    }
+
+    fn srq(&mut self, num: u32) -> Result<&mut SrqSlot, VerbsError> {
+        self.srqs.get_mut(&num).ok_or(VerbsError::NoSuchSrq(num))
+    }
+
+    pub(crate) fn post_srq_recv(&mut self, num: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        let s = self.srq(num)?;
+        s.buffers.post(wr.wr_id, &wr.sgl).map_err(|e| {
+            use ddp::untagged::PostError as P;
+            use rdmap::work_request::PostError as R;
+            VerbsError::Post(match e {
+                P::QueueFull { max, .. } => R::QueueFull {
+                    queue: "shared receive",
+                    depth: max,
+                },
+                other => other.into(),
+            })
+        })
+    }
+
+    pub(crate) fn arm_srq(&mut self, num: u32, limit: usize) -> Result<(), VerbsError> {
+        self.srq(num)?.arm(limit);
+        Ok(())
+    }
+
+    pub(crate) fn query_srq(&mut self, num: u32) -> Result<SrqAttr, VerbsError> {
+        Ok(self.srq(num)?.attr())
+    }
+
+    pub(crate) fn take_srq_event(&mut self, num: u32) -> Option<SrqEvent> {
+        self.srqs.get_mut(&num)?.events.pop_front()
+    }
+
+    pub(crate) fn has_srq_event(&self, num: u32) -> bool {
+        self.srqs.get(&num).is_some_and(|s| !s.events.is_empty())
+    }
+
+    /// Destroys shared receive queue `num` and hands back the ids of the
+    /// work requests still posted, unless queue pairs use it: then
+    /// nothing changes and `Err` says how many.
+    pub(crate) fn destroy_srq(&mut self, num: u32) -> Result<Vec<u64>, usize> {
+        match self.srqs.get(&num) {
+            Some(s) if s.qps > 0 => Err(s.qps),
+            Some(_) => Ok(self
+                .srqs
+                .remove(&num)
+                .map(|mut s| s.buffers.drain())
+                .unwrap_or_default()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Its handle went away: gone now if no queue pair uses it (returning
+    /// how many work requests were still posted, which nobody will see
+    /// complete), else kept until the last of them is destroyed.
+    pub(crate) fn drop_srq(&mut self, num: u32) -> usize {
+        match self.srqs.get_mut(&num) {
+            Some(s) if s.qps > 0 => {
+                s.orphaned = true;
+                s.events.clear();
+                0
+            }
+            Some(_) => self.srqs.remove(&num).map_or(0, |s| s.buffers.posted()),
+            None => 0,
+        }
     }
 
     fn slot(&mut self, num: u32) -> Result<&mut QpSlot, VerbsError> {
@@ -290,7 +403,13 @@ impl Engine {
     }
 
     pub(crate) fn post_recv(&mut self, num: u32, wr: RecvWr) -> Result<(), VerbsError> {
-        let completed = self.slot(num)?.post_recv(wr)?;
+        let slot = self.slot(num)?;
+        if slot.srq.is_some() {
+            return Err(VerbsError::Post(
+                rdmap::work_request::PostError::SharedReceiveQueue,
+            ));
+        }
+        let completed = slot.post_recv(wr)?;
         self.changed |= completed;
         Ok(())
     }
