@@ -240,6 +240,10 @@ run_fuzz_rfc7306() {
 		done
 		CLIENT_MS=$((($(date +%s%N) - t0) / 1000000))
 		CLIENT_RC=$rc
+		# The whole exchange takes well under a second: give tcpdump time
+		# to take the frames from its ring before the capture stops
+		# (stopped at once it wrote none of them).
+		sleep 2
 		CASE_NOTE=$(python3 -c 'import json,sys
 print("; ".join("%s: %s" % (c["case"], c["observed"]) for c in json.load(open(sys.argv[1]))["cases"]))' \
 			"$dir/report.json" 2>/dev/null || echo "no report")
