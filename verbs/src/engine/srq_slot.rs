@@ -1,12 +1,15 @@
-//! One shared receive queue inside the engine: the buffers its queue pairs
-//! draw on, its armed limit and its events, and who still uses it.
+//! Shared receive queues inside the engine: each one's buffers its queue
+//! pairs draw on, its armed limit and its events, and who still uses it;
+//! and the engine's calls that make, fill, arm, query and end them.
 
 use std::collections::VecDeque;
 
 use ddp::memory::PdId;
 use ddp::untagged::SharedBuffers;
+use rdmap::work_request::RecvWr;
 
-use crate::types::{SrqAttr, SrqEvent};
+use super::Engine;
+use crate::types::{SrqAttr, SrqEvent, SrqInit, VerbsError};
 
 pub(super) struct SrqSlot {
     pub(super) buffers: SharedBuffers,
@@ -56,6 +59,82 @@ impl SrqSlot {
             srq_limit: self.limit,
             posted: self.buffers.posted(),
             qps: self.qps,
+        }
+    }
+}
+
+impl Engine {
+    pub(crate) fn create_srq(&mut self, pd: PdId, init: SrqInit) -> u32 {
+        let num = self.next_srq;
+        self.next_srq += 1;
+        let slot = SrqSlot::new(pd, init.max_wr, init.max_sge, init.srq_limit);
+        self.srqs.insert(num, slot);
+        num
+    }
+
+    fn srq(&mut self, num: u32) -> Result<&mut SrqSlot, VerbsError> {
+        self.srqs.get_mut(&num).ok_or(VerbsError::NoSuchSrq(num))
+    }
+
+    pub(crate) fn post_srq_recv(&mut self, num: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        let s = self.srq(num)?;
+        s.buffers.post(wr.wr_id, &wr.sgl).map_err(|e| {
+            use ddp::untagged::PostError as P;
+            use rdmap::work_request::PostError as R;
+            VerbsError::Post(match e {
+                P::QueueFull { max, .. } => R::QueueFull {
+                    queue: "shared receive",
+                    depth: max,
+                },
+                other => other.into(),
+            })
+        })
+    }
+
+    pub(crate) fn arm_srq(&mut self, num: u32, limit: usize) -> Result<(), VerbsError> {
+        self.srq(num)?.arm(limit);
+        Ok(())
+    }
+
+    pub(crate) fn query_srq(&mut self, num: u32) -> Result<SrqAttr, VerbsError> {
+        Ok(self.srq(num)?.attr())
+    }
+
+    pub(crate) fn take_srq_event(&mut self, num: u32) -> Option<SrqEvent> {
+        self.srqs.get_mut(&num)?.events.pop_front()
+    }
+
+    pub(crate) fn has_srq_event(&self, num: u32) -> bool {
+        self.srqs.get(&num).is_some_and(|s| !s.events.is_empty())
+    }
+
+    /// Destroys shared receive queue `num` and hands back the ids of the
+    /// work requests still posted, unless queue pairs use it: then
+    /// nothing changes and `Err` says how many.
+    pub(crate) fn destroy_srq(&mut self, num: u32) -> Result<Vec<u64>, usize> {
+        match self.srqs.get(&num) {
+            Some(s) if s.qps > 0 => Err(s.qps),
+            Some(_) => Ok(self
+                .srqs
+                .remove(&num)
+                .map(|mut s| s.buffers.drain())
+                .unwrap_or_default()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Its handle went away: gone now if no queue pair uses it (returning
+    /// how many work requests were still posted, which nobody will see
+    /// complete), else kept until the last of them is destroyed.
+    pub(crate) fn drop_srq(&mut self, num: u32) -> usize {
+        match self.srqs.get_mut(&num) {
+            Some(s) if s.qps > 0 => {
+                s.orphaned = true;
+                s.events.clear();
+                0
+            }
+            Some(_) => self.srqs.remove(&num).map_or(0, |s| s.buffers.posted()),
+            None => 0,
         }
     }
 }
