@@ -138,3 +138,50 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot_with(posted: u64, limit: usize) -> SrqSlot {
+        let mut s = SrqSlot::new(PdId(1), 8, 1, limit);
+        for id in 0..posted {
+            s.buffers.post(id, &[]).unwrap();
+        }
+        s
+    }
+
+    /// Takes one buffer, as a message starting on a queue pair does.
+    fn take_one(s: &mut SrqSlot) -> bool {
+        let before = s.buffers.posted();
+        let mut left = s.buffers.drain();
+        left.remove(0);
+        for id in left {
+            s.buffers.post(id, &[]).unwrap();
+        }
+        s.taken_from(before)
+    }
+
+    #[test]
+    fn the_limit_fires_once_when_a_take_leaves_fewer_than_it() {
+        let mut s = slot_with(4, 3);
+        assert!(!take_one(&mut s), "3 left is not fewer than 3");
+        assert!(take_one(&mut s), "2 left");
+        assert_eq!(s.events.pop_front(), Some(SrqEvent::LimitReached));
+        assert_eq!(s.attr().srq_limit, 0, "disarmed");
+        assert!(!take_one(&mut s), "not again until armed");
+        assert!(s.events.is_empty());
+    }
+
+    #[test]
+    fn arming_below_the_limit_waits_for_the_next_take() {
+        let mut s = slot_with(2, 0);
+        s.arm(5);
+        assert!(!s.taken_from(2), "nothing was taken");
+        assert!(take_one(&mut s));
+        // Posting more never fires it.
+        let mut s = slot_with(1, 4);
+        s.buffers.post(9, &[]).unwrap();
+        assert!(!s.taken_from(1));
+    }
+}
