@@ -22,7 +22,7 @@ pub use error::{DdpError, Layer, TaggedError, TermCode, UntaggedError};
 pub use memory::{Access, Memory, PdId, RegionInfo, RegionTable, STag};
 pub use segment::Segmenter;
 pub use tagged::{place_tagged, TaggedSequence};
-pub use untagged::{Completion, Placed, QueueMode, RecvQueue, Sge, UntaggedQueues};
+pub use untagged::{Completion, Placed, QueueMode, RecvQueue, Sge, SharedBuffers, UntaggedQueues};
 pub use wire::{
     parse_segment, Segment, SegmentRepr, TaggedHeader, TaggedRepr, UntaggedHeader, UntaggedRepr,
     DDP_VERSION, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,

@@ -98,6 +98,8 @@ pub fn catalogue(t: &Target) -> Vec<Case> {
         wrong_ddp_version(t),
         wrong_rdmap_version(t),
         unknown_opcode(t),
+        immediate_data_not_agreed(t),
+        atomic_request_not_agreed(t),
         ulpdu_too_short(t),
         huge_ulpdu_then_silence(t),
         idle_flood(t),
@@ -438,6 +440,60 @@ pub fn unknown_opcode(t: &Target) -> Case {
         t,
         "unknown-opcode",
         "an untagged message with the reserved opcode 0xd (RFC 5040 4.8: 0/2/6)",
+        vec![ulpdu],
+        terminated(TermCode::RDMAP_UNEXPECTED_OPCODE),
+    )
+}
+
+/// RFC 7306 Immediate Data (opcode 0x8) on queue 0, message 1, to a
+/// target whose application did not agree to RFC 7306 (MPA cannot
+/// negotiate it). To an RFC 5040 RDMAP the code point is reserved: the
+/// same answer as any unexpected opcode.
+pub fn immediate_data_not_agreed(t: &Target) -> Case {
+    let ulpdu = build::untagged(
+        Opcode::ImmediateData,
+        build::qn::SEND,
+        1,
+        0,
+        true,
+        rdmap::wire::Body::Immediate(rdmap::wire::ImmediateDataRepr::from_imm(0x7306)),
+    );
+    after_startup(
+        t,
+        "immediate-data-not-agreed",
+        "RFC 7306 Immediate Data to a peer that did not agree to RFC 7306 (RFC 5040 4.8: 0/2/6)",
+        vec![ulpdu],
+        terminated(TermCode::RDMAP_UNEXPECTED_OPCODE),
+    )
+}
+
+/// An RFC 7306 Atomic Request (Fetch and Add, opcode 0xA) on queue 1,
+/// message 1, to a target that did not agree to RFC 7306: a reserved
+/// opcode to it, answered as one, whatever the body's length would mean
+/// on the Read Request queue.
+pub fn atomic_request_not_agreed(t: &Target) -> Case {
+    let ulpdu = build::untagged(
+        Opcode::AtomicRequest,
+        build::qn::READ_REQUEST,
+        1,
+        0,
+        true,
+        rdmap::wire::Body::AtomicRequest(rdmap::wire::AtomicRequestRepr {
+            op: rdmap::wire::AtomicOp::FetchAdd,
+            reserved: 0,
+            request_id: 1,
+            stag: UNKNOWN_STAG,
+            to: 0,
+            add_swap_data: 1,
+            add_swap_mask: 0,
+            compare_data: 0,
+            compare_mask: 0,
+        }),
+    );
+    after_startup(
+        t,
+        "atomic-request-not-agreed",
+        "an RFC 7306 Fetch and Add to a peer that did not agree to RFC 7306 (RFC 5040 4.8: 0/2/6)",
         vec![ulpdu],
         terminated(TermCode::RDMAP_UNEXPECTED_OPCODE),
     )

@@ -379,3 +379,38 @@ fn markers_in_the_targets_fpdus_are_read_out_when_asked_for() {
         assert!(obs.malformed.is_none(), "{obs}");
     }
 }
+
+#[test]
+fn rfc7306_opcodes_to_a_peer_that_did_not_agree_need_unexpected_opcode() {
+    for name in ["immediate-data-not-agreed", "atomic-request-not-agreed"] {
+        let case = catalogue::case(&Target::default(), name).unwrap();
+        // The case sends exactly one FPDU, carrying the RFC 7306 opcode.
+        let sent: Vec<_> = case
+            .script
+            .iter()
+            .filter_map(|s| match s {
+                crate::script::Step::Fpdu { ulpdu, .. } => Some(ulpdu.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent.len(), 1, "{name}");
+        let op = Opcode::from_bits(sent[0][1]);
+        assert!(
+            matches!(op, Opcode::ImmediateData | Opcode::AtomicRequest),
+            "{name}: {op:?}"
+        );
+        for layout in [TermLayout::Rfc5040, TermLayout::Siw] {
+            let t = terminate(TermCode::RDMAP_UNEXPECTED_OPCODE, layout);
+            let a = answered(responder(true, &[t]), Ending::Fin);
+            assert!(passes(name, &a), "{name}: 0/2/6 in {layout:?}");
+        }
+        // Accepting it silently, or any other cause, fails.
+        assert!(!passes(name, &answered(responder(true, &[]), Ending::Open)));
+        assert!(!passes(name, &answered(responder(true, &[]), Ending::Fin)));
+        for other in [TermCode::DDP_UT_TOO_LONG, TermCode::RDMAP_INVALID_STAG] {
+            let t = terminate(other, TermLayout::Rfc5040);
+            let a = answered(responder(true, &[t]), Ending::Fin);
+            assert!(!passes(name, &a), "{name}: {other:?}");
+        }
+    }
+}

@@ -250,6 +250,10 @@ pub enum PostError {
     /// An atomic's remote tagged offset must be 8-byte aligned.
     #[error("atomic target {0:#x} is not 8-byte aligned")]
     AtomicAlignment(u64),
+    /// A receive posted to a connection that takes its receives from a
+    /// shared receive queue: post it to that queue.
+    #[error("the queue pair receives from a shared receive queue; post receives there")]
+    SharedReceiveQueue,
 }
 
 impl From<ddp::untagged::PostError> for PostError {
@@ -262,8 +266,9 @@ impl From<ddp::untagged::PostError> for PostError {
             },
             P::TooManySges { n, max } => PostError::TooManySges { n, max },
             P::SgeWraps { index } => PostError::SgeWraps(index),
-            // The receive queue is always enabled and postable.
-            P::NoSuchQueue { .. } | P::NotPostable { .. } => PostError::QueueFull {
+            P::NotPostable { .. } => PostError::SharedReceiveQueue,
+            // The receive queue is always enabled.
+            P::NoSuchQueue { .. } => PostError::QueueFull {
                 queue: "receive",
                 depth: 0,
             },

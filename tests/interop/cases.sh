@@ -23,6 +23,13 @@
 #   SIZE     -s;  COUNT  write, read, send, write_lat, read_lat, send_lat
 #   every run is `-R -D 2` on the default siw build.
 #
+# One hostile case, in the default matrix: `iwarp fuzz-peer` sends RFC 7306
+# messages (Immediate Data, an Atomic Request) to a siw server guest's
+# `rping -s -P`, which did not agree to RFC 7306 (siw does not implement
+# it), and expects a TERMINATE for each (remote operation error, unexpected
+# opcode, 0/2/0x06). SIZE and COUNT are unused (0):
+#   KIND     fuzz-rfc7306   the two catalogue cases against the default build
+#
 # Lossy cases, opt-in (IWARP_INTEROP_LOSSY=1 adds them, as run-lossy.sh
 # does; together they take 10-12 minutes, more than the rest of the matrix
 # should grow by): netem in one siw guest, `rping -C 1000 -S 65000 -V` on
@@ -96,9 +103,13 @@ interop_cases() {
 			done
 		done
 	done
+	echo "fuzz-rfc7306/default fuzz-rfc7306 default 0 0 pass"
 	perftest_cases
 	lossy_cases
 }
+
+# The fuzz-peer cases of the fuzz-rfc7306 kind.
+FUZZ_RFC7306_CASES="immediate-data-not-agreed,atomic-request-not-agreed"
 
 # The lossy cases, each control before the cases measured against it.
 lossy_cases() {

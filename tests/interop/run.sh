@@ -216,6 +216,50 @@ run_iwarp_server() {
 	netns_del_tap qc
 }
 
+# `iwarp fuzz-peer` with the RFC 7306 cases against a siw server guest's
+# persistent rping. The server has no end of its own: it passes when it is
+# still running after fuzz-peer (then it is stopped), and fuzz-peer's
+# status is the client's (0: every case got the answer it expects).
+run_fuzz_rfc7306() {
+	local dir=$1 variant=$2 srv_pid rc=2 t0
+	guest_start s "$variant" "$SIW_SERVER_IP" "rping -s -P -a $SIW_SERVER_IP -p $RPING_PORT" \
+		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
+	srv_pid=$GUEST_PID
+	if guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
+		t0=$(date +%s%N)
+		# rping needs a moment after the marker to listen: until it does,
+		# fuzz-peer's first liveness ping fails (status 2).
+		for _ in $(seq 1 15); do
+			rc=0
+			# shellcheck disable=SC2046 # the flags are words
+			nsx timeout -k 5 "$IWARP_LIMIT" "$(iwarp_bin)" fuzz-peer "$SIW_SERVER_IP:$RPING_PORT" \
+				$(iwarp_policy_flags "$variant") --cases "$FUZZ_RFC7306_CASES" --json \
+				>"$dir/report.json" 2>>"$dir/iwarp.log" || rc=$?
+			[ "$rc" = 2 ] || break
+			sleep 2
+		done
+		CLIENT_MS=$((($(date +%s%N) - t0) / 1000000))
+		CLIENT_RC=$rc
+		# The whole exchange takes well under a second: give tcpdump time
+		# to take the frames from its ring before the capture stops
+		# (stopped at once it wrote none of them).
+		sleep 2
+		CASE_NOTE=$(python3 -c 'import json,sys
+print("; ".join("%s: %s" % (c["case"], c["observed"]) for c in json.load(open(sys.argv[1]))["cases"]))' \
+			"$dir/report.json" 2>/dev/null || echo "no report")
+	else
+		CASE_NOTE="server guest never got ready"
+	fi
+	if kill -0 "$srv_pid" 2>/dev/null; then
+		SERVER_RC=0
+		kill "$srv_pid" 2>/dev/null || true
+		guest_wait "$srv_pid" || true
+	else
+		SERVER_RC=$(guest_result "$dir/server.log")
+	fi
+	netns_del_tap qs
+}
+
 PERFTEST_PORT=18515
 
 # The arguments of a perftest case's both ends (the client adds the server).
@@ -327,6 +371,7 @@ run_one() {
 	perftest-siw-siw) run_perftest_siw_siw "$dir" "$variant" "$size" "$count" ;;
 	perftest-iwarp-server) run_perftest_iwarp_server "$dir" "$variant" "$size" "$count" ;;
 	perftest-iwarp-client) run_perftest_iwarp_client "$dir" "$variant" "$size" "$count" ;;
+	fuzz-rfc7306) run_fuzz_rfc7306 "$dir" "$variant" ;;
 	esac
 	capture_stop
 	secs=$(($(date +%s) - t0))
@@ -340,8 +385,8 @@ run_one() {
 	done
 	local check_count=$count check_size=$size
 	# perftest's message counts depend on its clock: checked for TERMINATEs
-	# only (below), not counted.
-	[[ $kind != perftest-* ]] || check_count= check_size=
+	# only (below), not counted; fuzz-peer's TERMINATEs are its report's.
+	[[ $kind != perftest-* && $kind != fuzz-* ]] || check_count= check_size=
 	local advisory=0
 	[[ $kind != lossy-* ]] || advisory=1
 	if ! problems=$(TSHARK_CRC_ADVISORY=$advisory check_capture "$dir/case.pcap" "$variant" "$expect" \
@@ -381,6 +426,12 @@ for line in "${selected[@]}"; do
 		results+=("$name|$expect|SKIP|0|iwarp rping not available ($(iwarp_bin))")
 		n_skip=$((n_skip + 1))
 		log "$name: SKIP, iwarp rping not available"
+		continue
+	fi
+	if [[ $kind == fuzz-* ]] && ! iwarp_has_subcommand fuzz-peer; then
+		results+=("$name|$expect|SKIP|0|iwarp fuzz-peer not available ($(iwarp_bin))")
+		n_skip=$((n_skip + 1))
+		log "$name: SKIP, iwarp fuzz-peer not available"
 		continue
 	fi
 	run_one "$dir"

@@ -92,3 +92,30 @@ fn a_peer_terminate_ends_the_connection() {
         "{o:?}"
     );
 }
+
+/// The same streams with the receives on a shared receive queue: Sends
+/// take them in order, and what no Send took is handed back when the
+/// queue goes, not flushed with the queue pair.
+#[test]
+fn shared_receives_are_taken_or_handed_back() {
+    let srq = |name: &str| {
+        let (_, ulpdus) = aimed().into_iter().find(|(n, _)| *n == name).unwrap();
+        let mut i = input(false, &ulpdus);
+        i.srq = true;
+        engine_outcome(&i.encode())
+    };
+    let o = srq("send");
+    assert_eq!(status(&o, WcOpcode::Recv, 0), WcStatus::Success, "{o:?}");
+    assert_eq!(o.handed_back, (1..RECVS).collect::<Vec<_>>(), "{o:?}");
+    let o = srq("send-every-receive");
+    for k in 0..RECVS {
+        assert_eq!(status(&o, WcOpcode::Recv, k), WcStatus::Success);
+    }
+    assert!(o.handed_back.is_empty(), "{o:?}");
+    // A Send too long for the receive it took: that one fails, the
+    // others stay the queue's.
+    let o = srq("send-too-long");
+    assert_eq!(status(&o, WcOpcode::Recv, 0), WcStatus::LocLenErr, "{o:?}");
+    assert!(terminated_by_us(&o), "{o:?}");
+    assert_eq!(o.handed_back, (1..RECVS).collect::<Vec<_>>(), "{o:?}");
+}

@@ -62,6 +62,24 @@ cases!(errors:
     initiator_times_out,
 );
 
+// RFC 7306 (both applications agreed): Write and Send with Immediate Data,
+// Fetch and Add and Compare and Swap, a refused atomic with its TERMINATE
+// decoded from the capture, and the TERMINATE of a peer that did not agree.
+cases!(rfc7306:
+    write_with_immediate,
+    send_with_immediate,
+    atomics,
+    atomic_to_invalid_stag,
+    not_agreed,
+);
+
+// Shared receive queues: several queue pairs on one, and the TERMINATE for
+// a Send that finds it empty.
+cases!(srq:
+    several_queue_pairs_share_one,
+    empty_terminates,
+);
+
 /// The kernel-side client's process ends mid-transfer: its kernel closes
 /// the sockets and the TAP-side server sees the stream end. (The other way
 /// round, the TAP interface vanishes with the process and the kernel's own

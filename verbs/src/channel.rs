@@ -1,8 +1,10 @@
 //! Event channels: a file descriptor an event loop (epoll, mio, tokio's
 //! `AsyncFd`) can wait on beside its sockets, made readable when an armed
-//! completion queue gets a completion or a watched queue pair or listener
-//! gets a connection event. One channel plays the parts of libibverbs'
-//! `ibv_comp_channel` and rdma_cm's `rdma_event_channel`.
+//! completion queue gets a completion, a watched queue pair or listener
+//! gets a connection event, or a watched shared receive queue its limit
+//! event. One channel plays the parts of libibverbs' `ibv_comp_channel`
+//! (and, for the limit, its async event descriptor) and rdma_cm's
+//! `rdma_event_channel`.
 //!
 //! The channel says only "look again": after it fires, [`ack`](EventChannel::ack)
 //! it, then poll the completion queues and take the events it watches,

@@ -13,8 +13,12 @@
 //! their contents); every work request completes exactly once, with the
 //! length it may have; and the run ends within a bounded number of rounds.
 //!
-//! Input: byte 0 picks CRC (bit 0), peer-to-peer with any RTR (bit 1) and
-//! the endpoint's IRD (bits 4-5, plus one); byte 1 seeds the sizes of the
+//! Input: byte 0 picks CRC (bit 0), peer-to-peer with any RTR (bit 1),
+//! receives posted to a shared receive queue instead of the queue pair
+//! (bit 2: then those left posted when the run ends are not flushed, and
+//! every receive must have completed once or be handed back by
+//! `SharedReceiveQueue::destroy`, never both) and the endpoint's IRD
+//! (bits 4-5, plus one); byte 1 seeds the sizes of the
 //! chunks the stream is sent in ([`chunk_sizes`]), one chunk per round of
 //! progress; the rest is the stream. STags and tagged
 //! offsets are allocated at run time, so the stream names them with
@@ -31,6 +35,7 @@ use crate::cm::{AcceptParams, CmEvent, DisconnectReason, ListenOptions, MpaOptio
 use crate::cq::{WcOpcode, WcStatus, WorkCompletion};
 use crate::mr::MemoryRegion;
 use crate::qp::{wr, QpInit, QpState};
+use crate::srq::SrqInit;
 use crate::transport::memory::{MemoryLink, MemoryLinkConfig};
 use crate::transport::{StreamId, StreamState, Transport};
 use crate::{Access, Device, STag};
@@ -76,6 +81,8 @@ pub struct Outcome {
     pub window_changed: usize,
     /// Stream octets the peer sent after start-up.
     pub sent: usize,
+    /// Receives a shared receive queue still held at the end (bit 2).
+    pub handed_back: Vec<u64>,
     pub rounds: usize,
 }
 
@@ -221,6 +228,7 @@ fn run(data: &[u8]) -> Outcome {
     let (&chunk_seed, stream) = rest.split_first().unwrap_or((&0, &[][..]));
     let crc = opts & 1 != 0;
     let p2p = opts & 2 != 0;
+    let shared = opts & 4 != 0;
     let ird = 1 + u16::from((opts >> 4) & 3);
 
     let cfg = MemoryLinkConfig {
@@ -234,9 +242,16 @@ fn run(data: &[u8]) -> Outcome {
     device.use_virtual_clock(start);
     let pd = device.alloc_pd();
     let cq = device.create_cq(64);
-    let qp = device
-        .create_qp(&pd, QpInit::new(&cq))
-        .expect("a queue pair");
+    let srq = shared.then(|| {
+        device
+            .create_srq(&pd, SrqInit::new(RECVS as usize, 1))
+            .expect("a shared receive queue")
+    });
+    let init = match &srq {
+        Some(srq) => QpInit::new(&cq).with_srq(srq),
+        None => QpInit::new(&cq),
+    };
+    let qp = device.create_qp(&pd, init).expect("a queue pair");
     let reg = |bytes: Vec<u8>, access| pd.register_vec(bytes, access).expect("a region");
     let regions = Regions {
         window: reg(fill(1), Access::REMOTE_WRITE | Access::LOCAL_WRITE),
@@ -331,8 +346,11 @@ fn run(data: &[u8]) -> Outcome {
                             .rx
                             .sge(SLOT_START + k as usize * SLOT, SLOT)
                             .expect("slot inside the region");
-                        qp.post_recv(wr::recv(k, vec![sge]))
-                            .expect("post a receive");
+                        match &srq {
+                            Some(srq) => srq.post_recv(wr::recv(k, vec![sge])),
+                            None => qp.post_recv(wr::recv(k, vec![sge])),
+                        }
+                        .expect("post a receive");
                         posted.insert(k, (WcOpcode::Recv, SLOT));
                     }
                     let sink = regions.sink.sge(SLOT_START, SLOT).expect("inside");
@@ -381,7 +399,11 @@ fn run(data: &[u8]) -> Outcome {
         if let Some(CmEvent::Disconnected { reason }) = qp.try_event() {
             outcome.ended = Some(reason);
         }
-        let all_done = up && outcome.completions.len() >= posted.len();
+        // Receives still posted to a shared receive queue never complete.
+        let unconsumed = srq
+            .as_ref()
+            .map_or(0, |s| s.query().map_or(0, |a| a.posted));
+        let all_done = up && outcome.completions.len() + unconsumed >= posted.len();
         if all_done && qp.state() == QpState::Error {
             break;
         }
@@ -398,6 +420,11 @@ fn run(data: &[u8]) -> Outcome {
         }
     }
     outcome.sent = fed;
+    drop(qp);
+    let handed_back = match srq {
+        Some(srq) => srq.destroy().expect("no queue pair uses it any more"),
+        None => Vec::new(),
+    };
 
     // Every work request completed once, within what it may report.
     let mut seen = HashMap::new();
@@ -414,7 +441,18 @@ fn run(data: &[u8]) -> Outcome {
             assert!(wc.byte_len as usize <= *max, "longer than posted: {wc:?}");
         }
     }
-    assert_eq!(seen.len(), posted.len(), "every work request completed");
+    for id in &handed_back {
+        assert!(
+            posted.get(id).is_some_and(|p| p.0 == WcOpcode::Recv),
+            "handed back a receive never posted: {id}"
+        );
+        assert!(!seen.contains_key(id), "completed and handed back: {id}");
+    }
+    assert_eq!(
+        seen.len() + handed_back.len(),
+        posted.len(),
+        "every work request completed (or, shared, was handed back)"
+    );
     // Nothing placed outside posted buffers or where the peer may not write.
     let slots = SLOT_START..SLOT_START + RECVS as usize * SLOT;
     regions.rx.with_bytes(|b| {
@@ -445,6 +483,7 @@ fn run(data: &[u8]) -> Outcome {
         regions.none.with_bytes(|b| b == fill(3)),
         "region without access written"
     );
+    outcome.handed_back = handed_back;
     outcome.window_changed = regions
         .window
         .with_bytes(|b| b.iter().zip(fill(1)).filter(|(a, b)| *a != b).count());

@@ -4,8 +4,8 @@
 //! The modules form layers, and each uses only the layers below it:
 //!
 //! ```text
-//! handles   cm, cq, qp, mr, pd,   what the program holds; each also adds
-//!           channel, query,       its constructor to `Device`; `tokio`
+//! handles   cm, cq, qp, srq, mr,  what the program holds; each also adds
+//!           pd, channel, query,   its constructor to `Device`; `tokio`
 //!           tokio                 (feature) wraps them in futures
 //!   |
 //! device    device                the engine behind a lock, waits without
@@ -49,6 +49,7 @@ pub mod mr;
 pub mod pd;
 pub mod qp;
 mod query;
+pub mod srq;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 mod types;
@@ -65,6 +66,7 @@ pub use mr::MemoryRegion;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, AtomicArgs, AtomicOp, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
 pub use query::{DeviceAttr, QpAttr, QpCap};
+pub use srq::{SharedReceiveQueue, SrqAttr, SrqEvent, SrqInUse, SrqInit};
 pub use types::{ConnectError, MpaFailure, MpaSettingsError, VerbsError};
 
 /// The README's code, compiled and run as a doctest.

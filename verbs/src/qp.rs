@@ -10,6 +10,7 @@ use crate::cq::CompletionQueue;
 use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
 use crate::query::QpCap;
+use crate::srq::SharedReceiveQueue;
 use crate::types::{CmEvent, ConnectError, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
 
 pub use crate::types::QpState;
@@ -33,6 +34,8 @@ pub struct QpInit {
     pub max_recv_sge: usize,
     /// Bytes of inline data a send work request may carry.
     pub max_inline_data: usize,
+    /// The shared receive queue its receives come from (number, device).
+    pub(crate) srq: Option<(u32, Arc<DeviceShared>)>,
 }
 
 impl QpInit {
@@ -51,7 +54,17 @@ impl QpInit {
             max_send_sge: 6,
             max_recv_sge: 6,
             max_inline_data: rdmap::connection::DEFAULT_MAX_INLINE,
+            srq: None,
         }
+    }
+
+    /// Receiving from `srq` instead of a receive queue of its own (which
+    /// `rq_depth` and `max_recv_sge` then do not size): Sends and
+    /// Immediate Data take `srq`'s work requests and complete on this
+    /// queue pair's receive completion queue.
+    pub fn with_srq(mut self, srq: &SharedReceiveQueue) -> Self {
+        self.srq = Some((srq.num, srq.device.clone()));
+        self
     }
 
     /// With `sq` outstanding send and `rq` posted receive work requests.
@@ -88,15 +101,21 @@ impl Device {
             max_recv_sge: init.max_recv_sge,
             max_inline_data: init.max_inline_data,
         };
+        let srq = match &init.srq {
+            Some((n, device)) if Arc::ptr_eq(device, &self.shared) => Some(*n),
+            Some(_) => return Err(VerbsError::WrongDevice),
+            None => None,
+        };
         let (send_cq, recv_cq) = (init.send_cq.shared.clone(), init.recv_cq.shared.clone());
         let num = self
             .shared
-            .with_engine(|e| e.create_qp(pd.id, send_cq, recv_cq, limits));
+            .with_engine(|e| e.create_qp(pd.id, send_cq, recv_cq, limits, srq))?;
         Ok(QueuePair {
             num,
+            srq,
             cap: QpCap {
                 sq_depth: init.sq_depth,
-                rq_depth: init.rq_depth,
+                rq_depth: if srq.is_some() { 0 } else { init.rq_depth },
                 max_send_sge: init.max_send_sge,
                 max_recv_sge: init.max_recv_sge,
                 max_inline_data: init.max_inline_data,
@@ -111,6 +130,7 @@ impl Device {
 #[derive(Debug)]
 pub struct QueuePair {
     pub(crate) num: u32,
+    pub(crate) srq: Option<u32>,
     pub(crate) cap: QpCap,
     pub(crate) pd: ProtectionDomain,
     pub(crate) device: Arc<DeviceShared>,
@@ -141,7 +161,9 @@ impl QueuePair {
 
     /// Posts a receive work request; allowed before connecting. Nothing is
     /// sent for it (RDMAP has no receive credits), so unlike a send-queue
-    /// post it does not flush the transport.
+    /// post it does not flush the transport. A queue pair receiving from a
+    /// shared receive queue refuses it
+    /// ([`PostError::SharedReceiveQueue`](rdmap::work_request::PostError::SharedReceiveQueue)).
     pub fn post_recv(&self, wr: RecvWr) -> Result<(), VerbsError> {
         self.device.with_engine(|e| e.post_recv(self.num, wr))
     }
@@ -223,7 +245,8 @@ impl Drop for QueuePair {
     fn drop(&mut self) {
         let num = self.num;
         self.device.unwatch(Watched::Qp(num));
-        self.device.with_engine_now(|e, now| e.destroy_qp(num, now));
+        let discarded = self.device.with_engine_now(|e, now| e.destroy_qp(num, now));
+        self.device.note_srq_discarded(discarded);
     }
 }
 

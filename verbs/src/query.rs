@@ -25,6 +25,10 @@ pub struct DeviceAttr {
     pub qps: usize,
     /// Memory regions registered now.
     pub regions: usize,
+    /// Work requests a shared receive queue holds at most.
+    pub max_srq_wr: usize,
+    /// Scatter/gather entries per shared receive work request.
+    pub max_srq_sge: usize,
     /// Whether the transport has a readiness descriptor, so an event loop
     /// can drive the device without a progress thread.
     pub has_readiness_fd: bool,
@@ -36,7 +40,7 @@ pub struct DeviceAttr {
 pub struct QpCap {
     /// Outstanding send work requests.
     pub sq_depth: usize,
-    /// Posted receive work requests.
+    /// Posted receive work requests (0 with a shared receive queue).
     pub rq_depth: usize,
     /// Scatter/gather entries per send work request.
     pub max_send_sge: usize,
@@ -58,6 +62,8 @@ pub struct QpAttr {
     pub pd: PdId,
     /// The sizes it was created with.
     pub cap: QpCap,
+    /// The shared receive queue it receives from, by number.
+    pub srq: Option<u32>,
 }
 
 impl Device {
@@ -70,6 +76,8 @@ impl Device {
             max_private_data: mpa::wire::MAX_PRIVATE_DATA,
             qps: self.shared.with_engine(|e| e.qp_count()),
             regions: self.region_count(),
+            max_srq_wr: crate::srq::MAX_SRQ_WR,
+            max_srq_sge: crate::srq::MAX_SRQ_SGE,
             has_readiness_fd: self.with_transport(|t| t.has_readiness_fd()),
         }
     }
@@ -83,6 +91,7 @@ impl QueuePair {
             state: self.state(),
             pd: self.pd.id,
             cap: self.cap,
+            srq: self.srq,
         }
     }
 }

@@ -41,7 +41,8 @@ use crate::cm::{ConnectRequest, Listener};
 use crate::cq::{CompletionQueue, NotifyOn};
 use crate::device::{Device, ProgressThread};
 use crate::qp::{connect_outcome, QueuePair};
-use crate::types::{CmEvent, ConnectParams, ConnectionInfo, VerbsError, WorkCompletion};
+use crate::srq::SharedReceiveQueue;
+use crate::types::{CmEvent, ConnectParams, ConnectionInfo, SrqEvent, VerbsError, WorkCompletion};
 
 /// Longest the driver sleeps with no deadline from the device: only a
 /// bound on how stale an unforeseen timer can get.
@@ -251,6 +252,45 @@ impl Deref for AsyncQp {
     type Target = QueuePair;
     fn deref(&self) -> &QueuePair {
         &self.qp
+    }
+}
+
+/// A shared receive queue whose events (the limit) can be awaited.
+/// Derefs to the [`SharedReceiveQueue`] for posting.
+#[derive(Debug)]
+pub struct AsyncSrq {
+    srq: SharedReceiveQueue,
+    events: AsyncChannel,
+}
+
+impl AsyncSrq {
+    /// Wraps `srq`, watching its events.
+    pub fn new(srq: SharedReceiveQueue) -> io::Result<Self> {
+        let events = AsyncChannel::new()?;
+        srq.watch_events(events.channel());
+        Ok(AsyncSrq { srq, events })
+    }
+
+    /// The shared receive queue.
+    pub fn into_inner(self) -> SharedReceiveQueue {
+        self.srq
+    }
+
+    /// The next event: [`SrqEvent::LimitReached`] once per arming.
+    pub async fn next_event(&self) -> Result<SrqEvent, VerbsError> {
+        loop {
+            if let Some(ev) = self.srq.try_event() {
+                return Ok(ev);
+            }
+            self.events.fired().await.map_err(io_error)?;
+        }
+    }
+}
+
+impl Deref for AsyncSrq {
+    type Target = SharedReceiveQueue;
+    fn deref(&self) -> &SharedReceiveQueue {
+        &self.srq
     }
 }
 

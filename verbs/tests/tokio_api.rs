@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use verbs::tokio::{drive, AsyncCq, AsyncListener, AsyncQp};
+use verbs::tokio::{drive, AsyncCq, AsyncListener, AsyncQp, AsyncSrq};
 use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
 use verbs::{
     wr, AcceptParams, Access, CmEvent, ConnectError, ConnectParams, Device, ListenOptions, QpInit,
@@ -196,5 +196,53 @@ fn over_kernel_tcp_the_runtime_drives_the_devices_too() {
             0,
             "no progress thread ran"
         );
+    });
+}
+
+#[test]
+fn a_shared_receive_queue_limit_is_awaited() {
+    runtime().block_on(async {
+        let (client, server, addr) = devices();
+        let _drivers = (drive(&client).unwrap(), drive(&server).unwrap());
+        let listener = AsyncListener::listen(&server, PORT, ListenOptions::default()).unwrap();
+        let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
+        let (ccq, scq) = (
+            AsyncCq::new(&client, 16).unwrap(),
+            AsyncCq::new(&server, 16).unwrap(),
+        );
+        let srq = server
+            .create_srq(&spd, verbs::SrqInit::new(8, 1).with_limit(2))
+            .unwrap();
+        let srq = AsyncSrq::new(srq).unwrap();
+        let bufs = spd.register(3 * 64, Access::LOCAL_WRITE).unwrap();
+        for i in 0..3 {
+            srq.post_recv(wr::recv(i, vec![bufs.sge(i as usize * 64, 64).unwrap()]))
+                .unwrap();
+        }
+        let cqp = AsyncQp::new(client.create_qp(&cpd, QpInit::new(ccq.cq())).unwrap()).unwrap();
+        let sqp = AsyncQp::new(
+            server
+                .create_qp(&spd, QpInit::new(scq.cq()).with_srq(&srq))
+                .unwrap(),
+        )
+        .unwrap();
+        let (connected, accepted) =
+            tokio::join!(cqp.connect(addr, ConnectParams::default()), async {
+                let req = within(listener.request()).await.unwrap();
+                req.accept(&sqp, AcceptParams::default()).unwrap();
+                sqp.established().await
+            });
+        connected.unwrap();
+        accepted.unwrap();
+        for i in 0..2 {
+            cqp.post_send(wr::send(i, vec![])).unwrap();
+            let wc = within(scq.next()).await.unwrap();
+            assert_eq!((wc.wr_id, wc.qp_num), (i, sqp.num()));
+        }
+        assert_eq!(
+            within(srq.next_event()).await.unwrap(),
+            verbs::SrqEvent::LimitReached
+        );
+        assert_eq!(srq.try_event(), None);
     });
 }

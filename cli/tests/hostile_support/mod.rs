@@ -92,6 +92,8 @@ macro_rules! catalogue_tests {
             wrong_ddp_version => "wrong-ddp-version",
             wrong_rdmap_version => "wrong-rdmap-version",
             unknown_opcode => "unknown-opcode",
+            immediate_data_not_agreed => "immediate-data-not-agreed",
+            atomic_request_not_agreed => "atomic-request-not-agreed",
             ulpdu_too_short => "ulpdu-too-short",
             huge_ulpdu_then_silence => "huge-ulpdu-then-silence",
             idle_flood => "idle-flood",

@@ -11,12 +11,14 @@
 //! [`Memory`](crate::memory::Memory) into the oldest posted buffer, checked
 //! for local write) or [`QueueMode::Inline`] (the ULP consumes the payload
 //! itself, e.g. RDMAP's Read Requests and Terminates; DDP checks only the
-//! sequencing and a size bound).
+//! sequencing and a size bound). A [`QueueMode::Shared`] queue takes its
+//! buffers from a [`SharedBuffers`] pool several streams draw on.
 
 mod msn;
 mod queue;
 mod queues;
 mod sgl;
+mod shared;
 
 pub use msn::MsnCounter;
 pub use queue::{RecvQueue, INITIAL_MSN};
@@ -25,6 +27,7 @@ pub use queues::{
     TERMINATE_MAX_LEN,
 };
 pub use sgl::{check_sgl, Sge};
+pub use shared::SharedBuffers;
 
 /// How a queue receives its messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,6 +46,9 @@ pub enum QueueMode {
         /// Longest message the ULP accepts.
         max_message: u32,
     },
+    /// Into buffers of a [`SharedBuffers`] pool passed with each segment
+    /// ([`RecvQueue::place_with`]); nothing is posted to the queue itself.
+    Shared,
 }
 
 /// A message that filled a posted buffer.

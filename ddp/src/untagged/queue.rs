@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::sgl::{self, Cursor, Sge};
-use super::{Completion, Placed, PostError, QueueMode};
+use super::{Completion, Placed, PostError, QueueMode, SharedBuffers};
 use crate::error::UntaggedError;
 use crate::memory::{Memory, PdId};
 use crate::wire::UntaggedRepr;
@@ -14,11 +14,48 @@ pub const INITIAL_MSN: u32 = 1;
 
 /// A buffer the ULP posted: its handle and where its bytes go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Posted {
-    id: u64,
+pub(super) struct Posted {
+    pub(super) id: u64,
     sgl: Box<[Sge]>,
     /// Bytes the SGL holds, capped at what a message can be (MO is 32 bits).
     capacity: u64,
+    /// Scattered into as this domain: the stream's, or a shared pool's.
+    pd: Option<PdId>,
+}
+
+impl Posted {
+    /// Buffer `id` for queue `qn`, which holds `held` of at most
+    /// `max_posted` buffers of at most `max_sge` SGEs.
+    pub(super) fn check(
+        qn: u32,
+        max_posted: usize,
+        max_sge: usize,
+        held: usize,
+        id: u64,
+        sgl: &[Sge],
+    ) -> Result<Posted, PostError> {
+        if held >= max_posted {
+            return Err(PostError::QueueFull {
+                qn,
+                max: max_posted,
+            });
+        }
+        if sgl.len() > max_sge {
+            return Err(PostError::TooManySges {
+                n: sgl.len(),
+                max: max_sge,
+            });
+        }
+        if let Some(index) = sgl::first_wrapping(sgl) {
+            return Err(PostError::SgeWraps { index });
+        }
+        Ok(Posted {
+            id,
+            sgl: sgl.into(),
+            capacity: sgl::capacity(sgl).min(u64::from(u32::MAX)),
+            pd: None,
+        })
+    }
 }
 
 /// The message being assembled.
@@ -102,31 +139,15 @@ impl RecvQueue {
         else {
             return Err(PostError::NotPostable { qn: self.qn });
         };
-        if self.posted.len() >= max_posted {
-            return Err(PostError::QueueFull {
-                qn: self.qn,
-                max: max_posted,
-            });
-        }
-        if sgl.len() > max_sge {
-            return Err(PostError::TooManySges {
-                n: sgl.len(),
-                max: max_sge,
-            });
-        }
-        if let Some(index) = sgl::first_wrapping(sgl) {
-            return Err(PostError::SgeWraps { index });
-        }
-        self.posted.push_back(Posted {
-            id,
-            sgl: sgl.into(),
-            capacity: sgl::capacity(sgl).min(u64::from(u32::MAX)),
-        });
+        let b = Posted::check(self.qn, max_posted, max_sge, self.posted.len(), id, sgl)?;
+        self.posted.push_back(b);
         Ok(())
     }
 
     /// Handles of every buffer the queue holds, the one in progress first,
     /// leaving the queue empty (MSN kept): what a flush completes in error.
+    /// A shared queue holds only the buffer it was filling; the pool's
+    /// are not its to flush.
     pub fn flush(&mut self) -> Vec<u64> {
         let active = self.active.take().and_then(|a| a.buffer).map(|b| b.id);
         active
@@ -144,6 +165,23 @@ impl RecvQueue {
         pd: PdId,
         repr: &UntaggedRepr,
         payload: &[u8],
+    ) -> Result<Placed, UntaggedError> {
+        self.place_with(mem, pd, repr, payload, None)
+    }
+
+    /// [`Self::place`] for a queue that may be [`QueueMode::Shared`]: a
+    /// message that starts takes the oldest buffer of `shared`
+    /// ([`UntaggedError::NoBuffer`] if there is none, or no pool), and it
+    /// stays this queue's even if the message then fails (too long, a bad
+    /// buffer): the failure is reported on that buffer, as on a queue's
+    /// own, and no other stream may fill a buffer already written into.
+    pub fn place_with<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        pd: PdId,
+        repr: &UntaggedRepr,
+        payload: &[u8],
+        shared: Option<&mut SharedBuffers>,
     ) -> Result<Placed, UntaggedError> {
         let (qn, msn) = (self.qn, repr.msn);
         if msn != self.expected_msn {
@@ -170,6 +208,18 @@ impl RecvQueue {
             });
         }
         let needed = u64::from(placed) + payload.len() as u64;
+        if self.mode == QueueMode::Shared && self.active.is_none() {
+            let pool_pd = shared.as_ref().map(|s| s.pd());
+            let Some(mut b) = shared.and_then(SharedBuffers::take) else {
+                return Err(UntaggedError::NoBuffer { qn, msn });
+            };
+            b.pd = pool_pd;
+            self.active = Some(Active {
+                buffer: Some(b),
+                placed: 0,
+                cursor: Cursor::default(),
+            });
+        }
 
         let (buffer, cursor) = match &self.active {
             Some(a) => (a.buffer.as_ref(), a.cursor),
@@ -179,12 +229,14 @@ impl RecvQueue {
                     None => return Err(UntaggedError::NoBuffer { qn, msn }),
                 },
                 QueueMode::Inline { .. } => (None, Cursor::default()),
+                // Claimed above.
+                QueueMode::Shared => return Err(UntaggedError::NoBuffer { qn, msn }),
             },
         };
         let capacity = match (buffer, self.mode) {
             (Some(b), _) => b.capacity,
             (None, QueueMode::Inline { max_message }) => u64::from(max_message),
-            (None, QueueMode::Posted { .. }) => 0,
+            (None, QueueMode::Posted { .. } | QueueMode::Shared) => 0,
         };
         if needed > capacity {
             return Err(UntaggedError::TooLong {
@@ -197,13 +249,13 @@ impl RecvQueue {
         // needed <= capacity <= u32::MAX.
         let placed = needed as u32;
         let cursor = match buffer {
-            Some(b) => sgl::scatter(mem, pd, &b.sgl, cursor, payload).map_err(|source| {
-                UntaggedError::LocalBuffer {
+            Some(b) => sgl::scatter(mem, b.pd.unwrap_or(pd), &b.sgl, cursor, payload).map_err(
+                |source| UntaggedError::LocalBuffer {
                     qn,
                     id: b.id,
                     source,
-                }
-            })?,
+                },
+            )?,
             None => cursor,
         };
 
@@ -213,7 +265,7 @@ impl RecvQueue {
             None => Active {
                 buffer: match self.mode {
                     QueueMode::Posted { .. } => self.posted.pop_front(),
-                    QueueMode::Inline { .. } => None,
+                    QueueMode::Inline { .. } | QueueMode::Shared => None,
                 },
                 placed: 0,
                 cursor: Cursor::default(),

@@ -1,6 +1,6 @@
 //! The untagged queues of one stream, addressed by queue number.
 
-use super::{Placed, PostError, QueueMode, RecvQueue, Sge};
+use super::{Placed, PostError, QueueMode, RecvQueue, Sge, SharedBuffers};
 use crate::error::UntaggedError;
 use crate::memory::{Memory, PdId};
 use crate::wire::UntaggedRepr;
@@ -108,9 +108,22 @@ impl UntaggedQueues {
         repr: &UntaggedRepr,
         payload: &[u8],
     ) -> Result<Placed, UntaggedError> {
+        self.place_with(mem, pd, repr, payload, None)
+    }
+
+    /// [`Self::place`] with the pool a [`QueueMode::Shared`] queue draws
+    /// its buffers from (see [`RecvQueue::place_with`]).
+    pub fn place_with<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        pd: PdId,
+        repr: &UntaggedRepr,
+        payload: &[u8],
+        shared: Option<&mut SharedBuffers>,
+    ) -> Result<Placed, UntaggedError> {
         self.queue_mut(repr.qn)
             .ok_or(UntaggedError::InvalidQn { qn: repr.qn })?
-            .place(mem, pd, repr, payload)
+            .place_with(mem, pd, repr, payload, shared)
     }
 
     /// Flushes every queue: the handles of all buffers still held, by

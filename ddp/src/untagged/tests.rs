@@ -645,3 +645,137 @@ proptest! {
         }
     }
 }
+
+fn shared_queues() -> UntaggedQueues {
+    let mut q = queues();
+    q.enable(QN_SEND, QueueMode::Shared);
+    q
+}
+
+#[test]
+fn shared_queues_draw_buffers_from_one_pool_in_posting_order() {
+    let mut m = mem();
+    let (mut s1, mut s2) = (shared_queues(), shared_queues());
+    let mut pool = SharedBuffers::new(PD, 4, 2);
+    for id in 10..13 {
+        pool.post(id, &[sge(A, 0x1000, 8)]).unwrap();
+    }
+    let first = s1
+        .place_with(&mut m, PD, &seg(1, 0, true), b"one", Some(&mut pool))
+        .unwrap();
+    let second = s2
+        .place_with(&mut m, PD, &seg(1, 0, true), b"two", Some(&mut pool))
+        .unwrap();
+    assert!(matches!(first, Placed::Complete(c) if c.id == 10 && c.len == 3));
+    assert!(matches!(second, Placed::Complete(c) if c.id == 11 && c.msn == 1));
+    assert_eq!(pool.posted(), 1);
+    assert_eq!(s1.queue(QN_SEND).unwrap().expected_msn(), 2);
+}
+
+#[test]
+fn a_shared_queue_takes_no_posts_and_needs_its_pool() {
+    let mut m = mem();
+    let mut q = shared_queues();
+    assert_eq!(
+        q.post(QN_SEND, 1, &[sge(A, 0x1000, 8)]),
+        Err(PostError::NotPostable { qn: 0 })
+    );
+    let mut empty = SharedBuffers::new(PD, 4, 2);
+    for pool in [None, Some(&mut empty)] {
+        let e = q
+            .place_with(&mut m, PD, &seg(1, 0, true), b"x", pool)
+            .unwrap_err();
+        assert_eq!(e, UntaggedError::NoBuffer { qn: 0, msn: 1 });
+        assert_eq!(e.terminate(), TermCode::DDP_UT_NO_BUFFER);
+    }
+}
+
+#[test]
+fn a_message_in_progress_keeps_its_shared_buffer_and_flushes_only_it() {
+    let mut m = mem();
+    let mut q = shared_queues();
+    let mut pool = SharedBuffers::new(PD, 4, 2);
+    pool.post(1, &[sge(A, 0x1000, 8)]).unwrap();
+    pool.post(2, &[sge(B, 0x2000, 8)]).unwrap();
+    let r = q
+        .place_with(&mut m, PD, &seg(1, 0, false), b"ab", Some(&mut pool))
+        .unwrap();
+    assert!(matches!(
+        r,
+        Placed::Partial {
+            id: 1,
+            placed: 2,
+            ..
+        }
+    ));
+    // The next segment needs no pool: the buffer is the stream's now.
+    let r = q
+        .place_with(&mut m, PD, &seg(1, 2, false), b"cd", None)
+        .unwrap();
+    assert!(matches!(
+        r,
+        Placed::Partial {
+            id: 1,
+            placed: 4,
+            ..
+        }
+    ));
+    assert_eq!(q.flush(), vec![(QN_SEND, 1)]);
+    assert_eq!(pool.drain(), vec![2]);
+}
+
+#[test]
+fn a_too_long_message_claims_the_shared_buffer_it_failed_in() {
+    let mut m = mem();
+    let mut q = shared_queues();
+    let mut pool = SharedBuffers::new(PD, 4, 2);
+    pool.post(5, &[sge(A, 0x1000, 2)]).unwrap();
+    pool.post(6, &[sge(A, 0x1000, 2)]).unwrap();
+    let e = q
+        .place_with(&mut m, PD, &seg(1, 0, true), b"long", Some(&mut pool))
+        .unwrap_err();
+    assert!(matches!(e, UntaggedError::TooLong { .. }));
+    assert_eq!(pool.posted(), 1, "buffer 5 is reported with the failure");
+    assert_eq!(q.flush(), vec![(QN_SEND, 5)]);
+}
+
+#[test]
+fn shared_buffers_are_scattered_into_as_the_pools_domain() {
+    let mut m = mem();
+    let mut q = shared_queues();
+    // The stream is in another domain than the pool and the regions.
+    let other = PdId(9);
+    let mut pool = SharedBuffers::new(PD, 4, 2);
+    pool.post(1, &[sge(A, 0x1000, 8)]).unwrap();
+    let r = q
+        .place_with(&mut m, other, &seg(1, 0, true), b"pd", Some(&mut pool))
+        .unwrap();
+    assert!(matches!(r, Placed::Complete(c) if c.id == 1));
+    let mut foreign = SharedBuffers::new(other, 4, 2);
+    foreign.post(2, &[sge(A, 0x1000, 8)]).unwrap();
+    let e = q
+        .place_with(&mut m, PD, &seg(2, 0, true), b"pd", Some(&mut foreign))
+        .unwrap_err();
+    assert!(matches!(e, UntaggedError::LocalBuffer { id: 2, .. }));
+}
+
+#[test]
+fn shared_pool_is_bounded_and_checks_the_sgl() {
+    let mut pool = SharedBuffers::new(PD, 2, 1);
+    pool.post(1, &[sge(A, 0x1000, 8)]).unwrap();
+    assert_eq!(
+        pool.post(2, &[sge(A, 0x1000, 8), sge(B, 0x2000, 8)]),
+        Err(PostError::TooManySges { n: 2, max: 1 })
+    );
+    assert_eq!(
+        pool.post(3, &[sge(A, u64::MAX, 8)]),
+        Err(PostError::SgeWraps { index: 0 })
+    );
+    pool.post(4, &[]).unwrap();
+    assert_eq!(
+        pool.post(5, &[]),
+        Err(PostError::QueueFull { qn: 0, max: 2 })
+    );
+    assert_eq!(pool.drain(), vec![1, 4]);
+    assert_eq!(pool.posted(), 0);
+}

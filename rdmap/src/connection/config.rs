@@ -49,6 +49,13 @@ pub struct ConnectionConfig {
     /// RFC 7306 opcodes are refused at posting and answered with a
     /// TERMINATE (unexpected opcode) on receipt, as RFC 5040 peers do.
     pub rfc7306: bool,
+    /// Queue 0 (Sends, Immediate Data) takes its buffers from a shared
+    /// pool the driver passes to [`Connection::handle_bytes_shared`]
+    /// (a verbs shared receive queue) instead of buffers posted to the
+    /// connection, which then refuses `post_recv`.
+    ///
+    /// [`Connection::handle_bytes_shared`]: super::Connection::handle_bytes_shared
+    pub shared_receive: bool,
 }
 
 /// Inline bytes per send work request unless configured: a small message
@@ -77,6 +84,7 @@ impl ConnectionConfig {
             first_fpdu_deadline: None,
             responder_sends_first: false,
             rfc7306: false,
+            shared_receive: false,
         }
     }
 }

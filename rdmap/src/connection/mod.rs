@@ -27,6 +27,7 @@ mod tests;
 use std::time::Instant;
 
 use ddp::memory::{Memory, PdId};
+use ddp::untagged::SharedBuffers;
 
 pub use config::{ConnectionConfig, Negotiated, Role, DEFAULT_MAX_INLINE, MAX_RX_ULPDU, MIN_FPDU};
 pub use event::{Event, PeerTerminate, State};
@@ -70,11 +71,27 @@ impl Connection {
     /// queues a TERMINATE and moves to [`State::Error`]; from then on input
     /// is discarded (reported as consumed).
     pub fn handle_bytes<M: Memory + ?Sized>(&mut self, mem: &mut M, input: &[u8]) -> usize {
+        self.handle_bytes_shared(mem, None, input)
+    }
+
+    /// [`Self::handle_bytes`] for a connection configured with
+    /// [`ConnectionConfig::shared_receive`]: a Send or Immediate Data
+    /// message that starts takes the oldest buffer of `srq`; with none
+    /// there (or no pool) it is answered as on an empty receive queue, by
+    /// a TERMINATE (DDP, untagged buffer error, no buffer available).
+    pub fn handle_bytes_shared<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        mut srq: Option<&mut SharedBuffers>,
+        input: &[u8],
+    ) -> usize {
         if !self.inner.accepts_input() {
             return input.len();
         }
         let Connection { rx, inner } = self;
-        match rx.feed(input, |ulpdu| inner.on_ulpdu(mem, ulpdu)) {
+        match rx.feed(input, |ulpdu| {
+            inner.on_ulpdu(mem, srq.as_deref_mut(), ulpdu)
+        }) {
             Ok(n) if inner.accepts_input() => n,
             Ok(_) => input.len(),
             Err(code) => {

@@ -22,6 +22,8 @@ pub struct EngineInput {
     pub p2p: bool,
     /// The endpoint's IRD minus one, 0..=3.
     pub ird: u8,
+    /// Receives posted to a shared receive queue.
+    pub srq: bool,
     pub chunk_seed: u8,
     pub stream: Vec<u8>,
 }
@@ -29,7 +31,10 @@ pub struct EngineInput {
 impl EngineInput {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![
-            u8::from(self.crc) | u8::from(self.p2p) << 1 | (self.ird & 3) << 4,
+            u8::from(self.crc)
+                | u8::from(self.p2p) << 1
+                | u8::from(self.srq) << 2
+                | (self.ird & 3) << 4,
             self.chunk_seed,
         ];
         out.extend_from_slice(&self.stream);
@@ -72,6 +77,7 @@ pub fn input(crc: bool, ulpdus: &[Vec<u8>]) -> EngineInput {
         crc,
         p2p: false,
         ird: 1,
+        srq: false,
         chunk_seed: u8::try_from(first).unwrap_or(0),
         stream: frame_all(ulpdus, crc),
     }
@@ -180,6 +186,19 @@ pub fn engine_seeds() -> Vec<Seed> {
         "engine-p2p-write-rtr",
         p2p.encode(),
     ));
+    for (name, ulpdus) in aimed() {
+        if name.starts_with("send") {
+            let srq = EngineInput {
+                srq: true,
+                ..input(false, &ulpdus)
+            };
+            out.push(Seed::new(
+                Target::VerbsEngine,
+                format!("engine-srq-{name}"),
+                srq.encode(),
+            ));
+        }
+    }
     out.push(Seed::new(
         Target::VerbsEngine,
         "engine-empty",

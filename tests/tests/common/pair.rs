@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use verbs::{
     AcceptParams, CmEvent, CompletionQueue, ConnectParams, ConnectionInfo, Device,
-    DisconnectReason, ListenOptions, Listener, ProtectionDomain, QpInit, QueuePair, WorkCompletion,
+    DisconnectReason, ListenOptions, Listener, ProtectionDomain, QpInit, QueuePair,
+    SharedReceiveQueue, SrqInit, WorkCompletion,
 };
 
 use super::capture::Capture;
@@ -23,6 +24,9 @@ pub struct Opts {
     pub sq_depth: usize,
     pub rq_depth: usize,
     pub cq_capacity: usize,
+    /// The server's queue pair receives from a shared receive queue of
+    /// these sizes (in the server's protection domain).
+    pub server_srq: Option<SrqInit>,
 }
 
 impl Default for Opts {
@@ -34,6 +38,7 @@ impl Default for Opts {
             sq_depth: 128,
             rq_depth: 128,
             cq_capacity: 1 << 16,
+            server_srq: None,
         }
     }
 }
@@ -64,6 +69,10 @@ pub struct Pair {
     pub capture: Option<Capture>,
     pub name: String,
     pub listener: Option<Listener>,
+    /// Where the client connected.
+    pub server_addr: std::net::SocketAddr,
+    /// The server queue pair's shared receive queue (`Opts::server_srq`).
+    pub server_srq: Option<SharedReceiveQueue>,
     /// Virtual time, when the devices run on it.
     clock: Cell<Option<Instant>>,
     start: Instant,
@@ -382,8 +391,15 @@ pub fn try_connect(net: Net, opts: Opts) -> Result<Pair, Box<(String, CmEvent)>>
     let client_cq = client.create_cq(opts.cq_capacity);
     let server_cq = server.create_cq(opts.cq_capacity);
     let init = |cq: &CompletionQueue| QpInit::new(cq).with_depths(opts.sq_depth, opts.rq_depth);
+    let server_srq = opts
+        .server_srq
+        .map(|i| server.create_srq(&server_pd, i).unwrap());
     let client_qp = client.create_qp(&client_pd, init(&client_cq)).unwrap();
-    let server_qp = server.create_qp(&server_pd, init(&server_cq)).unwrap();
+    let server_init = match &server_srq {
+        Some(srq) => init(&server_cq).with_srq(srq),
+        None => init(&server_cq),
+    };
+    let server_qp = server.create_qp(&server_pd, server_init).unwrap();
     let listener = server.listen(listen_port, opts.listen.clone()).unwrap();
     let addr = std::net::SocketAddr::new(server_ip, listener.port());
     client_qp.connect(addr, opts.connect.clone()).unwrap();
@@ -432,9 +448,54 @@ pub fn try_connect(net: Net, opts: Opts) -> Result<Pair, Box<(String, CmEvent)>>
         capture,
         name,
         listener: Some(listener),
+        server_addr: addr,
+        server_srq,
         clock,
         start: virtual_start.unwrap_or(start),
     })
+}
+
+impl Pair {
+    /// One more connection between the same two devices through the
+    /// pair's listener, on new queue pairs reporting into the pair's
+    /// completion queues; the server's receives from the pair's shared
+    /// receive queue if it has one. Returns (client, server) queue pairs.
+    pub fn another_connection(&self, opts: &Opts) -> (QueuePair, QueuePair) {
+        let init = |cq: &CompletionQueue| QpInit::new(cq).with_depths(opts.sq_depth, opts.rq_depth);
+        let client_qp = self
+            .client
+            .create_qp(&self.client_pd, init(&self.client_cq))
+            .unwrap();
+        let server_init = match &self.server_srq {
+            Some(srq) => init(&self.server_cq).with_srq(srq),
+            None => init(&self.server_cq),
+        };
+        let server_qp = self.server.create_qp(&self.server_pd, server_init).unwrap();
+        let listener = self.listener.as_ref().expect("the pair's listener");
+        client_qp
+            .connect(self.server_addr, opts.connect.clone())
+            .unwrap();
+        let start = Instant::now();
+        let (mut accepted, mut up) = (false, [false, false]);
+        while !(up[0] && up[1]) {
+            self.check_limits(start, "another connection established");
+            self.step();
+            if !accepted {
+                if let Some(req) = listener.try_request() {
+                    req.accept(&server_qp, opts.accept.clone()).unwrap();
+                    accepted = true;
+                }
+            }
+            for (i, qp) in [&client_qp, &server_qp].into_iter().enumerate() {
+                match qp.try_event() {
+                    Some(CmEvent::Established(_)) => up[i] = true,
+                    Some(other) => panic!("{}: another connection: {other:?}", self.name),
+                    None => {}
+                }
+            }
+        }
+        (client_qp, server_qp)
+    }
 }
 
 /// A connected pair on a default in-memory link.

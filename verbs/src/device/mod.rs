@@ -216,6 +216,13 @@ impl DeviceShared {
         self.watchers.signal(&e);
     }
 
+    /// Counts receive work requests a shared receive queue took with it.
+    pub(crate) fn note_srq_discarded(&self, n: usize) {
+        if n > 0 {
+            self.counters.srq_wrs_discarded(n);
+        }
+    }
+
     /// Stops every channel watching `what`.
     pub(crate) fn unwatch(&self, what: Watched) {
         self.watchers.remove(what);

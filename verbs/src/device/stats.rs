@@ -36,6 +36,11 @@ pub struct DeviceStats {
     /// Calls that took the device lock while another thread was waiting in
     /// the transport: the waiter does not hold the lock while it sleeps.
     pub calls_during_wait: u64,
+    /// Receive work requests still posted to a shared receive queue when
+    /// it went with its handle (dropped, not destroyed) and its last queue
+    /// pair: they never complete. `SharedReceiveQueue::destroy` hands
+    /// them back instead.
+    pub srq_wrs_discarded: u64,
 }
 
 impl DeviceStats {
@@ -51,6 +56,9 @@ impl DeviceStats {
             calls_during_wait: self
                 .calls_during_wait
                 .saturating_sub(earlier.calls_during_wait),
+            srq_wrs_discarded: self
+                .srq_wrs_discarded
+                .saturating_sub(earlier.srq_wrs_discarded),
         }
     }
 
@@ -78,6 +86,7 @@ pub(crate) struct Counters {
     woken_by_call: AtomicU64,
     woken_by_io: AtomicU64,
     calls_during_wait: AtomicU64,
+    srq_wrs_discarded: AtomicU64,
 }
 
 /// The wake requests seen when a wait began, to tell afterwards whether
@@ -99,6 +108,11 @@ impl Counters {
 
     pub(crate) fn thread_turns(&self) -> u64 {
         self.thread_turns.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn srq_wrs_discarded(&self, n: usize) {
+        self.srq_wrs_discarded
+            .fetch_add(n as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn call_during_wait(&self) {
@@ -143,6 +157,7 @@ impl Counters {
             woken_by_call: get(&self.woken_by_call),
             woken_by_io: get(&self.woken_by_io),
             calls_during_wait: get(&self.calls_during_wait),
+            srq_wrs_discarded: get(&self.srq_wrs_discarded),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Event channels watching the connection events of queue pairs and
-//! listeners: after each progress turn that changed something, a channel
-//! whose queue pair or listener has an event waiting is made readable.
+//! listeners and the events of shared receive queues: after each progress
+//! turn that changed something, a channel whose queue pair, listener or
+//! shared receive queue has an event waiting is made readable.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,8 @@ pub(crate) enum Watched {
     Qp(u32),
     /// A listener's connect requests, by listener id.
     Listener(u32),
+    /// A shared receive queue's events, by its number.
+    Srq(u32),
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +56,7 @@ impl Watchers {
             let ready = match *what {
                 Watched::Qp(num) => e.has_qp_event(num),
                 Watched::Listener(id) => e.has_request(id),
+                Watched::Srq(num) => e.has_srq_event(num),
             };
             if ready {
                 channel.notify();

@@ -12,6 +12,7 @@ mod cq_notify;
 mod incoming;
 mod qp_slot;
 mod registry;
+mod srq_slot;
 mod startup;
 
 #[cfg(test)]
@@ -39,6 +40,7 @@ pub(crate) use registry::Region;
 #[cfg(test)]
 pub(crate) use registry::RegionCache;
 pub use registry::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
+use srq_slot::SrqSlot;
 use startup::Startup;
 
 /// Connections completing start-up per listener when the caller names none.
@@ -85,12 +87,15 @@ pub(crate) struct Engine {
     /// Queue pairs in a stable order, so every turn visits them alike.
     qp_order: Vec<u32>,
     listeners: HashMap<u32, ListenerSlot>,
+    /// Shared receive queues by number.
+    srqs: HashMap<u32, SrqSlot>,
     incoming: HashMap<u64, Incoming>,
     /// Start-ups this side refused and closed: what the peer still sends is
     /// read and dropped, so the close completes instead of waiting on
     /// bytes nobody will read. Each is released once its stream is over.
     closing: Vec<StreamId>,
     next_qp: u32,
+    next_srq: u32,
     next_listener: u32,
     next_request: u64,
     /// Something a blocked caller may be waiting for happened.
@@ -119,9 +124,11 @@ impl Engine {
             qps: QpMap::default(),
             qp_order: Vec::new(),
             listeners: HashMap::new(),
+            srqs: HashMap::new(),
             incoming: HashMap::new(),
             closing: Vec::new(),
             next_qp: 1,
+            next_srq: 1,
             next_listener: 1,
             next_request: 1,
             changed: false,
@@ -233,9 +240,15 @@ impl Engine {
         let mut busy = false;
         for num in &self.qp_order {
             if let Some(slot) = self.qps.get_mut(num) {
-                let (b, changed) = slot.drive(transport, &self.registry, now);
+                let mut srq = slot.srq.and_then(|n| self.srqs.get_mut(&n));
+                let before = srq.as_ref().map(|s| s.buffers.posted());
+                let buffers = srq.as_deref_mut().map(|s| &mut s.buffers);
+                let (b, changed) = slot.drive(transport, &self.registry, buffers, now);
                 busy |= b;
                 self.changed |= changed;
+                if let (Some(srq), Some(before)) = (srq, before) {
+                    self.changed |= srq.taken_from(before);
+                }
             }
         }
         busy
@@ -243,22 +256,36 @@ impl Engine {
 
     // ---- queue pairs -------------------------------------------------
 
+    /// A queue pair; with `srq`, its queue 0 receives from that shared
+    /// receive queue.
     pub(crate) fn create_qp(
         &mut self,
         pd: PdId,
         send_cq: Arc<CqShared>,
         recv_cq: Arc<CqShared>,
         limits: QpLimits,
-    ) -> u32 {
+        srq: Option<u32>,
+    ) -> Result<u32, VerbsError> {
+        if let Some(n) = srq {
+            match self.srqs.get_mut(&n) {
+                Some(s) if !s.orphaned => s.qps += 1,
+                _ => return Err(VerbsError::NoSuchSrq(n)),
+            }
+        }
         let num = self.next_qp;
         self.next_qp += 1;
-        self.qps
-            .insert(num, QpSlot::new(num, pd, send_cq, recv_cq, limits));
+        let mut slot = QpSlot::new(num, pd, send_cq, recv_cq, limits);
+        slot.srq = srq;
+        self.qps.insert(num, slot);
         self.qp_order.push(num);
-        num
+        Ok(num)
     }
 
-    pub(crate) fn destroy_qp(&mut self, num: u32, now: Instant) {
+    /// Destroys queue pair `num`. Returns the work requests discarded with
+    /// a shared receive queue it was the last user of (see
+    /// [`Self::drop_srq`]).
+    pub(crate) fn destroy_qp(&mut self, num: u32, now: Instant) -> usize {
+        let mut discarded = 0;
         if let Some(mut slot) = self.qps.remove(&num) {
             if let Some(t) = self.transport.as_deref_mut() {
                 slot.disconnect(t, now);
@@ -267,8 +294,17 @@ impl Engine {
                 // device may be dropped before its next turn.
                 t.poll(now);
             }
+            if let Some(n) = slot.srq {
+                if let Some(s) = self.srqs.get_mut(&n) {
+                    s.qps = s.qps.saturating_sub(1);
+                    if s.orphaned && s.qps == 0 {
+                        discarded = self.srqs.remove(&n).map_or(0, |s| s.buffers.posted());
+                    }
+                }
+            }
         }
         self.qp_order.retain(|&n| n != num);
+        discarded
     }
 
     fn slot(&mut self, num: u32) -> Result<&mut QpSlot, VerbsError> {
@@ -290,7 +326,13 @@ impl Engine {
     }
 
     pub(crate) fn post_recv(&mut self, num: u32, wr: RecvWr) -> Result<(), VerbsError> {
-        let completed = self.slot(num)?.post_recv(wr)?;
+        let slot = self.slot(num)?;
+        if slot.srq.is_some() {
+            return Err(VerbsError::Post(
+                rdmap::work_request::PostError::SharedReceiveQueue,
+            ));
+        }
+        let completed = slot.post_recv(wr)?;
         self.changed |= completed;
         Ok(())
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ddp::memory::PdId;
+use ddp::untagged::SharedBuffers;
 use rdmap::connection::{Connection, ConnectionConfig, Event, State};
 use rdmap::work_request::{RecvWr, SendWr};
 use rdmap::{WcOpcode, WcStatus};
@@ -46,6 +47,8 @@ pub(super) struct QpSlot {
     send_cq: Arc<CqShared>,
     recv_cq: Arc<CqShared>,
     init: QpLimits,
+    /// The shared receive queue its queue 0 draws on, if any.
+    pub(super) srq: Option<u32>,
     pub(super) phase: Phase,
     early_recvs: VecDeque<RecvWr>,
     pub(super) events: VecDeque<CmEvent>,
@@ -81,6 +84,7 @@ impl QpSlot {
             send_cq,
             recv_cq,
             init,
+            srq: None,
             phase: Phase::Idle,
             early_recvs: VecDeque::new(),
             events: VecDeque::new(),
@@ -229,10 +233,12 @@ impl QpSlot {
     }
 
     /// Drives this queue pair. Returns (anything happened, a waiter may care).
+    /// `srq`: the buffers of its shared receive queue, if it has one.
     pub(super) fn drive(
         &mut self,
         transport: &mut dyn Transport,
         registry: &Registry,
+        mut srq: Option<&mut SharedBuffers>,
         now: Instant,
     ) -> (bool, bool) {
         let mut busy = false;
@@ -252,7 +258,9 @@ impl QpSlot {
             let stream = *stream;
             let mut view = registry.view_cached(&mut self.rx_regions);
             let got = transport
-                .recv_with(stream, &mut |buf| conn.handle_bytes(&mut view, buf))
+                .recv_with(stream, &mut |buf| {
+                    conn.handle_bytes_shared(&mut view, srq.as_deref_mut(), buf)
+                })
                 .unwrap_or(0);
             busy |= got > 0;
             drop(view);
@@ -371,6 +379,7 @@ impl QpSlot {
                 cfg.first_fpdu_deadline = self.first_fpdu_timeout.map(|t| now + t);
                 cfg.responder_sends_first = self.responder_sends_first;
                 cfg.rfc7306 = self.rfc7306;
+                cfg.shared_receive = self.srq.is_some();
                 let mut conn = Box::new(Connection::new(cfg));
                 for wr in self.early_recvs.drain(..) {
                     if let Err(e) = conn.post_recv(wr.clone()) {

@@ -75,6 +75,21 @@ pub enum VerbsError {
     /// The transport failed (listen, connect).
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// The shared receive queue no longer exists.
+    #[error("no shared receive queue {0}")]
+    NoSuchSrq(u32),
+    /// A shared receive queue size or limit out of range.
+    #[error(
+        "shared receive queue {field} of {value} is out of range (at most {max}; sizes at least 1)"
+    )]
+    SrqSize {
+        /// Which parameter.
+        field: &'static str,
+        /// What was asked for.
+        value: usize,
+        /// The most allowed.
+        max: usize,
+    },
     /// An event channel's descriptor failed (async API).
     #[error("event channel: {0}")]
     Io(#[source] std::io::Error),

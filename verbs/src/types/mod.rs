@@ -8,6 +8,7 @@ mod connect_error;
 mod connection;
 mod error;
 mod queue_pair;
+mod srq;
 mod work_request;
 
 pub(crate) use completion::PLACEHOLDER;
@@ -20,4 +21,5 @@ pub use connection::{
 pub use error::VerbsError;
 pub(crate) use queue_pair::QpLimits;
 pub use queue_pair::QpState;
+pub use srq::{SrqAttr, SrqEvent, SrqInit, MAX_SRQ_SGE, MAX_SRQ_WR};
 pub use work_request::{wr, AtomicArgs, AtomicOp, RecvWr, STag, SendOp, SendWr, Sge};

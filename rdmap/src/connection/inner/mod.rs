@@ -251,6 +251,9 @@ impl Inner {
     }
 
     pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
+        if self.rq.queue(QN_SEND).map(|q| q.mode()) == Some(QueueMode::Shared) {
+            return Err(PostError::SharedReceiveQueue);
+        }
         self.check_event_room()?;
         sgl_len(&wr.sgl)?;
         if !self.phase.is_live() {
@@ -438,6 +441,9 @@ impl Inner {
 /// on queue 3 is refused as an invalid queue number, as before.
 fn receive_queues(cfg: &ConnectionConfig) -> UntaggedQueues {
     let mut q = UntaggedQueues::rdmap(cfg.rq_depth, cfg.max_recv_sge);
+    if cfg.shared_receive {
+        q.enable(QN_SEND, QueueMode::Shared);
+    }
     if cfg.rfc7306 {
         let request = QueueMode::Inline {
             max_message: REQUEST_LEN as u32,

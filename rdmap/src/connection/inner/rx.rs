@@ -4,7 +4,7 @@ use core::ops::ControlFlow;
 
 use ddp::memory::{Access, InvalidateError, Memory, STag};
 use ddp::tagged::{check, place_tagged};
-use ddp::untagged::{Placed, QN_SEND};
+use ddp::untagged::{Placed, SharedBuffers, QN_SEND};
 use ddp::wire::{SegmentRepr, TaggedRepr, UntaggedRepr, UNTAGGED_HEADER_LEN};
 use ddp::UntaggedError;
 
@@ -24,7 +24,13 @@ use super::Inner;
 impl Inner {
     /// Handles one ULPDU from the deframer; breaks the feed once the
     /// connection stops accepting input.
-    pub fn on_ulpdu<M: Memory + ?Sized>(&mut self, mem: &mut M, ulpdu: &[u8]) -> ControlFlow<()> {
+    /// `srq`: the pool a shared queue 0 takes its buffers from.
+    pub fn on_ulpdu<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        srq: Option<&mut SharedBuffers>,
+        ulpdu: &[u8],
+    ) -> ControlFlow<()> {
         let Some(first) = self.phase.on_inbound() else {
             return ControlFlow::Break(());
         };
@@ -34,7 +40,7 @@ impl Inner {
             MessageRepr::parse(ulpdu)
         };
         match parsed {
-            Ok(m) => self.dispatch(mem, ulpdu, &m, first),
+            Ok(m) => self.dispatch(mem, srq, ulpdu, &m, first),
             Err(e) => {
                 if is_terminate(ulpdu) {
                     // A TERMINATE is never answered with one.
@@ -61,18 +67,19 @@ impl Inner {
     fn dispatch<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
+        srq: Option<&mut SharedBuffers>,
         ulpdu: &[u8],
         m: &MessageRepr<'_>,
         first: bool,
     ) {
         match (&m.ddp, &m.body) {
             (SegmentRepr::Tagged(t), Body::Data(p)) => self.on_tagged(mem, ulpdu, t, m.opcode(), p),
-            (SegmentRepr::Untagged(u), Body::Data(p)) => self.on_send(mem, ulpdu, u, p, first),
+            (SegmentRepr::Untagged(u), Body::Data(p)) => self.on_send(mem, srq, ulpdu, u, p, first),
             (SegmentRepr::Untagged(u), Body::ReadRequest(r)) => {
                 self.on_read_request(mem, ulpdu, u, r, first)
             }
             (SegmentRepr::Untagged(u), Body::Immediate(i)) => {
-                self.on_immediate(mem, ulpdu, u, i, m.opcode())
+                self.on_immediate(mem, srq, ulpdu, u, i, m.opcode())
             }
             (SegmentRepr::Untagged(u), Body::AtomicRequest(r)) => {
                 self.on_atomic_request(mem, ulpdu, u, r)
@@ -133,6 +140,7 @@ impl Inner {
     fn on_send<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
+        srq: Option<&mut SharedBuffers>,
         ulpdu: &[u8],
         u: &UntaggedRepr,
         payload: &[u8],
@@ -146,7 +154,7 @@ impl Inner {
             return;
         }
         let seen = UntaggedRepr { msn, ..*u };
-        match self.rq.place(mem, self.pd, &seen, payload) {
+        match self.rq.place_with(mem, self.pd, &seen, payload, srq) {
             Ok(Placed::Complete(c)) => {
                 let opcode = Control(c.rsvd_ulp).opcode();
                 let mut wc = WorkCompletion {
@@ -205,6 +213,7 @@ impl Inner {
     fn on_immediate<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
+        srq: Option<&mut SharedBuffers>,
         ulpdu: &[u8],
         u: &UntaggedRepr,
         i: &ImmediateDataRepr,
@@ -214,7 +223,7 @@ impl Inner {
             msn: u.msn.wrapping_sub(self.send_msn_skip),
             ..*u
         };
-        match self.rq.place(mem, self.pd, &seen, &[]) {
+        match self.rq.place_with(mem, self.pd, &seen, &[], srq) {
             Ok(Placed::Complete(c)) => self.events.push_back(Event::Completion(WorkCompletion {
                 wr_id: c.id,
                 status: WcStatus::Success,

@@ -12,5 +12,6 @@ mod ordering;
 mod p2p;
 mod replay;
 mod rfc7306;
+mod shared_receive;
 mod teardown;
 mod transport;

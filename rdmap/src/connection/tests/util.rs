@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 
 use ddp::memory::{Access, PdId, RegionTable, STag};
+use ddp::untagged::SharedBuffers;
 use mpa::Rtr;
 
 use crate::completion::WorkCompletion;
@@ -94,6 +95,8 @@ pub struct Side {
     pub wire: Vec<u8>,
     /// Sizes of the `poll_transmit` outputs.
     pub bursts: Vec<usize>,
+    /// The shared receive pool its queue 0 draws on, if configured so.
+    pub srq: Option<SharedBuffers>,
     next_index: u32,
 }
 
@@ -105,6 +108,7 @@ impl Side {
             events: Vec::new(),
             wire: Vec::new(),
             bursts: Vec::new(),
+            srq: None,
             next_index: 1,
         }
     }
@@ -360,7 +364,9 @@ impl Pair {
                     (&mut self.a, &mut self.b_to_a)
                 };
                 let chunk: Vec<u8> = queue.iter().take(take).copied().collect();
-                let used = rx.conn.handle_bytes(&mut rx.mem, &chunk);
+                let used = rx
+                    .conn
+                    .handle_bytes_shared(&mut rx.mem, rx.srq.as_mut(), &chunk);
                 assert!(used <= chunk.len(), "consumed more than given");
                 queue.drain(..used);
                 if used > 0 {

@@ -6,6 +6,7 @@ pub mod errors;
 pub mod ops;
 pub mod peer;
 pub mod rfc7306;
+pub mod srq;
 
 use verbs::{Access, MemoryRegion, ProtectionDomain, WcOpcode, WcStatus, WorkCompletion};
 
