@@ -47,6 +47,7 @@ fn main() {
             "crc-fast (SIMD)",
             Box::new(|d: &[u8]| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, d) as u32),
         ),
+        ("crc32c-fold (AVX-512)", Box::new(crc32c_fold::crc32c)),
         ("mpa::crc32c (data path)", Box::new(mpa::crc32c::crc32c)),
     ];
     let data: Vec<u8> = (0..*SIZES.last().unwrap_or(&0))
