@@ -146,6 +146,17 @@ pub trait Transport {
         self.poll(now)
     }
 
+    /// Polls again at the end of a progress turn, to send what the layer
+    /// above queued after the turn's first `poll`. True if anything
+    /// happened.
+    ///
+    /// The default polls. A transport whose reads are system calls (kernel
+    /// TCP) only writes here: the turn's first `poll` has just read, and a
+    /// second read almost always finds nothing; the next turn reads again.
+    fn poll_send(&mut self, now: Instant) -> bool {
+        self.poll(now)
+    }
+
     /// How long until `poll` must run again without outside events; `None`
     /// when only I/O can make progress, zero when work is pending now.
     fn poll_delay(&mut self, now: Instant) -> Option<Duration>;
@@ -252,6 +263,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn poll(&mut self, now: Instant) -> bool {
         (**self).poll(now)
+    }
+    fn poll_send(&mut self, now: Instant) -> bool {
+        (**self).poll_send(now)
     }
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         (**self).poll_delay(now)

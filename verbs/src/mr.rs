@@ -400,24 +400,61 @@ mod tests {
         let a = reg.register_vec(PD, vec![1, 2, 3], Access::ALL).unwrap();
         let mut cache = RegionCache::default();
         let mut out = [0; 3];
-        reg.view_cached(&mut cache)
-            .read(a.rkey(), 0, &mut out)
+        reg.with_cached_view(&mut cache, |v| v.read(a.rkey(), 0, &mut out))
             .unwrap();
         assert_eq!(out, [1, 2, 3]);
         assert!(cache.cached() == Some(a.rkey()), "kept");
         // The next view starts from it and still checks it.
         a.write(0, &[7]).unwrap();
-        reg.view_cached(&mut cache)
-            .read(a.rkey(), 0, &mut out)
+        reg.with_cached_view(&mut cache, |v| v.read(a.rkey(), 0, &mut out))
             .unwrap();
         assert_eq!(out, [7, 2, 3]);
         let stale = a.rkey();
         a.deregister();
-        {
-            let v = reg.view_cached(&mut cache);
+        reg.with_cached_view(&mut cache, |v| {
             assert!(v.read(stale, 0, &mut out).is_err(), "deregistered");
-        }
+        });
         assert!(cache.cached().is_none(), "not kept once deregistered");
+    }
+
+    #[test]
+    fn the_home_region_is_locked_once_per_view_and_released_after() {
+        let reg = Registry::new();
+        let a = reg.register_vec(PD, vec![0; 8], Access::ALL).unwrap();
+        let b = reg.register_vec(PD, vec![5; 8], Access::ALL).unwrap();
+        let mut cache = RegionCache::default();
+        reg.with_cached_view(&mut cache, |v| v.write(a.rkey(), 0, &[1]))
+            .unwrap();
+        // `a` is home now: reads and writes share one hold, a switch to
+        // `b` and back releases and retakes it.
+        let mut out = [0; 2];
+        reg.with_cached_view(&mut cache, |v| {
+            v.read(a.rkey(), 0, &mut out).unwrap();
+            assert_eq!(out, [1, 0]);
+            v.write(a.rkey(), 1, &[2]).unwrap();
+            v.read(a.rkey(), 0, &mut out).unwrap();
+            assert_eq!(out, [1, 2]);
+            v.read(b.rkey(), 0, &mut out).unwrap();
+            assert_eq!(out, [5, 5]);
+            v.write(b.rkey(), 0, &[6]).unwrap();
+            assert_eq!(v.update_u64(a.rkey(), 0, &mut |x| x + 1).unwrap(), 0x0201);
+            assert!(v.write(a.rkey(), 7, &[0, 0]).is_err(), "past the end");
+        });
+        // Released: the program's own accesses do not block.
+        assert_eq!(&a.to_vec()[..3], &[2, 2, 0]);
+        assert_eq!(b.to_vec()[0], 6);
+        // The region used last is home for the next view.
+        assert!(cache.cached() == Some(b.rkey()));
+        // Deregistered while home and held: refused at the next use.
+        let stale = b.rkey();
+        reg.with_cached_view(&mut cache, |v| {
+            v.write(stale, 0, &[9]).unwrap();
+            b.clone().deregister();
+            assert!(v.write(stale, 0, &[8]).is_err());
+            assert!(v.region(stale).is_none());
+        });
+        assert_eq!(b.to_vec()[0], 9);
+        assert!(cache.cached().is_none());
     }
 
     #[test]

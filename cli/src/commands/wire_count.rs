@@ -106,6 +106,9 @@ impl Transport for Counting {
     fn poll(&mut self, now: Instant) -> bool {
         self.inner.poll(now)
     }
+    fn poll_send(&mut self, now: Instant) -> bool {
+        self.inner.poll_send(now)
+    }
     fn flush(&mut self, now: Instant) -> bool {
         self.inner.flush(now)
     }

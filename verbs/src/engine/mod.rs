@@ -207,7 +207,7 @@ impl Engine {
         busy |= self.drive_qps(now);
         if busy {
             if let Some(t) = self.transport.as_deref_mut() {
-                t.poll(now);
+                t.poll_send(now);
             }
         }
         busy

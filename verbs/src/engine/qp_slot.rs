@@ -256,14 +256,14 @@ impl QpSlot {
         } = &mut self.phase
         {
             let stream = *stream;
-            let mut view = registry.view_cached(&mut self.rx_regions);
-            let got = transport
-                .recv_with(stream, &mut |buf| {
-                    conn.handle_bytes_shared(&mut view, srq.as_deref_mut(), buf)
-                })
-                .unwrap_or(0);
+            let got = registry.with_cached_view(&mut self.rx_regions, |view| {
+                transport
+                    .recv_with(stream, &mut |buf| {
+                        conn.handle_bytes_shared(view, srq.as_deref_mut(), buf)
+                    })
+                    .unwrap_or(0)
+            });
             busy |= got > 0;
-            drop(view);
             // After reading: a first FPDU that came in time counts.
             conn.handle_timeout(now);
             if !held {
@@ -568,12 +568,12 @@ fn send_fpdus(
     if !conn.wants_write() {
         return false;
     }
-    let view = registry.view_cached(cache);
-    let sent = transport
-        .send_with(stream, &mut |buf| conn.poll_transmit(&view, buf))
-        .unwrap_or(0)
-        > 0;
-    drop(view);
+    let sent = registry.with_cached_view(cache, |view| {
+        transport
+            .send_with(stream, &mut |buf| conn.poll_transmit(&*view, buf))
+            .unwrap_or(0)
+            > 0
+    });
     // A local invalidate at the head of the send queue: carried out here,
     // before anything after it is sent.
     let mut invalidated = false;

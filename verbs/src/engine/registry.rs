@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ddp::memory::{Access, InvalidateError, Memory, OutOfRange, PdId, RegionInfo, STag};
 
@@ -235,18 +235,34 @@ impl Registry {
             registry: self,
             last: RefCell::new(None),
             home: None,
+            hold: RefCell::new(Hold::Nothing),
         }
     }
 
-    /// A view whose cache starts from, and is left in, `cache`: a queue
-    /// pair that keeps one across calls looks a region up once, not once
-    /// per call (a post of a small message is one call).
-    pub(crate) fn view_cached<'a>(&'a self, cache: &'a mut RegionCache) -> RegistryView<'a> {
-        RegistryView {
-            registry: self,
-            last: RefCell::new(cache.0.take()),
-            home: Some(cache),
-        }
+    /// Runs `f` with a view whose home is the region `cache` keeps, and
+    /// leaves the region the view used last in `cache`: a queue pair that
+    /// keeps one across calls looks a region up once, not once per call (a
+    /// post of a small message is one call), and locks its home region's
+    /// bytes once per call, not once per segment.
+    pub(crate) fn with_cached_view<R>(
+        &self,
+        cache: &mut RegionCache,
+        f: impl FnOnce(&mut RegistryView<'_>) -> R,
+    ) -> R {
+        let home = cache.0.take();
+        let (out, last) = {
+            let mut view = RegistryView {
+                registry: self,
+                last: RefCell::new(None),
+                home: home.as_deref(),
+                hold: RefCell::new(Hold::Nothing),
+            };
+            let out = f(&mut view);
+            (out, view.last.into_inner())
+            // The view ends here, and with it any lock it held.
+        };
+        cache.0 = last.or(home).filter(|r| r.is_valid());
+        out
     }
 }
 
@@ -266,30 +282,42 @@ impl RegionCache {
     }
 }
 
+/// The lock a view holds on its home region's bytes.
+#[derive(Debug)]
+enum Hold<'a> {
+    Nothing,
+    Read(RwLockReadGuard<'a, Box<[u8]>>),
+    Write(RwLockWriteGuard<'a, Box<[u8]>>),
+}
+
 /// [`Memory`] over a [`Registry`], for the duration of one protocol call.
 ///
-/// The last region used is cached (reads as well as writes go through the
-/// cache), and a cache hit costs no reference-count traffic: per segment
-/// the only shared-memory operations left are the region lock itself.
+/// The home region (the one the queue pair used last, see
+/// [`Registry::with_cached_view`]) is locked at its first use and stays
+/// locked until the view ends: a call moving many segments to or from it
+/// takes its lock once (each lock and unlock is an atomic operation that
+/// waits for the segment copy's stores before it). The view holds at most
+/// one region's lock at a time, so views on several threads cannot
+/// deadlock; other regions are locked per access, the last one used cached
+/// without reference-count traffic.
 #[derive(Debug)]
 pub struct RegistryView<'a> {
     registry: &'a Registry,
     last: RefCell<Option<Arc<Region>>>,
-    /// Where the cache goes back to when the view ends.
-    home: Option<&'a mut RegionCache>,
+    home: Option<&'a Region>,
+    hold: RefCell<Hold<'a>>,
 }
 
-impl Drop for RegistryView<'_> {
-    fn drop(&mut self) {
-        if let Some(home) = self.home.take() {
-            home.0 = self.last.get_mut().take().filter(|r| r.is_valid());
-        }
+impl<'a> RegistryView<'a> {
+    /// The home region, if `stag` names it and it is still valid.
+    fn home_for(&self, stag: STag) -> Option<&'a Region> {
+        self.home.filter(|r| r.stag == stag && r.is_valid())
     }
-}
 
-impl RegistryView<'_> {
-    /// Runs `f` on the valid region `stag` names, if any.
+    /// Runs `f` on the valid region `stag` names, if any, other than the
+    /// home region: any lock held on that is released first.
     fn with_region<R>(&self, stag: STag, f: impl FnOnce(&Region) -> R) -> Option<R> {
+        *self.hold.borrow_mut() = Hold::Nothing;
         {
             let last = self.last.borrow();
             if let Some(r) = last.as_ref().filter(|r| r.stag == stag && r.is_valid()) {
@@ -301,10 +329,27 @@ impl RegistryView<'_> {
         *self.last.borrow_mut() = Some(r);
         Some(out)
     }
+
+    /// The home region's bytes, write-locked (kept locked).
+    fn home_bytes_mut<'h>(hold: &'h mut Hold<'a>, home: &'a Region) -> &'h mut [u8] {
+        if !matches!(hold, Hold::Write(_)) {
+            // A read lock goes before the write lock is taken.
+            *hold = Hold::Nothing;
+            *hold = Hold::Write(home.bytes.write().unwrap_or_else(|e| e.into_inner()));
+        }
+        match hold {
+            Hold::Write(g) => g,
+            // Just taken above.
+            Hold::Read(_) | Hold::Nothing => &mut [],
+        }
+    }
 }
 
 impl Memory for RegistryView<'_> {
     fn region(&self, stag: STag) -> Option<RegionInfo> {
+        if let Some(home) = self.home_for(stag) {
+            return Some(home.info);
+        }
         self.with_region(stag, |r| r.info)
     }
 
@@ -314,6 +359,12 @@ impl Memory for RegistryView<'_> {
             offset,
             len: data.len(),
         };
+        if let Some(home) = self.home_for(stag) {
+            let range = home.range(offset, data.len()).ok_or(err)?;
+            let bytes = Self::home_bytes_mut(self.hold.get_mut(), home);
+            bytes.get_mut(range).ok_or(err)?.copy_from_slice(data);
+            return Ok(());
+        }
         self.with_region(stag, |region| {
             let range = region.range(offset, data.len()).ok_or(err)?;
             region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
@@ -328,6 +379,20 @@ impl Memory for RegistryView<'_> {
             offset,
             len: out.len(),
         };
+        if let Some(home) = self.home_for(stag) {
+            let range = home.range(offset, out.len()).ok_or(err)?;
+            let mut hold = self.hold.borrow_mut();
+            if matches!(*hold, Hold::Nothing) {
+                *hold = Hold::Read(home.bytes.read().unwrap_or_else(|e| e.into_inner()));
+            }
+            let bytes: &[u8] = match &*hold {
+                Hold::Read(g) => g,
+                Hold::Write(g) => g,
+                Hold::Nothing => &[],
+            };
+            out.copy_from_slice(bytes.get(range).ok_or(err)?);
+            return Ok(());
+        }
         self.with_region(stag, |region| {
             let range = region.range(offset, out.len()).ok_or(err)?;
             out.copy_from_slice(&region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
@@ -347,18 +412,25 @@ impl Memory for RegistryView<'_> {
             offset,
             len: 8,
         };
-        self.with_region(stag, |region| {
-            let range = region.range(offset, 8).ok_or(err)?;
-            // One hold of the region's lock for the read and the write:
-            // atomics from any queue pair, and the program's own writes,
-            // see the update whole.
-            let mut bytes = region.bytes.write().unwrap_or_else(|e| e.into_inner());
+        let mut update = |bytes: &mut [u8], range: core::ops::Range<usize>| {
             let word = bytes.get_mut(range).ok_or(err)?;
             let mut old = [0u8; 8];
             old.copy_from_slice(word);
             let old = u64::from_ne_bytes(old);
             word.copy_from_slice(&f(old).to_ne_bytes());
             Ok(old)
+        };
+        if let Some(home) = self.home_for(stag) {
+            let range = home.range(offset, 8).ok_or(err)?;
+            return update(Self::home_bytes_mut(self.hold.get_mut(), home), range);
+        }
+        self.with_region(stag, |region| {
+            let range = region.range(offset, 8).ok_or(err)?;
+            // One hold of the region's lock for the read and the write:
+            // atomics from any queue pair, and the program's own writes,
+            // see the update whole.
+            let mut bytes = region.bytes.write().unwrap_or_else(|e| e.into_inner());
+            update(&mut bytes, range)
         })
         .unwrap_or(Err(err))
     }
@@ -372,6 +444,7 @@ impl Memory for RegistryView<'_> {
             return Err(InvalidateError::NotAllowed);
         }
         *self.last.get_mut() = None;
+        *self.hold.get_mut() = Hold::Nothing;
         self.registry.remove(stag);
         Ok(())
     }
