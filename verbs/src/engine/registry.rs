@@ -293,7 +293,7 @@ enum Hold<'a> {
 /// [`Memory`] over a [`Registry`], for the duration of one protocol call.
 ///
 /// The home region (the one the queue pair used last, see
-/// [`Registry::with_cached_view`]) is locked at its first use and stays
+/// `Registry::with_cached_view`) is locked at its first use and stays
 /// locked until the view ends: a call moving many segments to or from it
 /// takes its lock once (each lock and unlock is an atomic operation that
 /// waits for the segment copy's stores before it). The view holds at most
