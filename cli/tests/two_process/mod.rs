@@ -21,7 +21,25 @@ pub fn iwarp(args: &[&str]) -> Output {
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
+///
+/// Taken below the kernel's ephemeral range (which starts at 32768 by
+/// default), so that no outgoing connection of a test running beside this
+/// one can be given it between this check and the child's bind, as a port
+/// the kernel handed out for `127.0.0.1:0` could. Ports are taken in turn
+/// from a start that depends on the process, and each is checked free.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const BASE: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = (std::process::id() * 97) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (BASE + (start + n) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local address").port()
 }
