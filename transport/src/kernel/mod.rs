@@ -675,6 +675,8 @@ impl Transport for KernelTransport {
             moved |= st.turn(pcap.as_mut(), now, true);
         }
         self.reclaim(now);
+        self.sync_all_interest();
+        self.last_poll_moved = moved;
         moved
     }
 
@@ -692,7 +694,9 @@ impl Transport for KernelTransport {
         }
         self.reclaim(now);
         self.sync_all_interest();
-        self.last_poll_moved = moved;
+        // Kept if the turn's first poll moved bytes: the extra turn it asks
+        // for is still owed.
+        self.last_poll_moved |= moved;
         moved
     }
 
