@@ -3562,6 +3562,7 @@ impl<'a> Socket<'a> {
         // behind the current frontier) doesn't rewind the tracked "highest sent" sequence.
         let snd_max = self.snd_max();
         let seg_end = repr.seq_number + repr.segment_len();
+        self.stats.sent_bytes += repr.payload.len() as u64;
         if repr.segment_len() > 0 && repr.seq_number < snd_max {
             self.stats.retransmitted_segments += 1;
             self.stats.retransmitted_bytes += repr.payload.len() as u64;

@@ -7,6 +7,9 @@
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub struct TcpStats {
+    /// Octets of data sent, first transmissions and resends alike
+    /// (`tcpi_bytes_sent`): what `retransmitted_bytes` is a share of.
+    pub sent_bytes: u64,
     /// Segments sent again, for any reason (`tcpi_total_retrans`).
     pub retransmitted_segments: u64,
     /// Octets sent again.
