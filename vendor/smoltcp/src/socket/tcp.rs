@@ -1965,7 +1965,7 @@ impl<'a> Socket<'a> {
     /// SACKed (RACK then marks as quickly as DupThresh would). None before
     /// any RTT sample.
     fn reo_wnd(&self) -> Option<Duration> {
-        let quarter = self.rtte.min_rtt()? / 4;
+        let min_rtt = self.rtte.min_rtt()?;
         let srtt = self.rtte.smoothed()?;
         if !self.reordering_seen {
             let in_recovery = self.recovery_point.is_some() || self.rto_recovery_point.is_some();
@@ -1975,7 +1975,10 @@ impl<'a> Socket<'a> {
                 return Some(Duration::ZERO);
             }
         }
-        Some((quarter * self.reo_wnd_mult).min(srtt))
+        // Multiplied before the division, as Linux does: a minimum RTT of
+        // a few microseconds (two stacks in one process) has no quarter in
+        // whole microseconds, and the window would stay zero.
+        Some((min_rtt * self.reo_wnd_mult / 4).min(srtt))
     }
 
     /// RACK_update_reo_wnd's bookkeeping (RFC 8985 section 6.2 step 4):
@@ -8406,6 +8409,18 @@ mod test {
         assert_eq!(s.reo_wnd_mult, 100);
         s.reo_wnd_decay();
         assert_eq!(s.reo_wnd(), Some(Duration::from_micros(250)));
+    }
+
+    #[test]
+    fn test_reordering_window_of_a_microsecond_link() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.rtte.sample(3);
+        for _ in 0..8 {
+            s.rtte.sample(100);
+        }
+        s.reordering_seen = true;
+        s.reo_wnd_mult = 20;
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(15)));
     }
 
     #[test]

@@ -491,3 +491,47 @@ fn reordering_without_loss_never_times_out() {
         }
     }
 }
+
+/// The same on a link like two stacks in one process (10 us each way plus
+/// up to `jitter`, the memory link's sockets): the minimum RTT is tiny
+/// beside the jitter, so the reordering window must grow, one step per
+/// round trip with a D-SACK, until it covers the reordering; what is resent
+/// meanwhile stays a few percent of 4 MiB, and nothing times out.
+#[test]
+fn reordering_on_a_fast_link() {
+    for jitter_us in [20, 100, 250] {
+        let mut shares = std::vec::Vec::new();
+        for seed in 1..=4 {
+            let link = Link {
+                rng: ChaCha8Rng::seed_from_u64(seed),
+                loss: 0.0,
+                one_way: Duration::from_micros(10),
+                jitter: Duration::from_micros(jitter_us),
+                frames: VecDeque::new(),
+            };
+            let socket = || {
+                let mut s = Socket::new(
+                    SocketBuffer::new(vec![0; 128 << 10]),
+                    SocketBuffer::new(vec![0; 128 << 10]),
+                );
+                s.set_ack_delay(None);
+                s.set_nagle_enabled(false);
+                #[cfg(feature = "socket-tcp-cubic")]
+                s.set_congestion_control(super::CongestionControl::Cubic);
+                s.set_rto_min(Duration::from_millis(1));
+                s.set_rto_initial(Duration::from_millis(8));
+                s
+            };
+            let total = 4 << 20;
+            let o = transfer(link, socket(), socket(), total, seed);
+            shares.push(o.stats.retransmitted_bytes as f64 / total as f64);
+            if crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
+                assert_eq!(o.stats.timeouts, 0, "jitter {jitter_us} us: {:?}", o.stats);
+            }
+        }
+        std::println!("10 us each way, jitter {jitter_us} us: resent shares {shares:.3?}");
+        if crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
+            assert!(shares.iter().all(|&s| s < 0.05), "{shares:?}");
+        }
+    }
+}
