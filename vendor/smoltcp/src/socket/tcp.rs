@@ -24,8 +24,10 @@ mod loss_sim;
 mod offload;
 mod scoreboard;
 mod stats;
+mod undo;
 
 use scoreboard::Scoreboard;
+use undo::Undo;
 pub use stats::TcpStats;
 
 macro_rules! tcp_trace {
@@ -655,6 +657,9 @@ pub struct Socket<'a> {
     /// The end of the highest segment ever resent, until SND.UNA passes it:
     /// a hole filled above it was filled by its original transmission.
     rxt_high: Option<TcpSeqNumber>,
+    /// The last loss episode's window reduction, until every resend in it
+    /// is reported duplicate (then undone) or a new episode begins.
+    undo: Option<Undo>,
     /// When the tail loss probe fires (RFC 8985 section 7), if armed.
     tlp_at: Option<Instant>,
     /// The probe timer fired: the next segment is a probe.
@@ -797,6 +802,7 @@ impl<'a> Socket<'a> {
             dsack_round: None,
             reordering_seen: false,
             rxt_high: None,
+            undo: None,
             tlp_at: None,
             tlp_probe: false,
             tlp_end_seq: None,
@@ -1202,6 +1208,7 @@ impl<'a> Socket<'a> {
         self.dsack_round = None;
         self.reordering_seen = false;
         self.rxt_high = None;
+        self.undo = None;
 
         #[cfg(feature = "async")]
         {
@@ -1721,7 +1728,7 @@ impl<'a> Socket<'a> {
 
         let holes = self.reordering_region().map(|region| (region, self.holes_in(region)));
         let (newly_sacked, dsack) = if self.remote_has_sack {
-            self.update_scoreboard(ack_number, snd_max, repr)
+            self.update_scoreboard(ack_number, ack_number, snd_max, repr)
         } else {
             (0, false)
         };
@@ -2073,6 +2080,10 @@ impl<'a> Socket<'a> {
         self.tlp_at = None;
         self.tlp_probe = false;
         self.stats.fast_recoveries += 1;
+        // D-SACKs of data an earlier episode resent must not count for
+        // this one: its count starts above all of that.
+        let marker = self.rxt_high.map_or(snd_una, |r| r.max(snd_una));
+        self.undo = Some(Undo::begin(marker, &self.congestion_controller));
         let in_flight = self.flight_size();
         self.congestion_controller
             .inner_mut()
@@ -2082,10 +2093,12 @@ impl<'a> Socket<'a> {
     /// Records the SACK blocks of an incoming ACK (RFC 2018), ignoring those
     /// outside SND.UNA..SND.MAX, and returns how many octets they newly
     /// reported held.
-    /// Also says whether a D-SACK came.
+    /// Also says whether a D-SACK came. A block below `segment_ack` (the
+    /// segment's own ACK number, which an old ACK has below SND.UNA) is one.
     fn update_scoreboard(
         &mut self,
         ack_number: TcpSeqNumber,
+        segment_ack: TcpSeqNumber,
         snd_max: TcpSeqNumber,
         repr: &TcpRepr,
     ) -> (usize, bool) {
@@ -2098,21 +2111,61 @@ impl<'a> Socket<'a> {
             self.scoreboard.clear();
         }
         let (mut newly, mut dsack) = (0, false);
-        for (left, right) in repr.sack_ranges.iter().flatten() {
-            let (left, right) = (TcpSeqNumber(*left as i32), TcpSeqNumber(*right as i32));
+        let seqs = |(left, right): (u32, u32)| (TcpSeqNumber(left as i32), TcpSeqNumber(right as i32));
+        // RFC 2883 section 4: a first block inside the second reports a
+        // duplicate above the cumulative ACK.
+        let dsack_above = match (repr.sack_ranges[0].map(seqs), repr.sack_ranges[1].map(seqs)) {
+            (Some((l1, r1)), Some((l2, r2))) => l2 <= l1 && r1 <= r2,
+            _ => false,
+        };
+        for (i, &(left, right)) in repr.sack_ranges.iter().flatten().enumerate() {
+            let (left, right) = seqs((left, right));
             if left >= right || right > snd_max {
                 continue;
             }
-            if right <= ack_number {
+            if right <= segment_ack || (i == 0 && dsack_above) {
                 // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly.
                 self.stats.spurious_retransmits += 1;
                 dsack = true;
+                let mss = self.remote_mss;
+                if let Some(undo) = &mut self.undo
+                    && undo.on_dsack(left, right, mss)
+                    && undo.all_spurious()
+                {
+                    self.undo_spurious_episode();
+                }
                 continue;
             }
             newly += self.scoreboard.insert(left.max(ack_number), right);
         }
         self.stats.sacked_bytes += newly as u64;
         (newly, dsack)
+    }
+
+    /// The SACK blocks of an ACK a later one overtook (its ACK number below
+    /// SND.UNA): what it reports held goes on the scoreboard, and its
+    /// D-SACKs count as any other's.
+    fn process_old_sack(&mut self, segment_ack: TcpSeqNumber, repr: &TcpRepr) {
+        let (una, snd_max) = (self.local_seq_no, self.snd_max());
+        let (_, dsack) = self.update_scoreboard(una, segment_ack, snd_max, repr);
+        if dsack {
+            self.reordering_seen = true;
+            self.update_reo_wnd(una, snd_max, true);
+        }
+    }
+
+    /// Every resend of the last loss episode was reported duplicate: the
+    /// loss was not one, so the window goes back to what it was (RFC 3708
+    /// section 3, Linux's `tcp_try_undo_dsack`). A recovery still running
+    /// goes on with the restored window; it has nothing lost to resend.
+    fn undo_spurious_episode(&mut self) {
+        let Some(undo) = self.undo.take() else {
+            return;
+        };
+        if undo.restore(&mut self.congestion_controller) {
+            net_debug!("spurious loss episode: congestion window restored");
+            self.stats.undos += 1;
+        }
     }
 
     /// After a retransmission timeout rewound `remote_last_seq`, steps it over
@@ -2502,6 +2555,12 @@ impl<'a> Socket<'a> {
                         ack_max
                     );
                     if repr.payload.is_empty() || repr.control != TcpControl::None {
+                        // Overtaken by a later ACK, its SACK blocks still
+                        // count: a D-SACK in it is the only report of
+                        // that duplicate (Linux reads old ACKs' SACKs too).
+                        if self.remote_has_sack && repr.control == TcpControl::None {
+                            self.process_old_sack(ack_number, repr);
+                        }
                         return None;
                     }
                     stale_ack = true;
@@ -2969,6 +3028,18 @@ impl<'a> Socket<'a> {
         }
 
         let assembler_was_empty = self.assembler.is_empty();
+        // A segment wholly inside data already held out of order is a
+        // duplicate above the cumulative ACK: D-SACK it too (RFC 2883
+        // section 4), or the sender never learns that resend was needless.
+        let duplicate = (self.remote_has_sack
+            && self
+                .assembler
+                .iter_data()
+                .any(|(left, right)| left <= payload_offset && payload_offset + payload_len <= right))
+        .then(|| {
+            let rcv_nxt = self.remote_seq_no + self.rx_buffer.len();
+            (rcv_nxt + payload_offset, rcv_nxt + payload_offset + payload_len)
+        });
 
         // Try adding payload octets to the assembler.
         let Ok(contig_len) = self
@@ -3048,7 +3119,15 @@ impl<'a> Socket<'a> {
             // packets for every packet it receives.
             tcp_trace!("ACKing incoming segment");
             self.quick_acks = QUICK_ACKS;
-            Some(self.ack_reply(ip_repr, repr))
+            let mut reply = self.ack_reply(ip_repr, repr);
+            if let Some((left, right)) = duplicate {
+                // The duplicate first, then the block holding it.
+                let ranges = &mut reply.1.sack_ranges;
+                ranges.rotate_right(1);
+                ranges[0] = Some((left.0 as u32, right.0 as u32));
+                reply.0.set_payload_len(reply.1.buffer_len());
+            }
+            Some(reply)
         } else if self.quick_acks > 0 && !repr.payload.is_empty() {
             // After a loss every data segment is acknowledged at once, as in
             // Linux's quick-ACK mode, rather than once for all the segments
@@ -3261,6 +3340,9 @@ impl<'a> Socket<'a> {
             net_debug!("retransmitting after rto");
             self.stats.timeouts += 1;
 
+            // A timeout's go-back resends are no D-SACK undo's business
+            // (F-RTO's, RFC 5682, not done here).
+            self.undo = None;
             // Inform the congestion controller that we're retransmitting and should enter the slow start state
             let in_flight = self.flight_size();
             self.congestion_controller
@@ -3681,6 +3763,9 @@ impl<'a> Socket<'a> {
             self.stats.retransmitted_segments += 1;
             self.stats.retransmitted_bytes += repr.payload.len() as u64;
             self.rxt_high = Some(self.rxt_high.map_or(seg_end, |r| r.max(seg_end)));
+            if let Some(undo) = &mut self.undo {
+                undo.on_retransmit();
+            }
             // Karn: no RTT sample from a segment sent twice.
             self.rtte.on_retransmit();
             if self.recovery_point.is_some() && repr.seq_number >= self.high_rxt {
@@ -5658,6 +5743,31 @@ mod test {
         assert_eq!(
             reply.unwrap().sack_ranges,
             [Some((edge(0), edge(6))), None, None]
+        );
+    }
+
+    #[test]
+    fn test_duplicate_above_cumulative_ack_reported_with_dsack() {
+        let mut s = socket_established();
+        s.remote_has_sack = true;
+        // "ghi" arrives out of order, twice.
+        let segment = TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 6,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload: &b"ghi"[..],
+            ..SEND_TEMPL
+        };
+        let edge = |n: usize| (REMOTE_SEQ + 1 + n).0 as u32;
+        let first = send(&mut s, Instant::from_millis(0), &segment);
+        assert_eq!(
+            first.unwrap().sack_ranges,
+            [Some((edge(6), edge(9))), None, None]
+        );
+        // RFC 2883 section 4: the duplicate first, then the block it is in.
+        let again = send(&mut s, Instant::from_millis(0), &segment);
+        assert_eq!(
+            again.unwrap().sack_ranges,
+            [Some((edge(6), edge(9))), Some((edge(6), edge(9))), None]
         );
     }
 
@@ -8390,6 +8500,102 @@ mod test {
         send!(s, time 1004, sack_ack(6, &[]));
         send!(s, time 1005, sack_ack(6, &[(3, 6)]));
         assert_eq!(s.reo_wnd(), Some(Duration::from_micros(750)));
+    }
+
+    #[test]
+    fn test_dsack_above_cumulative_ack_is_recognised() {
+        let mut s = socket_sack_sent(b"aaaBBBccc", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 6)]));
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        // The first block inside the second: a duplicate of "BBB".
+        send!(s, time 1002, sack_ack(0, &[(3, 6), (3, 9)]));
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        assert!(s.reordering_seen);
+        assert_eq!(s.scoreboard.iter().count(), 1);
+    }
+
+    #[test]
+    fn test_dsack_on_an_old_ack_counts() {
+        let mut s = socket_sack_sent(b"aaaBBBccc", 3);
+        send!(s, time 1001, sack_ack(6, &[]));
+        // An ACK the one above overtook, D-SACKing "aaa": no reply, but
+        // the duplicate is counted.
+        let reply = send(&mut s, Instant::from_micros(1_002_000), &sack_ack(3, &[(0, 3)]));
+        assert!(reply.is_none());
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1 + 6);
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        // Its plain SACK blocks below SND.UNA are no D-SACKs.
+        let reply = send(&mut s, Instant::from_micros(1_003_000), &sack_ack(0, &[(3, 6)]));
+        assert!(reply.is_none());
+        assert_eq!(s.stats().spurious_retransmits, 1);
+    }
+
+    /// RFC 3708 with D-SACK (Linux's `tcp_try_undo_dsack`): a recovery
+    /// whose every resend the receiver reports duplicate was no loss, and
+    /// the congestion window goes back to what it was.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_spurious_recovery_undone_by_dsack() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        let before = s.congestion_controller.inner().window();
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        // DupThresh: "aaa" is taken for lost and resent; the window halves.
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert!(s.congestion_controller.inner().window() < before);
+        // The original arrives, then the resend: a D-SACK.
+        send!(s, time 1002, sack_ack(12, &[]));
+        send!(s, time 1003, sack_ack(12, &[(0, 3)]));
+        assert_eq!(s.stats().undos, 1);
+        assert_eq!(s.congestion_controller.inner().window(), before);
+    }
+
+    /// A resend that filled a real hole draws no D-SACK: nothing is undone.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_real_loss_not_undone() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        let after_cut = s.congestion_controller.inner().window();
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1002, sack_ack(12, &[]));
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() <= after_cut + 3);
     }
 
     #[test]

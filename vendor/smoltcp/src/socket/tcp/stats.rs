@@ -23,6 +23,9 @@ pub struct TcpStats {
     /// Retransmissions the receiver reported as duplicates with D-SACK
     /// (RFC 2883): the original had arrived after all.
     pub spurious_retransmits: u64,
+    /// Loss episodes (fast recoveries or timeouts) whose every resend was
+    /// reported duplicate, and whose window reduction was undone.
+    pub undos: u64,
     /// Octets newly reported held by SACK blocks.
     pub sacked_bytes: u64,
 }
