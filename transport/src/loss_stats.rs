@@ -26,6 +26,8 @@ pub struct TcpLossStats {
     pub tail_loss_probes: u64,
     /// Retransmissions the peer reported as duplicates (D-SACK).
     pub spurious_retransmits: u64,
+    /// Fast recoveries undone: every resend in them was a duplicate.
+    pub undos: u64,
 }
 
 impl TcpLossStats {
@@ -38,6 +40,7 @@ impl TcpLossStats {
         self.timeouts += s.timeouts;
         self.tail_loss_probes += s.tail_loss_probes;
         self.spurious_retransmits += s.spurious_retransmits;
+        self.undos += s.undos;
     }
 
     /// Adds another transport's sums (both ends of a link, say).
@@ -49,6 +52,7 @@ impl TcpLossStats {
         self.timeouts += other.timeouts;
         self.tail_loss_probes += other.tail_loss_probes;
         self.spurious_retransmits += other.spurious_retransmits;
+        self.undos += other.undos;
     }
 
     /// Resent octets as a share of all octets sent (0 when none were).
@@ -62,19 +66,20 @@ impl TcpLossStats {
 }
 
 /// One line: `retransmitted 12 segments (17520 bytes), 9 fast recoveries,
-/// 2 timeouts, 3 tail loss probes, 1 spurious`.
+/// 2 timeouts, 3 tail loss probes, 1 spurious, 0 undone`.
 impl fmt::Display for TcpLossStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "retransmitted {} segments ({} bytes), {} fast recoveries, {} timeouts, \
-             {} tail loss probes, {} spurious",
+             {} tail loss probes, {} spurious, {} undone",
             self.retransmitted_segments,
             self.retransmitted_bytes,
             self.fast_recoveries,
             self.timeouts,
             self.tail_loss_probes,
-            self.spurious_retransmits
+            self.spurious_retransmits,
+            self.undos
         )
     }
 }
@@ -101,7 +106,7 @@ mod tests {
         assert_eq!(
             sum.to_string(),
             "retransmitted 4 segments (5840 bytes), 2 fast recoveries, 1 timeouts, \
-             5 tail loss probes, 1 spurious"
+             5 tail loss probes, 1 spurious, 0 undone"
         );
     }
 
