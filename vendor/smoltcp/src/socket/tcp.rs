@@ -3031,7 +3031,9 @@ impl<'a> Socket<'a> {
         // A segment wholly inside data already held out of order is a
         // duplicate above the cumulative ACK: D-SACK it too (RFC 2883
         // section 4), or the sender never learns that resend was needless.
+        // (The assembler walks all its slots: ask only when it holds data.)
         let duplicate = (self.remote_has_sack
+            && !assembler_was_empty
             && self
                 .assembler
                 .iter_data()
