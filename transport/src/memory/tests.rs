@@ -1021,8 +1021,10 @@ fn loss_stats_count_resends_and_outlive_the_socket() {
     transfer(&mut net, &mut now, (ca, cb), MIB, 0);
     let clean = net.a.tcp_loss_stats().unwrap();
     assert_eq!(clean.sent_bytes, MIB);
-    let mut nothing_resent = TcpLossStats::default();
-    nothing_resent.sent_bytes = clean.sent_bytes;
+    let nothing_resent = TcpLossStats {
+        sent_bytes: clean.sent_bytes,
+        ..TcpLossStats::default()
+    };
     assert_eq!(clean, nothing_resent);
     // 2% loss: the sender's resends and recoveries are counted...
     let f = FaultConfig {
