@@ -1781,7 +1781,9 @@ impl<'a> Socket<'a> {
                 Some(_) => {
                     net_debug!("recovery complete at {}", ack_number);
                     self.end_recovery();
-                    self.reo_wnd_decay();
+                    if !dsack {
+                        self.reo_wnd_decay();
+                    }
                     let new_flight_size = self.flight_size().saturating_sub(ack_len);
                     self.congestion_controller.inner_mut().on_ack(
                         now,
@@ -1806,7 +1808,9 @@ impl<'a> Socket<'a> {
                 .is_some_and(|point| ack_number >= point)
             {
                 self.rto_recovery_point = None;
-                self.reo_wnd_decay();
+                if !dsack {
+                    self.reo_wnd_decay();
+                }
             }
         } else if ack_number < snd_max
             && (newly_sacked > 0
@@ -2004,8 +2008,9 @@ impl<'a> Socket<'a> {
         }
     }
 
-    /// A fast or RTO recovery ended: one step towards forgetting a widened
-    /// reordering window (RACK.reo_wnd_persist).
+    /// A fast or RTO recovery ended without a D-SACK on the ACK that ended
+    /// it: one step towards forgetting a widened reordering window
+    /// (RACK.reo_wnd_persist).
     fn reo_wnd_decay(&mut self) {
         self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
         if self.reo_wnd_persist == 0 {
