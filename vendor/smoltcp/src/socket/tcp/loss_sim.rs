@@ -541,3 +541,4 @@ fn reordering_on_a_fast_link() {
         }
     }
 }
+
