@@ -1764,17 +1764,9 @@ impl<'a> Socket<'a> {
                     // SND.UNA was sent before the retransmission this ACK
                     // covers, so it is lost too; resend it unless it already
                     // was. The window stays at ssthresh until recovery ends.
-                    // On a path seen to reorder it may only be late: with
-                    // SACKed data above it, RACK's window judges it (as
-                    // Linux, which has no such rule with SACK).
-                    let rack_judges = self.reordering_seen
-                        && self.remote_has_sack
-                        && self.scoreboard.highest().is_some_and(|h| h > ack_number);
-                    if !rack_judges {
-                        self.lost_end = self
-                            .lost_end
-                            .max(ack_number + mss.min(snd_max - ack_number));
-                    }
+                    self.lost_end = self
+                        .lost_end
+                        .max(ack_number + mss.min(snd_max - ack_number));
                     self.dupack_delivered = self
                         .dupack_delivered
                         .saturating_sub(ack_len.saturating_sub(mss));
@@ -8484,40 +8476,6 @@ mod test {
         recv_nothing!(s, time 1003);
         send!(s, time 1004, sack_ack(6, &[]));
         recv!(s, time 1004, [TcpRepr {
-            seq_number: LOCAL_SEQ + 1 + 6,
-            ack_number: Some(REMOTE_SEQ + 1),
-            payload:    &b"ccc"[..],
-            ..RECV_TEMPL
-        }]);
-    }
-
-    /// After reordering is seen, a partial ACK with SACKed data above the
-    /// new SND.UNA does not declare the segment there lost at once (RFC
-    /// 6582's rule, meant for connections without SACK): RACK does, once
-    /// the reordering window has passed.
-    #[test]
-    fn test_partial_ack_on_a_reordering_path_leaves_the_hole_to_rack() {
-        let mut s = socket_sack_sent(b"", 3);
-        s.rtte.sample(1_000);
-        for _ in 0..4 {
-            s.rtte.sample(20_000);
-        }
-        s.reordering_seen = true;
-        s.send_slice(b"aaaBBBcccDDD").unwrap();
-        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
-        send!(s, time 1002, sack_ack(0, &[(3, 6)]));
-        recv_nothing!(s, time 1002);
-        recv!(s, time 1003, [TcpRepr {
-            seq_number: LOCAL_SEQ + 1,
-            ack_number: Some(REMOTE_SEQ + 1),
-            payload:    &b"aaa"[..],
-            ..RECV_TEMPL
-        }]);
-        // The resend arrives, and "DDD" with it: "ccc" may only be late.
-        send!(s, time 1004, sack_ack(6, &[(9, 12)]));
-        recv_nothing!(s, time 1004);
-        recv_nothing(&mut s, Instant::from_micros(1_004_249));
-        recv!(s, time 1005, [TcpRepr {
             seq_number: LOCAL_SEQ + 1 + 6,
             ack_number: Some(REMOTE_SEQ + 1),
             payload:    &b"ccc"[..],

@@ -541,4 +541,3 @@ fn reordering_on_a_fast_link() {
         }
     }
 }
-
