@@ -12,6 +12,8 @@ use smoltcp::socket::tcp::TcpStats;
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TcpLossStats {
+    /// Octets of data sent, resends included.
+    pub sent_bytes: u64,
     /// Segments sent again, for any reason.
     pub retransmitted_segments: u64,
     /// Octets sent again.
@@ -24,34 +26,60 @@ pub struct TcpLossStats {
     pub tail_loss_probes: u64,
     /// Retransmissions the peer reported as duplicates (D-SACK).
     pub spurious_retransmits: u64,
+    /// Fast recoveries undone: every resend in them was a duplicate.
+    pub undos: u64,
 }
 
 impl TcpLossStats {
     /// Adds one smoltcp socket's counters.
     pub(crate) fn add(&mut self, s: &TcpStats) {
+        self.sent_bytes += s.sent_bytes;
         self.retransmitted_segments += s.retransmitted_segments;
         self.retransmitted_bytes += s.retransmitted_bytes;
         self.fast_recoveries += s.fast_recoveries;
         self.timeouts += s.timeouts;
         self.tail_loss_probes += s.tail_loss_probes;
         self.spurious_retransmits += s.spurious_retransmits;
+        self.undos += s.undos;
+    }
+
+    /// Adds another transport's sums (both ends of a link, say).
+    pub fn merge(&mut self, other: &TcpLossStats) {
+        self.sent_bytes += other.sent_bytes;
+        self.retransmitted_segments += other.retransmitted_segments;
+        self.retransmitted_bytes += other.retransmitted_bytes;
+        self.fast_recoveries += other.fast_recoveries;
+        self.timeouts += other.timeouts;
+        self.tail_loss_probes += other.tail_loss_probes;
+        self.spurious_retransmits += other.spurious_retransmits;
+        self.undos += other.undos;
+    }
+
+    /// Resent octets as a share of all octets sent (0 when none were).
+    pub fn resent_share(&self) -> f64 {
+        if self.sent_bytes == 0 {
+            0.0
+        } else {
+            self.retransmitted_bytes as f64 / self.sent_bytes as f64
+        }
     }
 }
 
 /// One line: `retransmitted 12 segments (17520 bytes), 9 fast recoveries,
-/// 2 timeouts, 3 tail loss probes, 1 spurious`.
+/// 2 timeouts, 3 tail loss probes, 1 spurious, 0 undone`.
 impl fmt::Display for TcpLossStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "retransmitted {} segments ({} bytes), {} fast recoveries, {} timeouts, \
-             {} tail loss probes, {} spurious",
+             {} tail loss probes, {} spurious, {} undone",
             self.retransmitted_segments,
             self.retransmitted_bytes,
             self.fast_recoveries,
             self.timeouts,
             self.tail_loss_probes,
-            self.spurious_retransmits
+            self.spurious_retransmits,
+            self.undos
         )
     }
 }
@@ -78,7 +106,22 @@ mod tests {
         assert_eq!(
             sum.to_string(),
             "retransmitted 4 segments (5840 bytes), 2 fast recoveries, 1 timeouts, \
-             5 tail loss probes, 1 spurious"
+             5 tail loss probes, 1 spurious, 0 undone"
         );
+    }
+
+    #[test]
+    fn merges_and_reports_the_resent_share() {
+        assert_eq!(TcpLossStats::default().resent_share(), 0.0);
+        let mut a = TcpStats::default();
+        a.sent_bytes = 100_000;
+        a.retransmitted_bytes = 1_000;
+        let mut one = TcpLossStats::default();
+        one.add(&a);
+        let mut both = one;
+        both.merge(&one);
+        assert_eq!(both.sent_bytes, 200_000);
+        assert_eq!(both.retransmitted_bytes, 2_000);
+        assert!((both.resent_share() - 0.01).abs() < 1e-12);
     }
 }

@@ -149,7 +149,13 @@ mod rand;
 #[cfg(test)]
 pub mod config {
     #![allow(unused)]
+    // The stack's own feature set asks for 128 holes, and the loss
+    // simulations (`socket::tcp::loss_sim`) mean to run with them; every
+    // other feature set keeps upstream's fixed test value.
+    #[cfg(not(feature = "assembler-max-segment-count-128"))]
     pub const ASSEMBLER_MAX_SEGMENT_COUNT: usize = 4;
+    #[cfg(feature = "assembler-max-segment-count-128")]
+    pub const ASSEMBLER_MAX_SEGMENT_COUNT: usize = 128;
     pub const DNS_MAX_NAME_SIZE: usize = 255;
     pub const DNS_MAX_RESULT_COUNT: usize = 1;
     pub const DNS_MAX_SERVER_COUNT: usize = 1;

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use verbs::transport::{StreamId, StreamState, Transport};
+use verbs::transport::{StreamId, StreamState, TcpLossStats, Transport};
 
 use super::cpu;
 use super::link::{self, BoxedTransport, LinkOptions};
@@ -26,6 +26,9 @@ pub(crate) struct Baseline {
     pub gbps: f64,
     /// Gbit per CPU-second; `None` where CPU time cannot be read.
     pub cpu_gbps: Option<f64>,
+    /// The TCP loss counters of both ends, warm-up included; `None` for a
+    /// transport without them (kernel TCP).
+    pub tcp: Option<TcpLossStats>,
 }
 
 /// Payload delivered in `duration`.
@@ -53,11 +56,19 @@ pub(crate) fn measure(opts: &LinkOptions, duration: Duration) -> Result<Baseline
     let received = pump.received - first;
     let secs = start.elapsed().as_secs_f64();
     let cpu_secs = cpu::since(cpu_start).map(|d| d.as_secs_f64());
+    let tcp = [&pair.link.client, &pair.link.server]
+        .iter()
+        .filter_map(|t| t.tcp_loss_stats())
+        .reduce(|mut sum, s| {
+            sum.merge(&s);
+            sum
+        });
     pair.close();
     let bits = received as f64 * 8.0;
     Ok(Baseline {
         gbps: bits / secs / 1e9,
         cpu_gbps: cpu_secs.filter(|s| *s > 0.0).map(|s| bits / s / 1e9),
+        tcp,
     })
 }
 

@@ -42,6 +42,8 @@ pub(crate) struct LinkOptions {
     /// Fractions, not percent.
     pub loss: f64,
     pub corrupt: f64,
+    /// Extra delay per frame, uniform up to this (memory link): reordering.
+    pub jitter: std::time::Duration,
     pub pcap: Option<PathBuf>,
     /// TAP devices with checksum and segmentation offloads.
     pub tap_offload: bool,
@@ -65,6 +67,7 @@ impl LinkOptions {
             faults: FaultConfig {
                 loss: self.loss,
                 corrupt: self.corrupt,
+                jitter: self.jitter,
                 ..FaultConfig::default()
             },
             ..MemoryLinkConfig::default()

@@ -80,6 +80,12 @@ pub struct Args {
     /// baseline.
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
+    /// Extra delay per frame on the memory link, uniform in 0..=N
+    /// microseconds and drawn afresh for each, so frames overtake each
+    /// other: a link that reorders, with or without `--loss`. The bench
+    /// then prints how much each TCP resent.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    jitter_us: u64,
     /// Frames corrupted on the memory link, percent (TCP checksum or MPA CRC
     /// must catch each one).
     #[arg(long, default_value_t = 0.0)]
@@ -169,6 +175,12 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if args.transport != TransportKind::Memory && args.corrupt > 0.0 {
         return Err("--corrupt needs --transport memory".into());
     }
+    if args.transport != TransportKind::Memory && args.jitter_us > 0 {
+        return Err("--jitter-us needs --transport memory".into());
+    }
+    if args.jitter_us > 1_000_000 {
+        return Err("--jitter-us is at most 1000000 (one second)".into());
+    }
     if let Some(&n) = args.qps.iter().find(|&&n| n == 0 || n > MAX_QPS) {
         return Err(format!("--qps {n}: between 1 and {MAX_QPS}"));
     }
@@ -177,6 +189,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
         mtu: args.mtu,
         loss: args.loss / 100.0,
         corrupt: args.corrupt / 100.0,
+        jitter: Duration::from_micros(args.jitter_us),
         pcap: args.pcap.clone(),
         tap_offload: tap_offload(args),
     };
@@ -269,6 +282,15 @@ fn run_inner(args: &Args) -> Result<(), String> {
             );
         }
     }
+    // What the TCP under RDMA resent, both directions (Read data flows
+    // from the server).
+    let rdma_tcp = [&endpoints.client, &endpoints.server]
+        .iter()
+        .filter_map(|d| d.with_transport(|t| t.tcp_loss_stats()))
+        .reduce(|mut sum, s| {
+            sum.merge(&s);
+            sum
+        });
     endpoints.close();
     drop(endpoints);
     drop(link.guard);
@@ -303,6 +325,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
         println!("{}", report::json(&rows, &scale_rows, baseline));
     } else {
         report::table(&rows, baseline, small.as_ref(), linux.as_ref(), args);
+        report::resent(baseline.and_then(|b| b.tcp), rdma_tcp);
         report::scale_table(&scale_rows, baseline, args);
     }
     Ok(())
@@ -311,7 +334,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
 /// What a device pair is built from, for the report.
 pub(crate) fn describe(args: &Args) -> String {
     format!(
-        "transport {:?}{}, MTU {}, CRC {:?}, markers {:?}, loss {}%, corrupt {}%, {} progress",
+        "transport {:?}{}, MTU {}, CRC {:?}, markers {:?}, loss {}%, {}corrupt {}%, {} progress",
         args.transport,
         match (args.transport, tap_offload(args)) {
             (TransportKind::Tap, true) => " (offloads on)",
@@ -323,6 +346,10 @@ pub(crate) fn describe(args: &Args) -> String {
         args.crc,
         args.markers,
         args.loss,
+        match args.jitter_us {
+            0 => String::new(),
+            us => format!("jitter 0-{us} us, "),
+        },
         args.corrupt,
         match args.progress {
             ProgressModel::Caller => "caller-driven",

@@ -391,6 +391,7 @@ mod tests {
             baseline: Some(Baseline {
                 gbps: 20.0,
                 cpu_gbps: None,
+                tcp: None,
             }),
             small: None,
             title: "a <title> & more".into(),

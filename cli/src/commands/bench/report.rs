@@ -9,6 +9,7 @@ use super::link::TransportKind;
 use super::linux_tcp::{LinuxTcp, Offloads};
 use super::scale::ScaleRow;
 use super::Args;
+use verbs::transport::TcpLossStats;
 
 /// One line of results.
 #[derive(Debug, Clone)]
@@ -291,6 +292,27 @@ fn opt(x: Option<f64>, width: usize, digits: usize) -> String {
     )
 }
 
+/// What each smoltcp TCP resent, as a share of the octets it sent (both
+/// ends summed): on a link that reorders without losing, every resend is
+/// needless. Nothing for a transport without counters.
+pub(crate) fn resent(raw: Option<TcpLossStats>, rdma: Option<TcpLossStats>) {
+    for (what, stats) in [("raw TCP", raw), ("TCP under RDMA", rdma)] {
+        if let Some(s) = stats {
+            println!("{what}: {}", resent_line(&s));
+        }
+    }
+}
+
+/// `resent 0.42% of 1234567 bytes sent; retransmitted 3 segments (...)`.
+fn resent_line(s: &TcpLossStats) -> String {
+    format!(
+        "resent {:.2}% of {} bytes sent; {}",
+        s.resent_share() * 100.0,
+        s.sent_bytes,
+        s
+    )
+}
+
 pub(crate) fn table(
     rows: &[Row],
     baseline: Option<Baseline>,
@@ -486,6 +508,19 @@ mod tests {
         assert_eq!(percentile(&s, 99.0), 99.0);
         assert_eq!(percentile(&s[..1], 99.0), 1.0);
         assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn resent_line_gives_the_share_of_bytes_sent() {
+        let mut s = TcpLossStats::default();
+        s.sent_bytes = 200_000;
+        s.retransmitted_bytes = 3_000;
+        s.retransmitted_segments = 2;
+        let line = resent_line(&s);
+        assert!(
+            line.starts_with("resent 1.50% of 200000 bytes sent; retransmitted 2 segments"),
+            "{line}"
+        );
     }
 
     fn measured(bytes: u64) -> Measured {

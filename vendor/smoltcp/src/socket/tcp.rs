@@ -24,8 +24,10 @@ mod loss_sim;
 mod offload;
 mod scoreboard;
 mod stats;
+mod undo;
 
 use scoreboard::Scoreboard;
+use undo::Undo;
 pub use stats::TcpStats;
 
 macro_rules! tcp_trace {
@@ -638,9 +640,26 @@ pub struct Socket<'a> {
     /// and when it was first seen. Holes below it, sent before it, are lost
     /// once the reordering window has passed since.
     rack_edge: Option<(TcpSeqNumber, Instant)>,
-    /// The reordering window in quarters of the minimum RTT; grows with each
-    /// D-SACK (RFC 8985 section 6.2.4).
+    /// The reordering window in quarters of the minimum RTT; grows by one
+    /// per round trip that brings a D-SACK (RFC 8985 section 6.2 step 4).
     reo_wnd_mult: u32,
+    /// Recoveries left before `reo_wnd_mult` falls back to 1 without a
+    /// further D-SACK (RACK.reo_wnd_persist).
+    reo_wnd_persist: u8,
+    /// SND.MAX when `reo_wnd_mult` last grew: one step per round trip
+    /// (RACK.dsack_round).
+    dsack_round: Option<TcpSeqNumber>,
+    /// RACK.reordering_seen (RFC 8985 section 6.2 step 2): data never
+    /// resent arrived below data already delivered, or a D-SACK came.
+    /// From then on losses are marked by RACK's time alone, not by
+    /// DupThresh (as Linux does once it has seen reordering).
+    reordering_seen: bool,
+    /// The end of the highest segment ever resent, until SND.UNA passes it:
+    /// a hole filled above it was filled by its original transmission.
+    rxt_high: Option<TcpSeqNumber>,
+    /// The last loss episode's window reduction, until every resend in it
+    /// is reported duplicate (then undone) or a new episode begins.
+    undo: Option<Undo>,
     /// When the tail loss probe fires (RFC 8985 section 7), if armed.
     tlp_at: Option<Instant>,
     /// The probe timer fired: the next segment is a probe.
@@ -702,6 +721,12 @@ const QUICK_ACKS: u8 = 16;
 /// DupThresh (RFC 5681, RFC 6675): duplicate ACKs, or SACKed segments above a
 /// hole, that mark it lost.
 const DUP_THRESH: usize = 3;
+/// RACK.reo_wnd_mult's bound (Linux's `reo_wnd_steps`); SRTT bounds the
+/// window long before on any real path.
+const REO_WND_MULT_MAX: u32 = 255;
+/// Recoveries a widened reordering window lasts without a new D-SACK
+/// (RFC 8985 section 6.2 step 4).
+const REO_WND_PERSIST: u8 = 16;
 
 /// Minimum MSS we accept from the remote, same value as Linux's `TCP_MIN_SND_MSS`.
 /// Without it, a peer advertising a tiny MSS could force segments to carry little
@@ -773,6 +798,11 @@ impl<'a> Socket<'a> {
             head_resend: false,
             rack_edge: None,
             reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            dsack_round: None,
+            reordering_seen: false,
+            rxt_high: None,
+            undo: None,
             tlp_at: None,
             tlp_probe: false,
             tlp_end_seq: None,
@@ -1174,6 +1204,11 @@ impl<'a> Socket<'a> {
         self.tlp_end_seq = None;
         self.rack_edge = None;
         self.reo_wnd_mult = 1;
+        self.reo_wnd_persist = 0;
+        self.dsack_round = None;
+        self.reordering_seen = false;
+        self.rxt_high = None;
+        self.undo = None;
 
         #[cfg(feature = "async")]
         {
@@ -1691,11 +1726,26 @@ impl<'a> Socket<'a> {
         let mss = self.remote_mss;
         let advanced = ack_number > self.local_seq_no;
 
-        let newly_sacked = if self.remote_has_sack {
-            self.update_scoreboard(ack_number, snd_max, repr)
+        let holes = self.reordering_region().map(|region| (region, self.holes_in(region)));
+        let (newly_sacked, dsack) = if self.remote_has_sack {
+            self.update_scoreboard(ack_number, ack_number, snd_max, repr)
         } else {
-            0
+            (0, false)
         };
+        // RFC 8985 section 6.2 step 2: a hole no resend can have filled
+        // is now (partly) delivered, below data delivered before it.
+        if let Some((region, before)) = holes
+            && self.holes_in((region.0.max(ack_number), region.1)) < before
+            && !self.reordering_seen
+        {
+            net_debug!("reordering seen below {}", region.1);
+            self.reordering_seen = true;
+        }
+        if dsack && !self.reordering_seen {
+            net_debug!("reordering seen: D-SACK");
+            self.reordering_seen = true;
+        }
+        self.update_reo_wnd(ack_number, snd_max, dsack);
 
         if advanced {
             self.head_rxt_mark = None;
@@ -1731,6 +1781,9 @@ impl<'a> Socket<'a> {
                 Some(_) => {
                     net_debug!("recovery complete at {}", ack_number);
                     self.end_recovery();
+                    if !dsack {
+                        self.reo_wnd_decay();
+                    }
                     let new_flight_size = self.flight_size().saturating_sub(ack_len);
                     self.congestion_controller.inner_mut().on_ack(
                         now,
@@ -1755,6 +1808,9 @@ impl<'a> Socket<'a> {
                 .is_some_and(|point| ack_number >= point)
             {
                 self.rto_recovery_point = None;
+                if !dsack {
+                    self.reo_wnd_decay();
+                }
             }
         } else if ack_number < snd_max
             && (newly_sacked > 0
@@ -1804,15 +1860,23 @@ impl<'a> Socket<'a> {
             self.remote_last_seq = self.local_seq_no
         }
         self.skip_sacked_unsent();
+        if self.rxt_high.is_some_and(|r| r <= self.local_seq_no) {
+            self.rxt_high = None;
+        }
         if self.high_rxt < self.local_seq_no {
             self.high_rxt = self.local_seq_no;
         }
 
-        // RFC 6675 IsLost over the scoreboard, and the classic third duplicate.
+        // RFC 6675 IsLost over the scoreboard, and the classic third
+        // duplicate, until reordering is seen on a SACK connection; then
+        // RACK alone (RFC 8985 section 6.2; Linux's `tcp_rack_mark_lost`
+        // without `tcp_is_sack` DupThresh marking once `tp->reordering`
+        // has grown).
+        let dup_thresh = !(self.reordering_seen && self.remote_has_sack);
         let mut sack_lost = self
             .scoreboard
             .lost_edge(mss, DUP_THRESH)
-            .filter(|&edge| edge > self.local_seq_no);
+            .filter(|&edge| dup_thresh && edge > self.local_seq_no);
         if let Some(end) = self.tlp_end_seq {
             if ack_number >= end {
                 self.tlp_end_seq = None;
@@ -1846,7 +1910,8 @@ impl<'a> Socket<'a> {
             self.head_rxt_mark = None;
             self.head_resend = true;
         }
-        let lost_detected = sack_lost.is_some() || self.local_rx_dup_acks as usize >= DUP_THRESH;
+        let lost_detected =
+            sack_lost.is_some() || (dup_thresh && self.local_rx_dup_acks as usize >= DUP_THRESH);
         if lost_detected
             && self.recovery_point.is_none()
             && self.rto_recovery_point.is_none()
@@ -1905,13 +1970,74 @@ impl<'a> Socket<'a> {
         }
     }
 
-    /// RACK's reordering window: a quarter of the minimum RTT per step of
-    /// `reo_wnd_mult`, at most SRTT (RFC 8985 section 6.2.4). None before
+    /// RACK's reordering window (RFC 8985 section 6.2 step 4): a quarter
+    /// of the minimum RTT per step of `reo_wnd_mult`, at most SRTT. Before
+    /// any reordering is seen, zero in recovery or with DupThresh segments
+    /// SACKed (RACK then marks as quickly as DupThresh would). None before
     /// any RTT sample.
     fn reo_wnd(&self) -> Option<Duration> {
-        let quarter = self.rtte.min_rtt()? / 4;
+        let min_rtt = self.rtte.min_rtt()?;
         let srtt = self.rtte.smoothed()?;
-        Some((quarter * self.reo_wnd_mult).min(srtt))
+        if !self.reordering_seen {
+            let in_recovery = self.recovery_point.is_some() || self.rto_recovery_point.is_some();
+            let una = self.local_seq_no;
+            let sacked = self.scoreboard.sacked_between(una, self.snd_max());
+            if in_recovery || sacked >= DUP_THRESH * self.remote_mss {
+                return Some(Duration::ZERO);
+            }
+        }
+        // Multiplied before the division, as Linux does: a minimum RTT of
+        // a few microseconds (two stacks in one process) has no quarter in
+        // whole microseconds, and the window would stay zero.
+        Some((min_rtt * self.reo_wnd_mult / 4).min(srtt))
+    }
+
+    /// RACK_update_reo_wnd's bookkeeping (RFC 8985 section 6.2 step 4):
+    /// one more step of the window for each round trip that brings a
+    /// D-SACK, kept for 16 recoveries after the last.
+    fn update_reo_wnd(&mut self, ack_number: TcpSeqNumber, snd_max: TcpSeqNumber, dsack: bool) {
+        if self.dsack_round.is_some_and(|round| ack_number >= round) {
+            self.dsack_round = None;
+        }
+        if dsack && self.dsack_round.is_none() {
+            self.dsack_round = Some(snd_max);
+            // Linux bounds the steps at 255; SRTT bounds the window first.
+            self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(REO_WND_MULT_MAX);
+            self.reo_wnd_persist = REO_WND_PERSIST;
+            net_debug!("D-SACK: reordering window now {} steps", self.reo_wnd_mult);
+        }
+    }
+
+    /// A fast or RTO recovery ended without a D-SACK on the ACK that ended
+    /// it: one step towards forgetting a widened reordering window
+    /// (RACK.reo_wnd_persist).
+    fn reo_wnd_decay(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+        if self.reo_wnd_persist == 0 {
+            self.reo_wnd_mult = 1;
+        }
+    }
+
+    /// Where a newly delivered hole shows reordering (RFC 8985 section 6.2
+    /// step 2): between SND.UNA, or above anything ever resent, and the
+    /// highest SACKed octet. None after a timeout (its resends may fill
+    /// any hole, and its spurious ones are no reordering) or with nothing
+    /// SACKed.
+    fn reordering_region(&self) -> Option<(TcpSeqNumber, TcpSeqNumber)> {
+        if self.rto_recovery_point.is_some() {
+            return None;
+        }
+        let high = self.scoreboard.highest()?;
+        let from = self.rxt_high.map_or(self.local_seq_no, |r| r.max(self.local_seq_no));
+        (from < high).then_some((from, high))
+    }
+
+    /// Octets not SACKed within `region`, none if it is empty.
+    fn holes_in(&self, (from, to): (TcpSeqNumber, TcpSeqNumber)) -> usize {
+        if from >= to {
+            return 0;
+        }
+        (to - from) - self.scoreboard.sacked_between(from, to)
     }
 
     /// When the pending RACK evidence matures.
@@ -1959,6 +2085,10 @@ impl<'a> Socket<'a> {
         self.tlp_at = None;
         self.tlp_probe = false;
         self.stats.fast_recoveries += 1;
+        // D-SACKs of data an earlier episode resent must not count for
+        // this one: its count starts above all of that.
+        let marker = self.rxt_high.map_or(snd_una, |r| r.max(snd_una));
+        self.undo = Some(Undo::begin(marker, &self.congestion_controller));
         let in_flight = self.flight_size();
         self.congestion_controller
             .inner_mut()
@@ -1968,12 +2098,15 @@ impl<'a> Socket<'a> {
     /// Records the SACK blocks of an incoming ACK (RFC 2018), ignoring those
     /// outside SND.UNA..SND.MAX, and returns how many octets they newly
     /// reported held.
+    /// Also says whether a D-SACK came. A block below `segment_ack` (the
+    /// segment's own ACK number, which an old ACK has below SND.UNA) is one.
     fn update_scoreboard(
         &mut self,
         ack_number: TcpSeqNumber,
+        segment_ack: TcpSeqNumber,
         snd_max: TcpSeqNumber,
         repr: &TcpRepr,
-    ) -> usize {
+    ) -> (usize, bool) {
         self.scoreboard.advance(ack_number);
         // A receiver that acknowledged up to a SACKed block's middle has
         // discarded ("reneged on") what it reported: start afresh, as Linux
@@ -1982,23 +2115,62 @@ impl<'a> Socket<'a> {
             net_debug!("SACK reneging detected at {}", ack_number);
             self.scoreboard.clear();
         }
-        let mut newly = 0;
-        for (left, right) in repr.sack_ranges.iter().flatten() {
-            let (left, right) = (TcpSeqNumber(*left as i32), TcpSeqNumber(*right as i32));
+        let (mut newly, mut dsack) = (0, false);
+        let seqs = |(left, right): (u32, u32)| (TcpSeqNumber(left as i32), TcpSeqNumber(right as i32));
+        // RFC 2883 section 4: a first block inside the second reports a
+        // duplicate above the cumulative ACK.
+        let dsack_above = match (repr.sack_ranges[0].map(seqs), repr.sack_ranges[1].map(seqs)) {
+            (Some((l1, r1)), Some((l2, r2))) => l2 <= l1 && r1 <= r2,
+            _ => false,
+        };
+        for (i, &(left, right)) in repr.sack_ranges.iter().flatten().enumerate() {
+            let (left, right) = seqs((left, right));
             if left >= right || right > snd_max {
                 continue;
             }
-            if right <= ack_number {
-                // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly,
-                // so allow more reordering (RFC 8985 section 6.2.4).
+            if right <= segment_ack || (i == 0 && dsack_above) {
+                // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly.
                 self.stats.spurious_retransmits += 1;
-                self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(8);
+                dsack = true;
+                let mss = self.remote_mss;
+                if let Some(undo) = &mut self.undo
+                    && undo.on_dsack(left, right, mss)
+                    && undo.all_spurious()
+                {
+                    self.undo_spurious_episode();
+                }
                 continue;
             }
             newly += self.scoreboard.insert(left.max(ack_number), right);
         }
         self.stats.sacked_bytes += newly as u64;
-        newly
+        (newly, dsack)
+    }
+
+    /// The SACK blocks of an ACK a later one overtook (its ACK number below
+    /// SND.UNA): what it reports held goes on the scoreboard, and its
+    /// D-SACKs count as any other's.
+    fn process_old_sack(&mut self, segment_ack: TcpSeqNumber, repr: &TcpRepr) {
+        let (una, snd_max) = (self.local_seq_no, self.snd_max());
+        let (_, dsack) = self.update_scoreboard(una, segment_ack, snd_max, repr);
+        if dsack {
+            self.reordering_seen = true;
+            self.update_reo_wnd(una, snd_max, true);
+        }
+    }
+
+    /// Every resend of the last loss episode was reported duplicate: the
+    /// loss was not one, so the window goes back to what it was (RFC 3708
+    /// section 3, Linux's `tcp_try_undo_dsack`). A recovery still running
+    /// goes on with the restored window; it has nothing lost to resend.
+    fn undo_spurious_episode(&mut self) {
+        let Some(undo) = self.undo.take() else {
+            return;
+        };
+        if undo.restore(&mut self.congestion_controller) {
+            net_debug!("spurious loss episode: congestion window restored");
+            self.stats.undos += 1;
+        }
     }
 
     /// After a retransmission timeout rewound `remote_last_seq`, steps it over
@@ -2388,6 +2560,12 @@ impl<'a> Socket<'a> {
                         ack_max
                     );
                     if repr.payload.is_empty() || repr.control != TcpControl::None {
+                        // Overtaken by a later ACK, its SACK blocks still
+                        // count: a D-SACK in it is the only report of
+                        // that duplicate (Linux reads old ACKs' SACKs too).
+                        if self.remote_has_sack && repr.control == TcpControl::None {
+                            self.process_old_sack(ack_number, repr);
+                        }
                         return None;
                     }
                     stale_ack = true;
@@ -2855,6 +3033,20 @@ impl<'a> Socket<'a> {
         }
 
         let assembler_was_empty = self.assembler.is_empty();
+        // A segment wholly inside data already held out of order is a
+        // duplicate above the cumulative ACK: D-SACK it too (RFC 2883
+        // section 4), or the sender never learns that resend was needless.
+        // (The assembler walks all its slots: ask only when it holds data.)
+        let duplicate = (self.remote_has_sack
+            && !assembler_was_empty
+            && self
+                .assembler
+                .iter_data()
+                .any(|(left, right)| left <= payload_offset && payload_offset + payload_len <= right))
+        .then(|| {
+            let rcv_nxt = self.remote_seq_no + self.rx_buffer.len();
+            (rcv_nxt + payload_offset, rcv_nxt + payload_offset + payload_len)
+        });
 
         // Try adding payload octets to the assembler.
         let Ok(contig_len) = self
@@ -2934,7 +3126,15 @@ impl<'a> Socket<'a> {
             // packets for every packet it receives.
             tcp_trace!("ACKing incoming segment");
             self.quick_acks = QUICK_ACKS;
-            Some(self.ack_reply(ip_repr, repr))
+            let mut reply = self.ack_reply(ip_repr, repr);
+            if let Some((left, right)) = duplicate {
+                // The duplicate first, then the block holding it.
+                let ranges = &mut reply.1.sack_ranges;
+                ranges.rotate_right(1);
+                ranges[0] = Some((left.0 as u32, right.0 as u32));
+                reply.0.set_payload_len(reply.1.buffer_len());
+            }
+            Some(reply)
         } else if self.quick_acks > 0 && !repr.payload.is_empty() {
             // After a loss every data segment is acknowledged at once, as in
             // Linux's quick-ACK mode, rather than once for all the segments
@@ -3147,6 +3347,9 @@ impl<'a> Socket<'a> {
             net_debug!("retransmitting after rto");
             self.stats.timeouts += 1;
 
+            // A timeout's go-back resends are no D-SACK undo's business
+            // (F-RTO's, RFC 5682, not done here).
+            self.undo = None;
             // Inform the congestion controller that we're retransmitting and should enter the slow start state
             let in_flight = self.flight_size();
             self.congestion_controller
@@ -3562,9 +3765,14 @@ impl<'a> Socket<'a> {
         // behind the current frontier) doesn't rewind the tracked "highest sent" sequence.
         let snd_max = self.snd_max();
         let seg_end = repr.seq_number + repr.segment_len();
+        self.stats.sent_bytes += repr.payload.len() as u64;
         if repr.segment_len() > 0 && repr.seq_number < snd_max {
             self.stats.retransmitted_segments += 1;
             self.stats.retransmitted_bytes += repr.payload.len() as u64;
+            self.rxt_high = Some(self.rxt_high.map_or(seg_end, |r| r.max(seg_end)));
+            if let Some(undo) = &mut self.undo {
+                undo.on_retransmit();
+            }
             // Karn: no RTT sample from a segment sent twice.
             self.rtte.on_retransmit();
             if self.recovery_point.is_some() && repr.seq_number >= self.high_rxt {
@@ -5542,6 +5750,31 @@ mod test {
         assert_eq!(
             reply.unwrap().sack_ranges,
             [Some((edge(0), edge(6))), None, None]
+        );
+    }
+
+    #[test]
+    fn test_duplicate_above_cumulative_ack_reported_with_dsack() {
+        let mut s = socket_established();
+        s.remote_has_sack = true;
+        // "ghi" arrives out of order, twice.
+        let segment = TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 6,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload: &b"ghi"[..],
+            ..SEND_TEMPL
+        };
+        let edge = |n: usize| (REMOTE_SEQ + 1 + n).0 as u32;
+        let first = send(&mut s, Instant::from_millis(0), &segment);
+        assert_eq!(
+            first.unwrap().sack_ranges,
+            [Some((edge(6), edge(9))), None, None]
+        );
+        // RFC 2883 section 4: the duplicate first, then the block it is in.
+        let again = send(&mut s, Instant::from_millis(0), &segment);
+        assert_eq!(
+            again.unwrap().sack_ranges,
+            [Some((edge(6), edge(9))), Some((edge(6), edge(9))), None]
         );
     }
 
@@ -8254,13 +8487,222 @@ mod test {
     fn test_dsack_widens_reordering_window() {
         let mut s = socket_sack_sent(b"", 3);
         s.rtte.sample(1_000);
+        for _ in 0..8 {
+            s.rtte.sample(4_000);
+        }
         assert_eq!(s.reo_wnd(), Some(Duration::from_micros(250)));
-        s.send_slice(b"aaa").unwrap();
-        recv_segments(&mut s, 1000, 0, b"aaa", 3);
+        s.send_slice(b"aaaBBB").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBB", 3);
         send!(s, time 1001, sack_ack(3, &[]));
         send!(s, time 1002, sack_ack(3, &[(0, 3)]));
         assert_eq!(s.stats().spurious_retransmits, 1);
+        assert!(s.reordering_seen);
         assert_eq!(s.reo_wnd(), Some(Duration::from_micros(500)));
+        // A second D-SACK in the same round trip (before SND.MAX at the
+        // first is acknowledged) does not widen it again ...
+        send!(s, time 1003, sack_ack(3, &[(0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 2);
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(500)));
+        // ... one in the next round does.
+        send!(s, time 1004, sack_ack(6, &[]));
+        send!(s, time 1005, sack_ack(6, &[(3, 6)]));
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(750)));
+    }
+
+    #[test]
+    fn test_dsack_above_cumulative_ack_is_recognised() {
+        let mut s = socket_sack_sent(b"aaaBBBccc", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 6)]));
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        // The first block inside the second: a duplicate of "BBB".
+        send!(s, time 1002, sack_ack(0, &[(3, 6), (3, 9)]));
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        assert!(s.reordering_seen);
+        assert_eq!(s.scoreboard.iter().count(), 1);
+    }
+
+    #[test]
+    fn test_dsack_on_an_old_ack_counts() {
+        let mut s = socket_sack_sent(b"aaaBBBccc", 3);
+        send!(s, time 1001, sack_ack(6, &[]));
+        // An ACK the one above overtook, D-SACKing "aaa": no reply, but
+        // the duplicate is counted.
+        let reply = send(&mut s, Instant::from_micros(1_002_000), &sack_ack(3, &[(0, 3)]));
+        assert!(reply.is_none());
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1 + 6);
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        // Its plain SACK blocks below SND.UNA are no D-SACKs.
+        let reply = send(&mut s, Instant::from_micros(1_003_000), &sack_ack(0, &[(3, 6)]));
+        assert!(reply.is_none());
+        assert_eq!(s.stats().spurious_retransmits, 1);
+    }
+
+    /// RFC 3708 with D-SACK (Linux's `tcp_try_undo_dsack`): a recovery
+    /// whose every resend the receiver reports duplicate was no loss, and
+    /// the congestion window goes back to what it was.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_spurious_recovery_undone_by_dsack() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        let before = s.congestion_controller.inner().window();
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        // DupThresh: "aaa" is taken for lost and resent; the window halves.
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert!(s.congestion_controller.inner().window() < before);
+        // The original arrives, then the resend: a D-SACK.
+        send!(s, time 1002, sack_ack(12, &[]));
+        send!(s, time 1003, sack_ack(12, &[(0, 3)]));
+        assert_eq!(s.stats().undos, 1);
+        assert_eq!(s.congestion_controller.inner().window(), before);
+    }
+
+    /// A resend that filled a real hole draws no D-SACK: nothing is undone.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_real_loss_not_undone() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        let after_cut = s.congestion_controller.inner().window();
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1002, sack_ack(12, &[]));
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() <= after_cut + 3);
+    }
+
+    #[test]
+    fn test_reordering_window_bounded_by_srtt_and_decays() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.rtte.sample(1_000);
+        s.reordering_seen = true;
+        s.update_reo_wnd(LOCAL_SEQ + 1, LOCAL_SEQ + 1, true);
+        assert_eq!(s.reo_wnd_mult, 2);
+        s.reo_wnd_mult = 100;
+        // SRTT (1 ms) bounds the window.
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(1_000)));
+        // 16 recoveries without a D-SACK: back to a quarter of min RTT.
+        for _ in 0..REO_WND_PERSIST - 1 {
+            s.reo_wnd_decay();
+        }
+        assert_eq!(s.reo_wnd_mult, 100);
+        s.reo_wnd_decay();
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(250)));
+    }
+
+    #[test]
+    fn test_reordering_window_of_a_microsecond_link() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.rtte.sample(3);
+        for _ in 0..8 {
+            s.rtte.sample(100);
+        }
+        s.reordering_seen = true;
+        s.reo_wnd_mult = 20;
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(15)));
+    }
+
+    #[test]
+    fn test_reordering_window_zero_in_recovery_until_reordering_seen() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.rtte.sample(1_000);
+        s.recovery_point = Some(LOCAL_SEQ + 1);
+        assert_eq!(s.reo_wnd(), Some(Duration::ZERO));
+        s.reordering_seen = true;
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(250)));
+    }
+
+    /// A hole filled by its original transmission, below SACKed data, is
+    /// reordering (RFC 8985 section 6.2 step 2): from then on DupThresh
+    /// SACKed segments no longer start recovery at once; RACK does after
+    /// the reordering window.
+    #[test]
+    fn test_reordering_seen_leaves_loss_marking_to_rack() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.rtte.sample(1_000);
+        for _ in 0..8 {
+            s.rtte.sample(20_000);
+        }
+        s.send_slice(b"aaaBBB").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBB", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 6)]));
+        assert!(!s.reordering_seen);
+        // "aaa" arrives late, never resent.
+        send!(s, time 1002, sack_ack(6, &[]));
+        assert!(s.reordering_seen);
+        assert_eq!(s.stats().retransmitted_segments, 0);
+
+        s.send_slice(b"cccDDDeeeFFF").unwrap();
+        recv_segments(&mut s, 1003, 6, b"cccDDDeeeFFF", 3);
+        // Three segments SACKed above "ccc": DupThresh would resend it now.
+        send!(s, time 1004, sack_ack(6, &[(9, 18)]));
+        recv_nothing!(s, time 1004);
+        assert_eq!(s.stats().fast_recoveries, 0);
+        // RACK does, a reordering window (a quarter of min RTT) later.
+        recv_nothing(&mut s, Instant::from_micros(1_004_249));
+        recv!(s, time 1005, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().fast_recoveries, 1);
+    }
+
+    /// Without reordering, a hole its resend filled is no evidence of it,
+    /// and DupThresh keeps marking losses at once.
+    #[test]
+    fn test_resent_hole_is_no_reordering() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        s.rtte.sample(1_000);
+        send!(s, time 1010, sack_ack(0, &[(3, 12)]));
+        assert_eq!(s.stats().fast_recoveries, 1);
+        recv!(s, time 1010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1012, sack_ack(12, &[]));
+        assert!(!s.reordering_seen);
+        s.send_slice(b"eeeFFFgggHHH").unwrap();
+        recv_segments(&mut s, 1013, 12, b"eeeFFFgggHHH", 3);
+        send!(s, time 1014, sack_ack(12, &[(15, 24)]));
+        assert_eq!(s.stats().fast_recoveries, 2);
     }
 
     #[test]

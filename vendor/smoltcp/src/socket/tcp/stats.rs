@@ -7,6 +7,9 @@
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub struct TcpStats {
+    /// Octets of data sent, first transmissions and resends alike
+    /// (`tcpi_bytes_sent`): what `retransmitted_bytes` is a share of.
+    pub sent_bytes: u64,
     /// Segments sent again, for any reason (`tcpi_total_retrans`).
     pub retransmitted_segments: u64,
     /// Octets sent again.
@@ -20,6 +23,9 @@ pub struct TcpStats {
     /// Retransmissions the receiver reported as duplicates with D-SACK
     /// (RFC 2883): the original had arrived after all.
     pub spurious_retransmits: u64,
+    /// Loss episodes (fast recoveries or timeouts) whose every resend was
+    /// reported duplicate, and whose window reduction was undone.
+    pub undos: u64,
     /// Octets newly reported held by SACK blocks.
     pub sacked_bytes: u64,
 }
