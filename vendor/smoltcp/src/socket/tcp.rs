@@ -3458,11 +3458,17 @@ impl<'a> Socket<'a> {
             self.stats.timeouts += 1;
 
             // F-RTO (RFC 5682 step 1): resend the head alone and see what
-            // the next ACKs say; not while an earlier timeout's or a fast
-            // recovery's resends are outstanding (as Linux), nor without
-            // SACK to tell original data held from resent.
+            // the next ACKs say; not during a fast recovery or a timeout's
+            // conventional recovery (as Linux), nor without SACK to tell
+            // original data held from resent.
             let una = self.local_seq_no;
-            if self.remote_has_sack
+            if self.frto.is_some() {
+                // Timed out again before an ACK could tell (a peer that
+                // stalls): the check starts over, and its undo still
+                // holds the window from before the first timeout, as
+                // Linux keeps `undo_marker` in the Loss state.
+                self.frto = Some(Frto::new(self.snd_max()));
+            } else if self.remote_has_sack
                 && self.rto_recovery_point.is_none()
                 && self.recovery_point.is_none()
                 && una < self.snd_max()
@@ -8926,6 +8932,28 @@ mod test {
             ..RECV_TEMPL
         }]);
         assert_eq!(s.stats().retransmitted_segments, 1);
+    }
+
+    /// A second timeout before any ACK keeps F-RTO going, and its undo
+    /// puts back the window from before the first.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_spurious_rto_after_a_second_timeout() {
+        let (mut s, window) = socket_frto();
+        let rto_at = match s.timer {
+            Timer::Retransmit { expires_at } => expires_at,
+            t => panic!("{t:?}"),
+        };
+        recv!(s, time rto_at.total_millis(), [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 2);
+        send!(s, time rto_at.total_millis() + 1, sack_ack(6, &[]));
+        assert_eq!(s.stats().spurious_rtos, 1);
+        assert!(s.congestion_controller.inner().window() >= window);
     }
 
     /// SACKs of data never resent tell the same as a cumulative ACK.
