@@ -1735,7 +1735,11 @@ impl<'a> Socket<'a> {
 
         let holes = self.reordering_region().map(|region| (region, self.holes_in(region)));
         let frto_before = self.frto.map(|frto| {
-            let from = frto.resent_to.unwrap_or(self.remote_last_seq);
+            // Above what any recovery resent, data was sent once only.
+            let resent = self.rxt_high.map_or(self.remote_last_seq, |r| {
+                r.max(self.remote_last_seq)
+            });
+            let from = frto.resent_to.unwrap_or(resent);
             (frto, from, self.held_from(from, frto.high), self.undo.is_some())
         });
         let dup_acks_before = self.local_rx_dup_acks;
@@ -3458,9 +3462,9 @@ impl<'a> Socket<'a> {
             self.stats.timeouts += 1;
 
             // F-RTO (RFC 5682 step 1): resend the head alone and see what
-            // the next ACKs say; not during a fast recovery or a timeout's
-            // conventional recovery (as Linux), nor without SACK to tell
-            // original data held from resent.
+            // the next ACKs say; not during a timeout's conventional
+            // recovery, nor without SACK to tell original data held from
+            // resent.
             let una = self.local_seq_no;
             if self.frto.is_some() {
                 // Timed out again before an ACK could tell (a peer that
@@ -3470,11 +3474,15 @@ impl<'a> Socket<'a> {
                 self.frto = Some(Frto::new(self.snd_max()));
             } else if self.remote_has_sack
                 && self.rto_recovery_point.is_none()
-                && self.recovery_point.is_none()
                 && una < self.snd_max()
             {
-                let marker = self.rxt_high.map_or(una, |r| r.max(una));
-                self.undo = Some(Undo::begin(marker, &self.congestion_controller));
+                // In a fast recovery its undo copy is kept: it holds the
+                // window from before that episode, as Linux keeps
+                // `undo_marker` when a timeout ends a recovery.
+                if self.recovery_point.is_none() || self.undo.is_none() {
+                    let marker = self.rxt_high.map_or(una, |r| r.max(una));
+                    self.undo = Some(Undo::begin(marker, &self.congestion_controller));
+                }
                 self.frto = Some(Frto::new(self.snd_max()));
             } else {
                 self.undo = None;
