@@ -26,8 +26,11 @@ pub struct TcpLossStats {
     pub tail_loss_probes: u64,
     /// Retransmissions the peer reported as duplicates (D-SACK).
     pub spurious_retransmits: u64,
-    /// Fast recoveries undone: every resend in them was a duplicate.
+    /// Loss episodes undone: every resend in them was a duplicate, or
+    /// F-RTO found the timeout spurious.
     pub undos: u64,
+    /// Timeouts F-RTO found spurious (RFC 5682).
+    pub spurious_timeouts: u64,
 }
 
 impl TcpLossStats {
@@ -41,6 +44,7 @@ impl TcpLossStats {
         self.tail_loss_probes += s.tail_loss_probes;
         self.spurious_retransmits += s.spurious_retransmits;
         self.undos += s.undos;
+        self.spurious_timeouts += s.spurious_rtos;
     }
 
     /// Adds another transport's sums (both ends of a link, say).
@@ -53,6 +57,7 @@ impl TcpLossStats {
         self.tail_loss_probes += other.tail_loss_probes;
         self.spurious_retransmits += other.spurious_retransmits;
         self.undos += other.undos;
+        self.spurious_timeouts += other.spurious_timeouts;
     }
 
     /// Resent octets as a share of all octets sent (0 when none were).
@@ -66,17 +71,18 @@ impl TcpLossStats {
 }
 
 /// One line: `retransmitted 12 segments (17520 bytes), 9 fast recoveries,
-/// 2 timeouts, 3 tail loss probes, 1 spurious, 0 undone`.
+/// 2 timeouts (1 spurious), 3 tail loss probes, 1 spurious, 0 undone`.
 impl fmt::Display for TcpLossStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "retransmitted {} segments ({} bytes), {} fast recoveries, {} timeouts, \
-             {} tail loss probes, {} spurious, {} undone",
+            "retransmitted {} segments ({} bytes), {} fast recoveries, {} timeouts \
+             ({} spurious), {} tail loss probes, {} spurious, {} undone",
             self.retransmitted_segments,
             self.retransmitted_bytes,
             self.fast_recoveries,
             self.timeouts,
+            self.spurious_timeouts,
             self.tail_loss_probes,
             self.spurious_retransmits,
             self.undos
@@ -95,6 +101,7 @@ mod tests {
         a.retransmitted_bytes = 4380;
         a.fast_recoveries = 2;
         a.timeouts = 1;
+        a.spurious_rtos = 1;
         let mut b = TcpStats::default();
         b.retransmitted_segments = 1;
         b.retransmitted_bytes = 1460;
@@ -105,8 +112,8 @@ mod tests {
         sum.add(&b);
         assert_eq!(
             sum.to_string(),
-            "retransmitted 4 segments (5840 bytes), 2 fast recoveries, 1 timeouts, \
-             5 tail loss probes, 1 spurious, 0 undone"
+            "retransmitted 4 segments (5840 bytes), 2 fast recoveries, 1 timeouts \
+             (1 spurious), 5 tail loss probes, 1 spurious, 0 undone"
         );
     }
 

@@ -19,6 +19,7 @@ use crate::wire::{
 };
 
 mod congestion;
+mod frto;
 #[cfg(all(test, feature = "medium-ip", feature = "proto-ipv4"))]
 mod loss_sim;
 mod offload;
@@ -27,6 +28,7 @@ mod stats;
 mod undo;
 
 use scoreboard::Scoreboard;
+use frto::{AckNews, Frto, Verdict};
 use undo::Undo;
 pub use stats::TcpStats;
 
@@ -660,6 +662,9 @@ pub struct Socket<'a> {
     /// The last loss episode's window reduction, until every resend in it
     /// is reported duplicate (then undone) or a new episode begins.
     undo: Option<Undo>,
+    /// F-RTO's check of the last retransmission timeout (RFC 5682), until
+    /// it is found spurious or real.
+    frto: Option<Frto>,
     /// When the tail loss probe fires (RFC 8985 section 7), if armed.
     tlp_at: Option<Instant>,
     /// The probe timer fired: the next segment is a probe.
@@ -803,6 +808,7 @@ impl<'a> Socket<'a> {
             reordering_seen: false,
             rxt_high: None,
             undo: None,
+            frto: None,
             tlp_at: None,
             tlp_probe: false,
             tlp_end_seq: None,
@@ -1209,6 +1215,7 @@ impl<'a> Socket<'a> {
         self.reordering_seen = false;
         self.rxt_high = None;
         self.undo = None;
+        self.frto = None;
 
         #[cfg(feature = "async")]
         {
@@ -1727,6 +1734,15 @@ impl<'a> Socket<'a> {
         let advanced = ack_number > self.local_seq_no;
 
         let holes = self.reordering_region().map(|region| (region, self.holes_in(region)));
+        let frto_before = self.frto.map(|frto| {
+            // Above what any recovery resent, data was sent once only.
+            let resent = self.rxt_high.map_or(self.remote_last_seq, |r| {
+                r.max(self.remote_last_seq)
+            });
+            let from = frto.resent_to.unwrap_or(resent);
+            (frto, from, self.held_from(from, frto.high), self.undo.is_some())
+        });
+        let dup_acks_before = self.local_rx_dup_acks;
         let (newly_sacked, dsack) = if self.remote_has_sack {
             self.update_scoreboard(ack_number, ack_number, snd_max, repr)
         } else {
@@ -1865,6 +1881,16 @@ impl<'a> Socket<'a> {
         }
         if self.high_rxt < self.local_seq_no {
             self.high_rxt = self.local_seq_no;
+        }
+        if let Some((frto, from, held_before, had_undo)) = frto_before {
+            let news = AckNews {
+                original_delivered: self.held_from(from, frto.high) > held_before,
+                resends_duplicate: had_undo && self.undo.is_none(),
+                advanced,
+                ack: ack_number,
+                sacked_or_dup: newly_sacked > 0 || self.local_rx_dup_acks > dup_acks_before,
+            };
+            self.frto_step(frto, news, from);
         }
 
         // RFC 6675 IsLost over the scoreboard, and the classic third
@@ -2205,7 +2231,88 @@ impl<'a> Socket<'a> {
             }
             None => 0,
         };
-        flight.saturating_sub(delivered).saturating_sub(lost)
+        flight
+            .saturating_sub(delivered)
+            .saturating_sub(lost)
+            .saturating_sub(self.frto_skipped())
+    }
+
+    /// While F-RTO sends new data past a timeout's unresent flight, that
+    /// flight is not counted in the network (Linux has it marked lost):
+    /// the octets between the resends' end and the timeout's SND.MAX that
+    /// the receiver has not reported holding.
+    fn frto_skipped(&self) -> usize {
+        let Some(Frto {
+            high,
+            resent_to: Some(from),
+        }) = self.frto
+        else {
+            return 0;
+        };
+        let from = from.max(self.local_seq_no);
+        let to = high.min(self.remote_last_seq);
+        if from < to {
+            (to - from) - self.scoreboard.sacked_between(from, to)
+        } else {
+            0
+        }
+    }
+
+    /// Octets from `from` on the receiver holds: acknowledged, or SACKed
+    /// below `high`. As in Linux, SACKs of the new data F-RTO sent do not
+    /// tell the timeout spurious (a lost flight leaves them above a hole);
+    /// a cumulative ACK over them does.
+    fn held_from(&self, from: TcpSeqNumber, high: TcpSeqNumber) -> usize {
+        let una = self.local_seq_no;
+        let acked = if una > from { una - from } else { 0 };
+        let from = from.max(una);
+        let sacked = if from < high {
+            self.scoreboard.sacked_between(from, high)
+        } else {
+            0
+        };
+        acked + sacked
+    }
+
+    /// F-RTO's steps 2 and 3 (RFC 5682 section 3): acts on what an ACK
+    /// told about the last timeout. `resent_end` is where the resends
+    /// after it ended when the ACK came.
+    fn frto_step(&mut self, frto: Frto, news: AckNews, resent_end: TcpSeqNumber) {
+        match frto.on_ack(news) {
+            Verdict::Wait => {}
+            Verdict::Spurious => {
+                net_debug!("spurious retransmission timeout (F-RTO)");
+                self.stats.spurious_rtos += 1;
+                self.frto = None;
+                self.undo_spurious_episode();
+                // Go on after the data sent before the timeout.
+                self.remote_last_seq = self.snd_max();
+                self.rto_recovery_point = None;
+            }
+            Verdict::SendNew => {
+                let snd_max = self.snd_max();
+                let unsent = self.tx_buffer.len() > snd_max - self.local_seq_no;
+                let window_open = self.local_seq_no + self.remote_win_len > snd_max;
+                if unsent && window_open {
+                    self.frto = Some(Frto {
+                        resent_to: Some(resent_end.max(self.local_seq_no)),
+                        ..frto
+                    });
+                    self.remote_last_seq = snd_max;
+                } else {
+                    self.frto = None;
+                }
+            }
+            Verdict::Real => {
+                self.frto = None;
+                if frto.resent_to.is_some() {
+                    // Back to resending where the resends stopped.
+                    self.rto_recovery_point = Some(self.snd_max());
+                    self.remote_last_seq = resent_end.max(self.local_seq_no);
+                    self.skip_sacked_unsent();
+                }
+            }
+        }
     }
 
     /// The next hole to retransmit in recovery, if the congestion window
@@ -2256,6 +2363,13 @@ impl<'a> Socket<'a> {
             window.max(self.pipe() + self.remote_mss)
         } else {
             window
+        };
+        // F-RTO's first step resends the head alone, whatever the window.
+        let window = match self.frto {
+            Some(Frto {
+                resent_to: None, ..
+            }) => window.min(self.remote_mss),
+            _ => window,
         };
         window.saturating_sub(self.pipe())
     }
@@ -3347,9 +3461,33 @@ impl<'a> Socket<'a> {
             net_debug!("retransmitting after rto");
             self.stats.timeouts += 1;
 
-            // A timeout's go-back resends are no D-SACK undo's business
-            // (F-RTO's, RFC 5682, not done here).
-            self.undo = None;
+            // F-RTO (RFC 5682 step 1): resend the head alone and see what
+            // the next ACKs say; not during a timeout's conventional
+            // recovery, nor without SACK to tell original data held from
+            // resent.
+            let una = self.local_seq_no;
+            if self.frto.is_some() {
+                // Timed out again before an ACK could tell (a peer that
+                // stalls): the check starts over, and its undo still
+                // holds the window from before the first timeout, as
+                // Linux keeps `undo_marker` in the Loss state.
+                self.frto = Some(Frto::new(self.snd_max()));
+            } else if self.remote_has_sack
+                && self.rto_recovery_point.is_none()
+                && una < self.snd_max()
+            {
+                // In a fast recovery its undo copy is kept: it holds the
+                // window from before that episode, as Linux keeps
+                // `undo_marker` when a timeout ends a recovery.
+                if self.recovery_point.is_none() || self.undo.is_none() {
+                    let marker = self.rxt_high.map_or(una, |r| r.max(una));
+                    self.undo = Some(Undo::begin(marker, &self.congestion_controller));
+                }
+                self.frto = Some(Frto::new(self.snd_max()));
+            } else {
+                self.undo = None;
+                self.frto = None;
+            }
             // Inform the congestion controller that we're retransmitting and should enter the slow start state
             let in_flight = self.flight_size();
             self.congestion_controller
@@ -8744,6 +8882,160 @@ mod test {
             payload:    &b"DDD"[..],
             ..RECV_TEMPL
         }]);
+    }
+
+    /// A Reno socket with a grown window, "aaaBBBcccDDD" in flight and
+    /// "EEEFFF" queued behind it, unsent.
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn socket_frto() -> (TestSocket, usize) {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..2 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        s.send_slice(b"EEEFFF").unwrap();
+        let window = s.congestion_controller.inner().window();
+        // The timeout resends the head alone (F-RTO step 1).
+        recv!(s, time 2000, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 1);
+        assert!(s.congestion_controller.inner().window() < window);
+        (s, window)
+    }
+
+    /// F-RTO (RFC 5682): the original flight's ACK comes after the timeout
+    /// and covers data never resent: the timeout was spurious; the window
+    /// is put back and the sender goes on with new data.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_spurious_rto_detected_and_undone() {
+        let (mut s, window) = socket_frto();
+        send!(s, time 2001, sack_ack(6, &[]));
+        assert_eq!(s.stats().spurious_rtos, 1);
+        assert_eq!(s.stats().undos, 1);
+        assert!(s.congestion_controller.inner().window() >= window);
+        // No go-back: "ccc" and "DDD" are not resent; new data follows.
+        recv!(s, time 2001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 12,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"EEE"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 15,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"FFF"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().retransmitted_segments, 1);
+    }
+
+    /// A second timeout before any ACK keeps F-RTO going, and its undo
+    /// puts back the window from before the first.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_spurious_rto_after_a_second_timeout() {
+        let (mut s, window) = socket_frto();
+        let rto_at = match s.timer {
+            Timer::Retransmit { expires_at } => expires_at,
+            t => panic!("{t:?}"),
+        };
+        recv!(s, time rto_at.total_millis(), [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 2);
+        send!(s, time rto_at.total_millis() + 1, sack_ack(6, &[]));
+        assert_eq!(s.stats().spurious_rtos, 1);
+        assert!(s.congestion_controller.inner().window() >= window);
+    }
+
+    /// SACKs of data never resent tell the same as a cumulative ACK.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_spurious_rto_detected_by_sack() {
+        let (mut s, _) = socket_frto();
+        send!(s, time 2001, sack_ack(0, &[(3, 9)]));
+        assert_eq!(s.stats().spurious_rtos, 1);
+    }
+
+    /// F-RTO step 2b and 3: an ACK of the resent head alone lets two new
+    /// segments out; a cumulative ACK then covering data never resent
+    /// makes the timeout spurious.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_frto_sends_new_data_before_judging() {
+        let (mut s, window) = socket_frto();
+        send!(s, time 2001, sack_ack(3, &[]));
+        assert_eq!(s.stats().spurious_rtos, 0);
+        recv!(s, time 2001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 12,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"EEE"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 15,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"FFF"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 2002, sack_ack(9, &[]));
+        assert_eq!(s.stats().spurious_rtos, 1);
+        assert!(s.congestion_controller.inner().window() >= window);
+        assert_eq!(s.stats().retransmitted_segments, 1);
+    }
+
+    /// F-RTO step 3a: after the new data, an ACK that SACKs only it finds
+    /// the flight below still missing: the loss was real, and the resend
+    /// goes on where it stopped.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_frto_real_loss_goes_back() {
+        let (mut s, window) = socket_frto();
+        send!(s, time 2001, sack_ack(3, &[]));
+        recv_segments(&mut s, 2001, 12, b"EEEFFF", 3);
+        send!(s, time 2002, sack_ack(3, &[(12, 18)]));
+        assert_eq!(s.stats().spurious_rtos, 0);
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() < window);
+        recv!(s, time 2002, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 3,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"BBB"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+    }
+
+    /// A D-SACK of the resent head: the original arrived, the timeout was
+    /// spurious.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_spurious_rto_detected_by_dsack() {
+        let (mut s, window) = socket_frto();
+        send!(s, time 2001, sack_ack(3, &[]));
+        recv_segments(&mut s, 2001, 12, b"EEEFFF", 3);
+        send!(s, time 2002, sack_ack(3, &[(0, 3)]));
+        assert_eq!(s.stats().spurious_rtos, 1);
+        assert!(s.congestion_controller.inner().window() >= window);
     }
 
     /// Reordered data from the peer may carry an ACK below SND.UNA: the ACK

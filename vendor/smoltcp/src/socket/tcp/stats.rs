@@ -26,6 +26,9 @@ pub struct TcpStats {
     /// Loss episodes (fast recoveries or timeouts) whose every resend was
     /// reported duplicate, and whose window reduction was undone.
     pub undos: u64,
+    /// Retransmission timeouts found spurious by F-RTO (RFC 5682): data
+    /// sent before the timeout and never resent was acknowledged after it.
+    pub spurious_rtos: u64,
     /// Octets newly reported held by SACK blocks.
     pub sacked_bytes: u64,
 }
