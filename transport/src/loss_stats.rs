@@ -36,15 +36,7 @@ pub struct TcpLossStats {
 impl TcpLossStats {
     /// Adds one smoltcp socket's counters.
     pub(crate) fn add(&mut self, s: &TcpStats) {
-        self.sent_bytes += s.sent_bytes;
-        self.retransmitted_segments += s.retransmitted_segments;
-        self.retransmitted_bytes += s.retransmitted_bytes;
-        self.fast_recoveries += s.fast_recoveries;
-        self.timeouts += s.timeouts;
-        self.tail_loss_probes += s.tail_loss_probes;
-        self.spurious_retransmits += s.spurious_retransmits;
-        self.undos += s.undos;
-        self.spurious_timeouts += s.spurious_rtos;
+        self.merge(&TcpLossStats::from(s));
     }
 
     /// Adds another transport's sums (both ends of a link, say).
@@ -66,6 +58,22 @@ impl TcpLossStats {
             0.0
         } else {
             self.retransmitted_bytes as f64 / self.sent_bytes as f64
+        }
+    }
+}
+
+impl From<&TcpStats> for TcpLossStats {
+    fn from(s: &TcpStats) -> Self {
+        TcpLossStats {
+            sent_bytes: s.sent_bytes,
+            retransmitted_segments: s.retransmitted_segments,
+            retransmitted_bytes: s.retransmitted_bytes,
+            fast_recoveries: s.fast_recoveries,
+            timeouts: s.timeouts,
+            tail_loss_probes: s.tail_loss_probes,
+            spurious_retransmits: s.spurious_retransmits,
+            undos: s.undos,
+            spurious_timeouts: s.spurious_rtos,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::channel::EventChannel;
 use crate::cq::CompletionQueue;
@@ -201,18 +201,9 @@ impl QueuePair {
 
     /// Blocks for the next connection event; `None` on timeout.
     pub fn wait_event(&self, timeout: Duration) -> Option<CmEvent> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(ev) = self.device.with_engine(|e| e.take_qp_event(self.num)) {
-                return Some(ev);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            let num = self.num;
-            self.device
-                .block_until_engine(deadline, &|e| e.has_qp_event(num));
-        }
+        let num = self.num;
+        self.device
+            .wait_take(timeout, |e| e.take_qp_event(num), &|e| e.has_qp_event(num))
     }
 
     /// Makes `channel` readable whenever this queue pair has a connection

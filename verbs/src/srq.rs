@@ -32,7 +32,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::channel::EventChannel;
 use crate::device::{Device, DeviceShared, Watched};
@@ -131,18 +131,11 @@ impl SharedReceiveQueue {
 
     /// Blocks for the next event; `None` on timeout.
     pub fn wait_event(&self, timeout: Duration) -> Option<SrqEvent> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(ev) = self.device.with_engine(|e| e.take_srq_event(self.num)) {
-                return Some(ev);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            let num = self.num;
-            self.device
-                .block_until_engine(deadline, &|e| e.has_srq_event(num));
-        }
+        let num = self.num;
+        self.device
+            .wait_take(timeout, |e| e.take_srq_event(num), &|e| {
+                e.has_srq_event(num)
+            })
     }
 
     /// Makes `channel` readable whenever an event waits for

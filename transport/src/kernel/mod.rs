@@ -426,6 +426,19 @@ impl KernelTransport {
         }
     }
 
+    /// One turn of every stream (reads only if `read`), then closed streams
+    /// reclaimed and the epoll set brought in step. True if anything moved.
+    fn turn_streams(&mut self, now: Instant, read: bool) -> bool {
+        let mut moved = false;
+        let pcap = &mut self.pcap;
+        for (_, st) in self.streams.iter_mut() {
+            moved |= st.turn(pcap.as_mut(), now, read);
+        }
+        self.reclaim(now);
+        self.sync_all_interest();
+        moved
+    }
+
     /// Brings every stream's epoll registration in line with its interest.
     fn sync_all_interest(&mut self) {
         let Some(ep) = &self.epoll else {
@@ -669,13 +682,7 @@ impl Transport for KernelTransport {
             // this turn runs) is done; a wake after this makes a new edge.
             w.drain();
         }
-        let mut moved = false;
-        let pcap = &mut self.pcap;
-        for (_, st) in self.streams.iter_mut() {
-            moved |= st.turn(pcap.as_mut(), now, true);
-        }
-        self.reclaim(now);
-        self.sync_all_interest();
+        let moved = self.turn_streams(now, true);
         self.last_poll_moved = moved;
         moved
     }
@@ -687,13 +694,7 @@ impl Transport for KernelTransport {
     fn poll_send(&mut self, now: Instant) -> bool {
         self.now = Some(now);
         self.dirty = false;
-        let mut moved = false;
-        let pcap = &mut self.pcap;
-        for (_, st) in self.streams.iter_mut() {
-            moved |= st.turn(pcap.as_mut(), now, false);
-        }
-        self.reclaim(now);
-        self.sync_all_interest();
+        let moved = self.turn_streams(now, false);
         // Kept if the turn's first poll moved bytes: the extra turn it asks
         // for is still owed.
         self.last_poll_moved |= moved;

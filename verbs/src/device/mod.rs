@@ -277,6 +277,27 @@ impl DeviceShared {
         }
     }
 
+    /// What `take` finds in the engine, blocking until `ready` says there is
+    /// something to take or `timeout` passes (`None`): the shape of every
+    /// `wait_event`.
+    pub(crate) fn wait_take<T>(
+        &self,
+        timeout: Duration,
+        take: impl Fn(&mut Engine) -> Option<T>,
+        ready: &dyn Fn(&Engine) -> bool,
+    ) -> Option<T> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(t) = self.with_engine(&take) {
+                return Some(t);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            self.block_until_engine(deadline, ready);
+        }
+    }
+
     /// Blocks until `ready` or `deadline`, driving progress meanwhile when
     /// no progress thread does.
     pub(crate) fn block_until(&self, deadline: Instant, ready: &dyn Fn() -> bool) {
