@@ -35,6 +35,9 @@ use capture::pcap::PcapSink;
 
 /// MSS reported when the kernel will not say.
 const DEFAULT_MSS: usize = 1460;
+/// How far from half the route's MSS a connection's MSS may be and still
+/// count as cut to half the peer's window (see [`segment_payload`]).
+const HALF_WINDOW_SLACK: usize = 64;
 /// Reads per stream per `poll`, so one busy stream cannot starve the rest.
 const READS_PER_TURN: usize = 4;
 /// Bytes a stream may write between the starts of two polls before
@@ -148,7 +151,8 @@ impl KStream {
         let _ = self.sock.set_nonblocking(true);
         self.local = self.sock.local_addr().ok();
         self.peer = self.sock.peer_addr().ok();
-        self.mss = sys::tcp_maxseg(&self.sock).unwrap_or(DEFAULT_MSS);
+        let maxseg = sys::tcp_maxseg(&self.sock).unwrap_or(DEFAULT_MSS);
+        self.mss = segment_payload(maxseg, sys::advertised_mss(&self.sock).ok());
         if let (Some(sink), Some(l), Some(p)) = (pcap, self.local, self.peer) {
             self.synth = TcpSynth::new(l, p, self.mss);
             if let Some(s) = self.synth.as_mut() {
@@ -319,6 +323,24 @@ fn forget(epoll: Option<&Epoll>, st: &KStream) {
     if let (Some(ep), true) = (epoll, st.registered != 0) {
         // Best effort: the close that follows removes it anyway.
         let _ = ep.delete(st.sock.as_raw_fd());
+    }
+}
+
+/// The MSS to report for a stream whose kernel says `maxseg` (TCP_MAXSEG)
+/// on a route allowing `route` (the MSS this end advertised).
+///
+/// Linux cuts a new connection's MSS to half the largest window the peer
+/// has offered (`tcp_bound_to_half_wnd`) while that window is under two
+/// segments: on loopback (route MSS 65483) TCP_MAXSEG says 32741 or 32768
+/// at connection time. FPDUs of 32768 bytes put two in a 65536-byte write,
+/// which the kernel sends as two packets, 65483 bytes and 53. When the
+/// figure is within [`HALF_WINDOW_SLACK`] of half the route's MSS, half the
+/// route's MSS is reported instead: two FPDUs then fill one segment. Any
+/// other figure (a peer's smaller MSS, an ordinary link) stands.
+fn segment_payload(maxseg: usize, route: Option<usize>) -> usize {
+    match route {
+        Some(r) if maxseg < r && maxseg.abs_diff(r / 2) <= HALF_WINDOW_SLACK => r / 2,
+        _ => maxseg,
     }
 }
 

@@ -62,6 +62,26 @@ fn handshake_addresses_and_mss() {
     assert_eq!(t.peer_addr(s), t.local_addr(c));
     assert!(t.mss(c) >= 536, "{}", t.mss(c));
     assert_eq!(t.send_capacity(c), 1 << 20);
+    // Loopback: two FPDUs of the reported size fill at most one segment
+    // of the route (not one segment and a 53-byte one).
+    for st in [c, s] {
+        let sock = &t.streams.get(st.0).unwrap().sock;
+        let route = sys::advertised_mss(sock).unwrap();
+        assert!(2 * t.mss(st) <= route, "{} against {route}", t.mss(st));
+        assert!(2 * t.mss(st) + 8 > route, "{} against {route}", t.mss(st));
+    }
+}
+
+#[test]
+fn a_connection_mss_cut_to_half_a_window_reports_half_the_route() {
+    // Loopback at connection time: 32741 or 32768 against a route of 65483.
+    assert_eq!(segment_payload(32768, Some(65483)), 32741);
+    assert_eq!(segment_payload(32741, Some(65483)), 32741);
+    // An ordinary link, a peer's smaller MSS, nothing known: as reported.
+    assert_eq!(segment_payload(1448, Some(1448)), 1448);
+    assert_eq!(segment_payload(1388, Some(1448)), 1388);
+    assert_eq!(segment_payload(8948, Some(8948)), 8948);
+    assert_eq!(segment_payload(32768, None), 32768);
 }
 
 #[test]
