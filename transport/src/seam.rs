@@ -116,6 +116,19 @@ pub trait Transport {
     /// Bytes `send_with` could queue right now.
     fn send_capacity(&self, s: StreamId) -> usize;
 
+    /// The layer above has more for `s` than `send_with` just had room for
+    /// (its next FPDU did not fit). A transport that stages bytes in a
+    /// buffer of its own before handing them to its network stack (kernel
+    /// TCP) may hand them over now to make room, instead of at the next
+    /// `poll`; true if it freed room, and `send_with` may be called again.
+    ///
+    /// The default frees nothing: a transport whose send buffer is the TCP
+    /// send buffer itself has no room to make before acknowledgements.
+    fn make_room(&mut self, s: StreamId) -> bool {
+        let _ = s;
+        false
+    }
+
     /// Bytes waiting to be consumed by `recv_with`.
     fn recv_queued(&self, s: StreamId) -> usize;
 

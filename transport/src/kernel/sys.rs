@@ -115,6 +115,29 @@ pub(crate) fn tcp_maxseg(s: &TcpStream) -> io::Result<usize> {
     usize::try_from(v).map_err(|_| io::Error::other("negative TCP_MAXSEG"))
 }
 
+/// The MSS this end advertised (TCP_INFO's `tcpi_advmss`): what its route
+/// allows, before any bound from the peer's window.
+pub(crate) fn advertised_mss(s: &TcpStream) -> io::Result<usize> {
+    // SAFETY: tcp_info is plain old data; all-zero is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: info/len point to a tcp_info and its size; the kernel
+    // writes at most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut info as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info.tcpi_advmss as usize)
+}
+
 /// Makes the next close send RST instead of FIN (SO_LINGER with timeout 0).
 pub(crate) fn set_linger_zero(s: &TcpStream) -> io::Result<()> {
     let l = libc::linger {
@@ -258,6 +281,7 @@ mod tests {
         s.read_exact(&mut b).unwrap();
         assert_eq!(&b, b"hi");
         assert!(tcp_maxseg(&c).unwrap() > 500);
+        assert!(advertised_mss(&c).unwrap() >= tcp_maxseg(&c).unwrap());
     }
 
     #[test]

@@ -62,6 +62,26 @@ fn handshake_addresses_and_mss() {
     assert_eq!(t.peer_addr(s), t.local_addr(c));
     assert!(t.mss(c) >= 536, "{}", t.mss(c));
     assert_eq!(t.send_capacity(c), 1 << 20);
+    // Loopback: two FPDUs of the reported size fill at most one segment
+    // of the route (not one segment and a 53-byte one).
+    for st in [c, s] {
+        let sock = &t.streams.get(st.0).unwrap().sock;
+        let route = sys::advertised_mss(sock).unwrap();
+        assert!(2 * t.mss(st) <= route, "{} against {route}", t.mss(st));
+        assert!(2 * t.mss(st) + 8 > route, "{} against {route}", t.mss(st));
+    }
+}
+
+#[test]
+fn a_connection_mss_cut_to_half_a_window_reports_half_the_route() {
+    // Loopback at connection time: 32741 or 32768 against a route of 65483.
+    assert_eq!(segment_payload(32768, Some(65483)), 32741);
+    assert_eq!(segment_payload(32741, Some(65483)), 32741);
+    // An ordinary link, a peer's smaller MSS, nothing known: as reported.
+    assert_eq!(segment_payload(1448, Some(1448)), 1448);
+    assert_eq!(segment_payload(1388, Some(1448)), 1388);
+    assert_eq!(segment_payload(8948, Some(8948)), 8948);
+    assert_eq!(segment_payload(32768, None), 32768);
 }
 
 #[test]
@@ -886,4 +906,120 @@ fn staged_bytes_the_socket_cannot_take_wait_for_it_to_be_writable() {
     assert!(wakes > 0, "writability woke the loop");
     let at = reader.join().unwrap();
     assert_eq!(at.bad_bytes, 0);
+}
+
+/// Stages one record of `len` bytes of `pattern` from `offset`, whole or
+/// not at all (as an FPDU is); the bytes queued.
+fn stage_record(
+    t: &mut KernelTransport,
+    s: StreamId,
+    pattern: &Pattern,
+    offset: u64,
+    len: usize,
+) -> usize {
+    t.send_with(s, &mut |b| {
+        if b.len() < len {
+            return 0;
+        }
+        pattern.fill(offset, &mut b[..len]);
+        len
+    })
+    .unwrap()
+}
+
+#[test]
+fn make_room_writes_the_staging_out_within_a_budget_per_poll() {
+    let mut t = KernelTransport::new(KernelConfig {
+        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        send_buffer: 16 << 10,
+        ..Default::default()
+    });
+    // A plain socket as the peer, read by hand between rounds: the kernel
+    // never runs out of window, so only the budget can refuse.
+    let (c, mut peer) = with_raw_peer(&mut t);
+    peer.set_read_timeout(Some(LIMIT)).unwrap();
+    let mut rx = Receiver::new(9, u64::MAX);
+    let read_up_to = |peer: &mut std::net::TcpStream, rx: &mut Receiver, n: u64| {
+        let mut buf = vec![0u8; 64 << 10];
+        while rx.received < n {
+            let want = buf.len().min((n - rx.received) as usize);
+            let got = peer.read(&mut buf[..want]).unwrap();
+            assert!(got > 0, "peer closed");
+            rx.take(&buf[..got]);
+        }
+    };
+    t.poll(Instant::now());
+    let pattern = Pattern::new(9);
+    let rec = 6 << 10;
+    let mut sent = 0u64;
+    // Two records fill the 16 KiB staging; a third does not fit until
+    // make_room writes the first two out.
+    for _ in 0..2 {
+        assert_eq!(stage_record(&mut t, c, &pattern, sent, rec), rec);
+        sent += rec as u64;
+    }
+    assert_eq!(stage_record(&mut t, c, &pattern, sent, rec), 0, "full");
+    assert!(t.make_room(c), "the staged bytes went to the kernel");
+    assert_eq!(t.send_capacity(c), 16 << 10, "all room free again");
+    assert!(!t.make_room(c), "nothing staged: no room to make");
+    read_up_to(&mut peer, &mut rx, sent);
+    // Keep going: the budget (from the start of the last poll) runs out,
+    // and make_room refuses until the next poll.
+    let mut written = sent;
+    let mut refused = false;
+    for _ in 0..100 {
+        while stage_record(&mut t, c, &pattern, sent, rec) == rec {
+            sent += rec as u64;
+        }
+        if !t.make_room(c) {
+            refused = true;
+            break;
+        }
+        written = sent;
+        read_up_to(&mut peer, &mut rx, written);
+    }
+    assert!(refused, "make_room never refused");
+    assert!(
+        written >= MAKE_ROOM_BUDGET as u64 && written < MAKE_ROOM_BUDGET as u64 + (16 << 10),
+        "{written} bytes written before the budget held"
+    );
+    assert_eq!(
+        t.send_capacity(c),
+        (16 << 10) % rec,
+        "the staging stays full"
+    );
+    // The next poll renews the budget and writes the rest.
+    t.poll(Instant::now());
+    read_up_to(&mut peer, &mut rx, sent);
+    assert_eq!(rx.bad_bytes, 0);
+    assert_eq!(stage_record(&mut t, c, &pattern, sent, rec), rec);
+    assert_eq!(
+        stage_record(&mut t, c, &pattern, sent + rec as u64, rec),
+        rec
+    );
+    assert!(t.make_room(c), "a poll renews the budget");
+}
+
+#[test]
+fn a_post_after_a_write_in_the_same_turn_waits_for_the_next_poll() {
+    let mut t = loopback();
+    let (c, s) = connected(&mut t);
+    let pattern = Pattern::new(4);
+    t.poll(Instant::now());
+    // Written since the poll began: in flight, so a flush holds what is
+    // staged next without asking the kernel; the next poll writes it.
+    assert_eq!(stage_record(&mut t, c, &pattern, 0, 100), 100);
+    assert!(t.make_room(c));
+    assert_eq!(stage_record(&mut t, c, &pattern, 100, 100), 100);
+    t.flush(Instant::now());
+    assert_eq!(t.send_capacity(c), (1 << 20) - 100, "held");
+    assert_eq!(t.poll_delay(Instant::now()), Some(Duration::ZERO));
+    t.poll(Instant::now());
+    assert_eq!(t.send_capacity(c), 1 << 20, "written by the poll");
+    let mut rx = Receiver::new(4, 200);
+    assert!(drive(&mut t, LIMIT, |t| {
+        rx.drain(t, s).unwrap();
+        rx.done()
+    }));
+    assert_eq!(rx.bad_bytes, 0);
 }

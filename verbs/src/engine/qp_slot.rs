@@ -222,12 +222,12 @@ impl QpSlot {
         let cache = &mut self.tx_regions;
         match &mut self.phase {
             Phase::Connected { stream, conn, .. } => {
-                send_fpdus(transport, *stream, conn, registry, cache)
+                send_fpdus(transport, *stream, conn, registry, cache, 1)
             }
             Phase::Closed {
                 stream: Some(stream),
                 conn: Some(conn),
-            } if conn.wants_write() => send_fpdus(transport, *stream, conn, registry, cache),
+            } if conn.wants_write() => send_fpdus(transport, *stream, conn, registry, cache, 1),
             _ => false,
         }
     }
@@ -267,7 +267,14 @@ impl QpSlot {
             // After reading: a first FPDU that came in time counts.
             conn.handle_timeout(now);
             if !held {
-                busy |= send_fpdus(transport, stream, conn, registry, &mut self.tx_regions);
+                busy |= send_fpdus(
+                    transport,
+                    stream,
+                    conn,
+                    registry,
+                    &mut self.tx_regions,
+                    MAX_SEND_ROUNDS,
+                );
             }
             let st = transport.state(stream);
             if !*peer_closed
@@ -305,7 +312,14 @@ impl QpSlot {
         {
             if let Some(conn) = conn {
                 if conn.wants_write() {
-                    busy |= send_fpdus(transport, *stream, conn, registry, &mut self.tx_regions);
+                    busy |= send_fpdus(
+                        transport,
+                        *stream,
+                        conn,
+                        registry,
+                        &mut self.tx_regions,
+                        MAX_SEND_ROUNDS,
+                    );
                 }
             }
             let _ = transport.recv_with(*stream, &mut |buf| buf.len());
@@ -558,21 +572,38 @@ impl QpSlot {
     }
 }
 
+/// Rounds of `send_with` and [`Transport::make_room`] one transmit of a
+/// progress turn makes at most: the transport bounds what it writes (kernel
+/// TCP: 256 KiB per stream per poll), this bounds the calls whatever it does.
+/// A post's transmit makes one round: what does not fit waits for the turn.
+const MAX_SEND_ROUNDS: usize = 64;
+
 fn send_fpdus(
     transport: &mut dyn Transport,
     stream: StreamId,
     conn: &mut Connection,
     registry: &Registry,
     cache: &mut RegionCache,
+    rounds: usize,
 ) -> bool {
     if !conn.wants_write() {
         return false;
     }
     let sent = registry.with_cached_view(cache, |view| {
-        transport
-            .send_with(stream, &mut |buf| conn.poll_transmit(&*view, buf))
-            .unwrap_or(0)
-            > 0
+        let mut sent = false;
+        for _ in 0..rounds {
+            sent |= transport
+                .send_with(stream, &mut |buf| conn.poll_transmit(&*view, buf))
+                .unwrap_or(0)
+                > 0;
+            // Still due but out of room: the transport may free some at
+            // once (kernel TCP writes its staging out) rather than leave the
+            // rest to the next turn.
+            if !conn.wants_write() || !transport.make_room(stream) {
+                break;
+            }
+        }
+        sent
     });
     // A local invalidate at the head of the send queue: carried out here,
     // before anything after it is sent.
