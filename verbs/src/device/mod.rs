@@ -258,8 +258,7 @@ impl DeviceShared {
     pub(crate) fn post<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
         let mut e = self.lock_for_call();
         let r = f(&mut e);
-        let now = e.now();
-        if !e.flush(now) {
+        if !e.flush_lazy() {
             self.wake(WakeCause::Post);
         }
         self.notify_if_changed(&mut e);
