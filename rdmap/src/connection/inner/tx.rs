@@ -728,8 +728,28 @@ impl Inner {
         step
     }
 
-    /// One segment of the oldest Read Response.
+    /// Segments of the oldest Read Responses, one after another in one
+    /// loop while they fit and the send queue has nothing that may go
+    /// between them (a Send would alternate with them FPDU by FPDU).
     fn emit_irq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
+        let mut written = 0usize;
+        loop {
+            let rest = out.get_mut(written..).unwrap_or_default();
+            match self.emit_one_irq(mem, rest) {
+                Step::Wrote(w) => written += w,
+                // Blocked, or a TERMINATE queued: what was written stands.
+                step if written == 0 => return step,
+                _ => break,
+            }
+            if self.sq_eligible() || !self.irq_eligible() {
+                break;
+            }
+        }
+        Step::Wrote(written)
+    }
+
+    /// One segment of the oldest Read Response.
+    fn emit_one_irq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
         let Some(p) = self.irq.front().copied() else {
             return Step::Blocked;
         };
