@@ -159,6 +159,13 @@ pub trait Transport {
         self.poll(now)
     }
 
+    /// Whether [`flush`](Self::flush) would do anything now. False lets
+    /// the caller skip it, and reading the clock for it (a post onto a
+    /// stream with data in flight, under autocorking). The default: true.
+    fn flush_due(&self) -> bool {
+        true
+    }
+
     /// Polls again at the end of a progress turn, to send what the layer
     /// above queued after the turn's first `poll`. True if anything
     /// happened.
@@ -261,6 +268,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn flush(&mut self, now: Instant) -> bool {
         (**self).flush(now)
+    }
+    fn flush_due(&self) -> bool {
+        (**self).flush_due()
     }
     fn recv_queued(&self, s: StreamId) -> usize {
         (**self).recv_queued(s)

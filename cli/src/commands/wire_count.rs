@@ -112,6 +112,9 @@ impl Transport for Counting {
     fn flush(&mut self, now: Instant) -> bool {
         self.inner.flush(now)
     }
+    fn flush_due(&self) -> bool {
+        self.inner.flush_due()
+    }
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         self.inner.poll_delay(now)
     }

@@ -16,11 +16,35 @@ pub const INITIAL_MSN: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Posted {
     pub(super) id: u64,
-    sgl: Box<[Sge]>,
+    sgl: PostedSgl,
     /// Bytes the SGL holds, capped at what a message can be (MO is 32 bits).
     capacity: u64,
     /// Scattered into as this domain: the stream's, or a shared pool's.
     pd: Option<PdId>,
+}
+
+/// A posted buffer's SGL: a single SGE (the usual case) is kept in
+/// place, so posting it allocates nothing; longer lists go on the heap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PostedSgl {
+    One(Sge),
+    Many(Box<[Sge]>),
+}
+
+impl PostedSgl {
+    fn new(sgl: &[Sge]) -> Self {
+        match sgl {
+            [one] => PostedSgl::One(*one),
+            more => PostedSgl::Many(more.into()),
+        }
+    }
+
+    fn as_slice(&self) -> &[Sge] {
+        match self {
+            PostedSgl::One(one) => core::slice::from_ref(one),
+            PostedSgl::Many(more) => more,
+        }
+    }
 }
 
 impl Posted {
@@ -51,7 +75,7 @@ impl Posted {
         }
         Ok(Posted {
             id,
-            sgl: sgl.into(),
+            sgl: PostedSgl::new(sgl),
             capacity: sgl::capacity(sgl).min(u64::from(u32::MAX)),
             pd: None,
         })
@@ -249,13 +273,12 @@ impl RecvQueue {
         // needed <= capacity <= u32::MAX.
         let placed = needed as u32;
         let cursor = match buffer {
-            Some(b) => sgl::scatter(mem, b.pd.unwrap_or(pd), &b.sgl, cursor, payload).map_err(
-                |source| UntaggedError::LocalBuffer {
+            Some(b) => sgl::scatter(mem, b.pd.unwrap_or(pd), b.sgl.as_slice(), cursor, payload)
+                .map_err(|source| UntaggedError::LocalBuffer {
                     qn,
                     id: b.id,
                     source,
-                },
-            )?,
+                })?,
             None => cursor,
         };
 

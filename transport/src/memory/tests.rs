@@ -693,12 +693,16 @@ fn flush_pushes_an_idle_stream_and_corks_behind_unacknowledged_data() {
         assert_eq!(q.unwrap(), 100);
     };
     let before = sent(&net);
+    assert!(!net.a.flush_due(), "nothing queued");
     put(&mut net, 0);
+    assert!(net.a.flush_due(), "idle stream: due at once");
     assert!(net.a.flush(now), "idle stream: pushed at once");
+    assert!(!net.a.flush_due());
     assert_eq!(sent(&net), before + 1);
     // While that segment is unacknowledged, small writes are corked...
     for tag in 1..=10 {
         put(&mut net, tag);
+        assert!(!net.a.flush_due(), "corked: the flush is not due");
         assert!(!net.a.flush(now));
     }
     assert_eq!(sent(&net), before + 1);

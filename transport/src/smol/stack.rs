@@ -679,6 +679,10 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         }
     }
 
+    fn flush_due(&self) -> bool {
+        !self.tuning().autocork || self.push_due
+    }
+
     fn poll(&mut self, now: Instant) -> bool {
         self.push_due = false;
         let ts = self.smol_time(now);

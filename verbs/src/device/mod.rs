@@ -34,7 +34,7 @@ mod watchers;
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -93,6 +93,14 @@ impl std::fmt::Debug for DeviceShared {
 
 impl DeviceShared {
     fn lock(&self) -> MutexGuard<'_, Engine> {
+        // Free: one atomic operation, no count (nobody queued behind it).
+        match self.engine.try_lock() {
+            Ok(g) => return g,
+            Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        // Held: counted while queued, so a progress thread between turns
+        // lets us in (see `progress_loop`).
         self.contenders.fetch_add(1, Ordering::AcqRel);
         let g = self.engine.lock().unwrap_or_else(|e| e.into_inner());
         self.contenders.fetch_sub(1, Ordering::AcqRel);
@@ -250,8 +258,7 @@ impl DeviceShared {
     pub(crate) fn post<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
         let mut e = self.lock_for_call();
         let r = f(&mut e);
-        let now = e.now();
-        if !e.flush(now) {
+        if !e.flush_lazy() {
             self.wake(WakeCause::Post);
         }
         self.notify_if_changed(&mut e);

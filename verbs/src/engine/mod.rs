@@ -216,6 +216,19 @@ impl Engine {
     /// Pushes queued FPDUs onto the wire without reading anything. False
     /// if the transport is lent out (its holder sends them on its return).
     pub(crate) fn flush(&mut self, now: Instant) -> bool {
+        self.flush_with(&mut || now)
+    }
+
+    /// [`Self::flush`], reading the clock only if something needs the
+    /// time: a queue pair's send hold, or a transport flush that is due.
+    /// A post onto a stream with data in flight needs neither.
+    pub(crate) fn flush_lazy(&mut self) -> bool {
+        let clock = self.clock;
+        let mut read = None;
+        self.flush_with(&mut || *read.get_or_insert_with(|| clock.unwrap_or_else(Instant::now)))
+    }
+
+    fn flush_with(&mut self, now: &mut dyn FnMut() -> Instant) -> bool {
         let Some(transport) = self.transport.as_deref_mut() else {
             return false;
         };
@@ -225,10 +238,10 @@ impl Engine {
                 sent |= slot.transmit(transport, &self.registry, now);
             }
         }
-        if sent {
-            // The transport may hold them behind unacknowledged data, to
-            // leave with the next poll in full segments (autocorking).
-            transport.flush(now);
+        // The transport may hold them behind unacknowledged data, to leave
+        // with the next poll in full segments (autocorking).
+        if sent && transport.flush_due() {
+            transport.flush(now());
         }
         true
     }

@@ -214,9 +214,9 @@ impl QpSlot {
         &mut self,
         transport: &mut dyn Transport,
         registry: &Registry,
-        now: Instant,
+        now: &mut dyn FnMut() -> Instant,
     ) -> bool {
-        if self.held(now) {
+        if self.hold_until.is_some() && self.held(now()) {
             return false;
         }
         let cache = &mut self.tx_regions;

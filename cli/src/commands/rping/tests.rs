@@ -506,6 +506,9 @@ impl Transport for ResetOnClose {
     fn flush(&mut self, now: Instant) -> bool {
         self.0.flush(now)
     }
+    fn flush_due(&self) -> bool {
+        self.0.flush_due()
+    }
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         self.0.poll_delay(now)
     }

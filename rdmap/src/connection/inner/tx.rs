@@ -468,9 +468,53 @@ impl Inner {
         Step::Wrote(w)
     }
 
+    /// The next segments of the current Send or Write, the first with the
+    /// header `ddp` (L clear); `sent` bytes are already out.
+    ///
+    /// One segment after another in one loop while they fit, the entry
+    /// stays current and no Read Response waits for its turn (the two
+    /// streams alternate FPDU by FPDU when both are ready): only the
+    /// offset (MO or TO) changes from one header to the next, and the
+    /// choice of what to send next is made once per run, not per FPDU.
+    fn emit_data_segment<M: Memory + ?Sized>(
+        &mut self,
+        mem: &M,
+        mut ddp: SegmentRepr,
+        mut sent: u32,
+        out: &mut [u8],
+    ) -> Step {
+        let mut written = 0usize;
+        loop {
+            let rest = out.get_mut(written..).unwrap_or_default();
+            let w = match self.emit_one_data_segment(mem, ddp, sent, rest) {
+                Step::Wrote(w) => w,
+                // Blocked, or a local error that queued a TERMINATE: what
+                // was written stands, the caller goes on from there.
+                step if written == 0 => return step,
+                _ => break,
+            };
+            written += w;
+            let next = match self.sq.current().map(|e| e.progress) {
+                Some(Progress::Transmitting { sent: next }) if next > sent => next,
+                _ => break,
+            };
+            if self.irq_eligible() {
+                break;
+            }
+            let step = next - sent;
+            match &mut ddp {
+                // The MSN stays: the first segment took it for the entry.
+                SegmentRepr::Untagged(u) => u.mo = next,
+                SegmentRepr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(step)),
+            }
+            sent = next;
+        }
+        Step::Wrote(written)
+    }
+
     /// The next segment of the current Send or Write, whose header (L
     /// clear) is `ddp`; `sent` bytes are already out.
-    fn emit_data_segment<M: Memory + ?Sized>(
+    fn emit_one_data_segment<M: Memory + ?Sized>(
         &mut self,
         mem: &M,
         mut ddp: SegmentRepr,
@@ -684,8 +728,28 @@ impl Inner {
         step
     }
 
-    /// One segment of the oldest Read Response.
+    /// Segments of the oldest Read Responses, one after another in one
+    /// loop while they fit and the send queue has nothing that may go
+    /// between them (a Send would alternate with them FPDU by FPDU).
     fn emit_irq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
+        let mut written = 0usize;
+        loop {
+            let rest = out.get_mut(written..).unwrap_or_default();
+            match self.emit_one_irq(mem, rest) {
+                Step::Wrote(w) => written += w,
+                // Blocked, or a TERMINATE queued: what was written stands.
+                step if written == 0 => return step,
+                _ => break,
+            }
+            if self.sq_eligible() || !self.irq_eligible() {
+                break;
+            }
+        }
+        Step::Wrote(written)
+    }
+
+    /// One segment of the oldest Read Response.
+    fn emit_one_irq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
         let Some(p) = self.irq.front().copied() else {
             return Step::Blocked;
         };

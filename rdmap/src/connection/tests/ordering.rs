@@ -294,6 +294,52 @@ fn read_responses_interleave_with_sends_not_with_writes() {
     );
 }
 
+/// A Read's response segments leave in one `poll_transmit` when nothing
+/// on the send queue may go between them: each TO follows the last, only
+/// the last has L set (that a Send still alternates with them is
+/// `read_responses_interleave_with_sends_not_with_writes`).
+#[test]
+fn read_response_segments_go_as_one_run() {
+    use ddp::wire::{parse_segment, SegmentRepr};
+
+    let mut p = Pair::new(Setup::default());
+    let len = 10_000;
+    let src = p.a.register(Access::REMOTE_READ, pattern(len, 5));
+    let sink = p.b.register(Access::LOCAL_WRITE, vec![0; len]);
+    let (s, k) = (p.a.sge(src), p.b.sge(sink));
+    // a speaks first: the responder, b, sends nothing before that.
+    let r0 = p.b.register(Access::LOCAL_WRITE, vec![]);
+    let r0 = p.b.sge(r0);
+    p.b.recv(0, vec![r0]);
+    p.a.send(0, vec![]);
+    p.drive();
+    p.b.read(1, k, s);
+    // b's Read Request to a.
+    let mut out = vec![0u8; 64 * 1024];
+    let n = p.b.conn.poll_transmit(&p.b.mem, &mut out);
+    assert!(n > 0);
+    let used = p.a.conn.handle_bytes_shared(&mut p.a.mem, None, &out[..n]);
+    assert_eq!(used, n);
+    // One call: every segment of the response.
+    let n = p.a.conn.poll_transmit(&p.a.mem, &mut out);
+    let segs = ulpdus(&out[..n], true);
+    assert!(segs.len() >= 7, "{} segments", segs.len());
+    let mut at = 0u64;
+    for (i, u) in segs.iter().enumerate() {
+        let (SegmentRepr::Tagged(t), payload) = parse_segment(u).expect("parses") else {
+            panic!("untagged segment in a Read Response");
+        };
+        assert_eq!(t.stag, k.stag);
+        assert_eq!(t.to, k.to + at);
+        assert_eq!(t.last, i == segs.len() - 1);
+        at += payload.len() as u64;
+    }
+    assert_eq!(at, len as u64);
+    let used = p.b.conn.handle_bytes_shared(&mut p.b.mem, None, &out[..n]);
+    assert_eq!(used, n);
+    assert_eq!(p.b.bytes(sink), &pattern(len, 5)[..]);
+}
+
 impl Pair {
     /// Runs until b's Read Request is in a's hands.
     fn drive_until_b_sent_read(&mut self) {

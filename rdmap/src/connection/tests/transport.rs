@@ -183,3 +183,65 @@ proptest! {
         prop_assert_eq!(p.b.completions().len(), 2);
     }
 }
+
+/// One `poll_transmit` with room for everything writes every segment of a
+/// Send and of a Write in one run: each header carries the next offset
+/// (MO, or TO), a Send's segments share one MSN, only the last has L set,
+/// and the bytes arrive whole, gathered across SGEs.
+#[test]
+fn a_run_of_segments_in_one_call_carries_consecutive_offsets() {
+    use ddp::wire::{parse_segment, SegmentRepr};
+
+    let mut p = Pair::new(Setup::default());
+    let len = 10_000;
+    let data = pattern(len, 3);
+    let src = p.a.register(Access::NONE, data.clone());
+    let recv = p.b.register(Access::LOCAL_WRITE, vec![0; len]);
+    let win = p.b.register(Access::REMOTE_WRITE, vec![0; len]);
+    let (s, r, w) = (p.a.sge(src), p.b.sge(recv), p.b.sge(win));
+    // Two SGEs, split off an FPDU boundary.
+    let (mut s1, mut s2) = (s, s);
+    s1.len = 3_001;
+    s2.to += 3_001;
+    s2.len = (len - 3_001) as u32;
+    p.b.recv(1, vec![r]);
+    p.a.send(1, vec![s1, s2]);
+    p.a.write(2, vec![s1, s2], w);
+
+    let mut out = vec![0u8; 64 * 1024];
+    let n = p.a.conn.poll_transmit(&p.a.mem, &mut out);
+    let us = ulpdus(&out[..n], true);
+    let mut send_payload = Vec::new();
+    let mut write_payload = Vec::new();
+    let mut msns = Vec::new();
+    let (mut send_last, mut write_last) = (0, 0);
+    for u in &us {
+        let (seg, payload) = parse_segment(u).expect("parses");
+        match seg {
+            SegmentRepr::Untagged(h) => {
+                assert_eq!(h.mo as usize, send_payload.len(), "MO of each Send segment");
+                msns.push(h.msn);
+                send_last += usize::from(h.last);
+                assert_eq!(h.last, send_payload.len() + payload.len() == len);
+                send_payload.extend_from_slice(payload);
+            }
+            SegmentRepr::Tagged(h) => {
+                assert_eq!(h.stag, w.stag);
+                assert_eq!(h.to, w.to + write_payload.len() as u64, "TO");
+                write_last += usize::from(h.last);
+                assert_eq!(h.last, write_payload.len() + payload.len() == len);
+                write_payload.extend_from_slice(payload);
+            }
+        }
+    }
+    assert!(us.len() >= 14, "both messages went in this call");
+    assert_eq!((send_last, write_last), (1, 1));
+    assert!(msns.iter().all(|&m| m == msns[0]), "one MSN per Send");
+    assert_eq!(send_payload, data);
+    assert_eq!(write_payload, data);
+    // And the peer takes them.
+    p.inject_to_b(&out[..n]);
+    p.drive();
+    assert_eq!(p.b.bytes(recv), &data[..]);
+    assert_eq!(p.b.bytes(win), &data[..]);
+}
