@@ -648,6 +648,10 @@ pub struct Socket<'a> {
     /// Recoveries left before `reo_wnd_mult` falls back to 1 without a
     /// further D-SACK (RACK.reo_wnd_persist).
     reo_wnd_persist: u8,
+    /// The longest reordering measured, in microseconds: how long after
+    /// data above a hole was reported the hole's original transmission
+    /// arrived. The reordering window covers it, up to SRTT + 4 RTTVAR.
+    reo_extent: u32,
     /// SND.MAX when `reo_wnd_mult` last grew: one step per round trip
     /// (RACK.dsack_round).
     dsack_round: Option<TcpSeqNumber>,
@@ -804,6 +808,7 @@ impl<'a> Socket<'a> {
             rack_edge: None,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
+            reo_extent: 0,
             dsack_round: None,
             reordering_seen: false,
             rxt_high: None,
@@ -1211,6 +1216,7 @@ impl<'a> Socket<'a> {
         self.rack_edge = None;
         self.reo_wnd_mult = 1;
         self.reo_wnd_persist = 0;
+        self.reo_extent = 0;
         self.dsack_round = None;
         self.reordering_seen = false;
         self.rxt_high = None;
@@ -1733,14 +1739,21 @@ impl<'a> Socket<'a> {
         let mss = self.remote_mss;
         let advanced = ack_number > self.local_seq_no;
 
-        let holes = self.reordering_region().map(|region| (region, self.holes_in(region)));
+        let holes = self
+            .reordering_region()
+            .map(|region| (region, self.holes_in(region), self.holes_below_edge(region)));
         let frto_before = self.frto.map(|frto| {
             // Above what any recovery resent, data was sent once only.
-            let resent = self.rxt_high.map_or(self.remote_last_seq, |r| {
-                r.max(self.remote_last_seq)
-            });
+            let resent = self
+                .rxt_high
+                .map_or(self.remote_last_seq, |r| r.max(self.remote_last_seq));
             let from = frto.resent_to.unwrap_or(resent);
-            (frto, from, self.held_from(from, frto.high), self.undo.is_some())
+            (
+                frto,
+                from,
+                self.held_from(from, frto.high),
+                self.undo.is_some(),
+            )
         });
         let dup_acks_before = self.local_rx_dup_acks;
         let (newly_sacked, dsack) = if self.remote_has_sack {
@@ -1750,12 +1763,19 @@ impl<'a> Socket<'a> {
         };
         // RFC 8985 section 6.2 step 2: a hole no resend can have filled
         // is now (partly) delivered, below data delivered before it.
-        if let Some((region, before)) = holes
+        if let Some((region, before, below_edge)) = holes
             && self.holes_in((region.0.max(ack_number), region.1)) < before
-            && !self.reordering_seen
         {
-            net_debug!("reordering seen below {}", region.1);
-            self.reordering_seen = true;
+            if !self.reordering_seen {
+                net_debug!("reordering seen below {}", region.1);
+                self.reordering_seen = true;
+            }
+            if let Some((below_before, seen)) = below_edge
+                && let Some((edge, _)) = self.rack_edge
+                && self.holes_in((region.0.max(ack_number), edge.min(region.1))) < below_before
+            {
+                self.measure_reordering(now, seen);
+            }
         }
         if dsack && !self.reordering_seen {
             net_debug!("reordering seen: D-SACK");
@@ -2015,7 +2035,33 @@ impl<'a> Socket<'a> {
         // Multiplied before the division, as Linux does: a minimum RTT of
         // a few microseconds (two stacks in one process) has no quarter in
         // whole microseconds, and the window would stay zero.
-        Some((min_rtt * self.reo_wnd_mult / 4).min(srtt))
+        let steps = (min_rtt * self.reo_wnd_mult / 4).min(srtt);
+        // Reordering measured to outlast SRTT (a path whose delay varies
+        // by more than its round trip) widens the window beyond Linux's
+        // bound, to the extent seen plus a quarter, up to SRTT + 4 RTTVAR:
+        // still short of the RTO, which stays behind it.
+        let var = Duration::from_micros(self.rtte.rttvar as u64 * RTTE_K as u64);
+        let measured = Duration::from_micros(self.reo_extent as u64 * 5 / 4).min(srtt + var);
+        Some(steps.max(measured))
+    }
+
+    /// Holes within `region` below the pending RACK edge, and when that
+    /// edge was reported.
+    fn holes_below_edge(&self, region: (TcpSeqNumber, TcpSeqNumber)) -> Option<(usize, Instant)> {
+        let (edge, seen) = self.rack_edge?;
+        Some((self.holes_in((region.0, edge.min(region.1))), seen))
+    }
+
+    /// A hole below the pending RACK edge was delivered by its original
+    /// transmission, that long after the edge was reported: the reordering
+    /// window must cover as much to leave such a hole alone.
+    fn measure_reordering(&mut self, now: Instant, seen: Instant) {
+        let extent = micros_u32(now - seen);
+        if extent > self.reo_extent {
+            net_debug!("reordering of {}us measured", extent);
+            self.reo_extent = extent;
+            self.reo_wnd_persist = REO_WND_PERSIST;
+        }
     }
 
     /// RACK_update_reo_wnd's bookkeeping (RFC 8985 section 6.2 step 4):
@@ -2030,6 +2076,16 @@ impl<'a> Socket<'a> {
             // Linux bounds the steps at 255; SRTT bounds the window first.
             self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(REO_WND_MULT_MAX);
             self.reo_wnd_persist = REO_WND_PERSIST;
+            // On a path measured to reorder, the window was too short for
+            // the reordering by an unknown amount: double it (a step of
+            // min_RTT/4 takes hundreds of round trips to cover jitter on a
+            // path of a few microseconds). Without such a measurement a
+            // D-SACK may as well come from a lost ACK: one step only.
+            if self.reo_extent > 0
+                && let Some(wnd) = self.reo_wnd()
+            {
+                self.reo_extent = self.reo_extent.max(micros_u32(wnd).saturating_mul(8) / 5);
+            }
             net_debug!("D-SACK: reordering window now {} steps", self.reo_wnd_mult);
         }
     }
@@ -2041,6 +2097,7 @@ impl<'a> Socket<'a> {
         self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
         if self.reo_wnd_persist == 0 {
             self.reo_wnd_mult = 1;
+            self.reo_extent /= 2;
         }
     }
 
@@ -2054,7 +2111,9 @@ impl<'a> Socket<'a> {
             return None;
         }
         let high = self.scoreboard.highest()?;
-        let from = self.rxt_high.map_or(self.local_seq_no, |r| r.max(self.local_seq_no));
+        let from = self
+            .rxt_high
+            .map_or(self.local_seq_no, |r| r.max(self.local_seq_no));
         (from < high).then_some((from, high))
     }
 
@@ -8799,9 +8858,10 @@ mod test {
         recv_segments(&mut s, 1000, 0, b"aaaBBB", 3);
         send!(s, time 1001, sack_ack(0, &[(3, 6)]));
         assert!(!s.reordering_seen);
-        // "aaa" arrives late, never resent.
+        // "aaa" arrives late, never resent, 1 ms after "BBB" was reported.
         send!(s, time 1002, sack_ack(6, &[]));
         assert!(s.reordering_seen);
+        assert_eq!(s.reo_extent, 1_000);
         assert_eq!(s.stats().retransmitted_segments, 0);
 
         s.send_slice(b"cccDDDeeeFFF").unwrap();
@@ -8810,9 +8870,11 @@ mod test {
         send!(s, time 1004, sack_ack(6, &[(9, 18)]));
         recv_nothing!(s, time 1004);
         assert_eq!(s.stats().fast_recoveries, 0);
-        // RACK does, a reordering window (a quarter of min RTT) later.
-        recv_nothing(&mut s, Instant::from_micros(1_004_249));
-        recv!(s, time 1005, [TcpRepr {
+        // RACK does, a reordering window later: the reordering measured
+        // and a quarter more, not a quarter of the minimum RTT.
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(1_250)));
+        recv_nothing(&mut s, Instant::from_micros(1_005_249));
+        recv!(s, time 1006, [TcpRepr {
             seq_number: LOCAL_SEQ + 1 + 6,
             ack_number: Some(REMOTE_SEQ + 1),
             payload:    &b"ccc"[..],
