@@ -2732,7 +2732,11 @@ impl<'a> Socket<'a> {
                         ack_min,
                         ack_max
                     );
-                    if repr.payload.is_empty() || repr.control != TcpControl::None {
+                    // Data with PSH set (the last segment of what the
+                    // peer had queued: a whole small message) is data too.
+                    if repr.payload.is_empty()
+                        || !matches!(repr.control, TcpControl::None | TcpControl::Psh)
+                    {
                         // Overtaken by a later ACK, its SACK blocks still
                         // count: a D-SACK in it is the only report of
                         // that duplicate (Linux reads old ACKs' SACKs too).
@@ -9127,6 +9131,19 @@ mod test {
             ..SEND_TEMPL
         });
         assert_eq!(s.remote_seq_no, REMOTE_SEQ + 1 + 3);
+        // With PSH set (a small message, the whole of what the peer had
+        // queued) it is data all the same: it was dropped, and only the
+        // peer's RTO resent it.
+        send!(s, time 1013, TcpRepr {
+            control:    TcpControl::Psh,
+            seq_number: REMOTE_SEQ + 1 + 3,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            window_len: 1,
+            payload:    &b"uvw"[..],
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.recv_slice(&mut buf), Ok(3));
+        assert_eq!(&buf[..3], b"uvw");
     }
 
     /// After a timeout the resend cursor steps back below SND.MAX, maybe
