@@ -2040,9 +2040,10 @@ impl<'a> Socket<'a> {
         // by more than its round trip) widens the window beyond Linux's
         // bound, to the extent seen plus a quarter, up to SRTT + 2 RTTVAR:
         // halfway between SRTT and the RTO (SRTT + 4 RTTVAR), so that RACK
-        // still marks a real loss well before the timer fires. (With
+        // still marks a real loss well before the timer fires. (A later
+        // mark costs goodput when losses come with the reordering: with
         // 4 RTTVAR, 1% loss plus 100 us of jitter on the memory link ran
-        // 10-15% slower still, for no fewer resends.)
+        // slower still, for no fewer resends.)
         let var = Duration::from_micros(self.rtte.rttvar as u64 * 2);
         let measured = Duration::from_micros(self.reo_extent as u64 * 5 / 4).min(srtt + var);
         Some(steps.max(measured))
