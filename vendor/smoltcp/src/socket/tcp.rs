@@ -638,6 +638,13 @@ pub struct Socket<'a> {
     head_rxt_mark: Option<TcpSeqNumber>,
     /// Resend the segment at SND.UNA again (its retransmission was lost).
     head_resend: bool,
+    /// Retransmissions in recovery above SND.UNA, the last `RXT_MARKS`:
+    /// start, end and SND.MAX when sent. If data sent after one is
+    /// SACKed while it is still missing, it was lost again (RACK's rule,
+    /// RFC 8985 section 6.2, per retransmission).
+    rxt_marks: [Option<(TcpSeqNumber, TcpSeqNumber, TcpSeqNumber)>; RXT_MARKS],
+    /// A retransmission above SND.UNA found lost: resend it next.
+    rxt_lost: Option<(TcpSeqNumber, TcpSeqNumber)>,
     /// RACK evidence (RFC 8985 section 6): the highest SACKed sequence number
     /// and when it was first seen. Holes below it, sent before it, are lost
     /// once the reordering window has passed since.
@@ -727,6 +734,9 @@ const PTO_MIN: Duration = Duration::from_millis(1);
 /// arrived (Linux's `TCP_MAX_QUICKACKS`).
 const QUICK_ACKS: u8 = 16;
 
+/// Retransmissions above SND.UNA whose loss is watched for.
+const RXT_MARKS: usize = 8;
+
 /// DupThresh (RFC 5681, RFC 6675): duplicate ACKs, or SACKed segments above a
 /// hole, that mark it lost.
 const DUP_THRESH: usize = 3;
@@ -805,6 +815,8 @@ impl<'a> Socket<'a> {
             quick_acks: 0,
             head_rxt_mark: None,
             head_resend: false,
+            rxt_marks: [None; RXT_MARKS],
+            rxt_lost: None,
             rack_edge: None,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
@@ -1719,6 +1731,8 @@ impl<'a> Socket<'a> {
         self.recovery_point = None;
         self.head_rxt_mark = None;
         self.head_resend = false;
+        self.rxt_marks = [None; RXT_MARKS];
+        self.rxt_lost = None;
         self.pending_fast_retransmit = false;
         self.high_rxt = self.local_seq_no;
         self.lost_end = self.local_seq_no;
@@ -1955,6 +1969,27 @@ impl<'a> Socket<'a> {
             net_debug!("retransmission at {} lost", self.local_seq_no);
             self.head_rxt_mark = None;
             self.head_resend = true;
+        }
+        // The same for a retransmission above SND.UNA, which would
+        // otherwise wait until it became the head (or for the RTO).
+        if self.recovery_point.is_some()
+            && self.rxt_lost.is_none()
+            && let Some(highest) = self.scoreboard.highest()
+        {
+            let una = self.local_seq_no;
+            for i in 0..RXT_MARKS {
+                let Some((start, end, mark)) = self.rxt_marks[i] else {
+                    continue;
+                };
+                if end <= una {
+                    self.rxt_marks[i] = None;
+                } else if start > una && highest > mark && self.holes_in((start, end)) > 0 {
+                    net_debug!("retransmission at {} lost", start);
+                    self.rxt_marks[i] = None;
+                    self.rxt_lost = Some((start, end));
+                    break;
+                }
+            }
         }
         let lost_detected =
             sack_lost.is_some() || (dup_thresh && self.local_rx_dup_acks as usize >= DUP_THRESH);
@@ -2385,6 +2420,17 @@ impl<'a> Socket<'a> {
     fn retransmit_to_send(&self) -> Option<(TcpSeqNumber, usize)> {
         self.recovery_point?;
         let end = self.lost_end.min(self.remote_last_seq);
+        if !self.head_resend
+            && let Some((from, to)) = self.rxt_lost
+        {
+            let start = self.scoreboard.skip(from.max(self.local_seq_no));
+            if start < to {
+                let stop = self.scoreboard.next_start(start).map_or(to, |s| s.min(to));
+                let len = stop - start;
+                let allowed = self.cwnd_remaining() >= len.min(self.remote_mss);
+                return allowed.then_some((start, len));
+            }
+        }
         let start = if self.head_resend {
             self.local_seq_no
         } else {
@@ -3983,9 +4029,27 @@ impl<'a> Socket<'a> {
             if self.recovery_point.is_some() && repr.seq_number >= self.high_rxt {
                 self.high_rxt = seg_end;
             }
+            if self
+                .rxt_lost
+                .is_some_and(|(from, to)| repr.seq_number < to && from < seg_end)
+            {
+                self.rxt_lost = None;
+            }
             if self.recovery_point.is_some() && repr.seq_number == self.local_seq_no {
                 self.head_resend = false;
                 self.head_rxt_mark = Some(snd_max);
+            } else if self.recovery_point.is_some() {
+                // The mark of the same data, a free one, or the oldest.
+                let marks = &mut self.rxt_marks;
+                let slot = marks
+                    .iter()
+                    .position(|m| m.is_some_and(|(s, _, _)| s == repr.seq_number))
+                    .or_else(|| marks.iter().position(Option::is_none))
+                    .unwrap_or_else(|| {
+                        marks.rotate_left(1);
+                        RXT_MARKS - 1
+                    });
+                marks[slot] = Some((repr.seq_number, seg_end, snd_max));
             }
         }
         if repr.segment_len() > 0 {
@@ -8648,6 +8712,48 @@ mod test {
             ..RECV_TEMPL
         }]);
         assert_eq!(s.stats().retransmitted_segments, 3);
+    }
+
+    #[test]
+    fn test_lost_retransmission_above_head_is_resent() {
+        // "aaa" and "ccc" are lost, both resent in one go; both resends
+        // are lost too.
+        let mut s = socket_sack_sent(b"aaaBBBcccDDDeeeFFF", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        send!(s, time 1011, sack_ack(0, &[(9, 12), (3, 6)]));
+        send!(s, time 1012, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // Data sent after both resends arrives while both are missing:
+        // both go out again, "ccc" without waiting to become the head.
+        s.send_slice(b"ggg").unwrap();
+        recv_segments(&mut s, 1013, 18, b"ggg", 3);
+        send!(s, time 1020, sack_ack(0, &[(9, 21), (3, 6)]));
+        recv!(s, time 1020, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // Nothing sent after those arrives: no further resend.
+        send!(s, time 1021, sack_ack(0, &[(9, 21), (3, 6)]));
+        recv_nothing!(s, time 1021);
+        assert_eq!(s.stats().retransmitted_segments, 4);
+        assert_eq!(s.stats().timeouts, 0);
     }
 
     #[test]

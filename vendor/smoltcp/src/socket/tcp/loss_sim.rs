@@ -461,11 +461,11 @@ fn ten_percent_loss_on_a_fast_link_times_out_rarely() {
     // Without a congestion window or with a 4-hole assembler (the crate's
     // defaults) the sender floods the link and SACK information is lost:
     // timeouts are then the rule, quick ACKs or not.
+    // At most one timeout per MiB (75 in all without quick ACKs, 37 with
+    // an ACK for every second segment). Not per recovery: resending a lost
+    // retransmission above the head at once needs fewer recoveries.
     if cfg!(feature = "socket-tcp-cubic") && crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
-        assert!(
-            timeouts * 40 <= recoveries,
-            "{timeouts} timeouts, {recoveries} recoveries"
-        );
+        assert!(timeouts <= 16, "{timeouts} timeouts, {recoveries} recoveries");
     }
 }
 
