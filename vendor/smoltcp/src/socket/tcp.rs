@@ -638,6 +638,13 @@ pub struct Socket<'a> {
     head_rxt_mark: Option<TcpSeqNumber>,
     /// Resend the segment at SND.UNA again (its retransmission was lost).
     head_resend: bool,
+    /// Retransmissions in recovery above SND.UNA, the last `RXT_MARKS`:
+    /// start, end and SND.MAX when sent. If data sent after one is
+    /// SACKed while it is still missing, it was lost again (RACK's rule,
+    /// RFC 8985 section 6.2, per retransmission).
+    rxt_marks: [Option<(TcpSeqNumber, TcpSeqNumber, TcpSeqNumber)>; RXT_MARKS],
+    /// A retransmission above SND.UNA found lost: resend it next.
+    rxt_lost: Option<(TcpSeqNumber, TcpSeqNumber)>,
     /// RACK evidence (RFC 8985 section 6): the highest SACKed sequence number
     /// and when it was first seen. Holes below it, sent before it, are lost
     /// once the reordering window has passed since.
@@ -648,6 +655,10 @@ pub struct Socket<'a> {
     /// Recoveries left before `reo_wnd_mult` falls back to 1 without a
     /// further D-SACK (RACK.reo_wnd_persist).
     reo_wnd_persist: u8,
+    /// The longest reordering measured, in microseconds: how long after
+    /// data above a hole was reported the hole's original transmission
+    /// arrived. The reordering window covers it, up to SRTT + 2 RTTVAR.
+    reo_extent: u32,
     /// SND.MAX when `reo_wnd_mult` last grew: one step per round trip
     /// (RACK.dsack_round).
     dsack_round: Option<TcpSeqNumber>,
@@ -722,6 +733,9 @@ const PTO_MIN: Duration = Duration::from_millis(1);
 /// ACKs sent at once, one per data segment, after out-of-order data
 /// arrived (Linux's `TCP_MAX_QUICKACKS`).
 const QUICK_ACKS: u8 = 16;
+
+/// Retransmissions above SND.UNA whose loss is watched for.
+const RXT_MARKS: usize = 8;
 
 /// DupThresh (RFC 5681, RFC 6675): duplicate ACKs, or SACKed segments above a
 /// hole, that mark it lost.
@@ -801,9 +815,12 @@ impl<'a> Socket<'a> {
             quick_acks: 0,
             head_rxt_mark: None,
             head_resend: false,
+            rxt_marks: [None; RXT_MARKS],
+            rxt_lost: None,
             rack_edge: None,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
+            reo_extent: 0,
             dsack_round: None,
             reordering_seen: false,
             rxt_high: None,
@@ -1211,6 +1228,7 @@ impl<'a> Socket<'a> {
         self.rack_edge = None;
         self.reo_wnd_mult = 1;
         self.reo_wnd_persist = 0;
+        self.reo_extent = 0;
         self.dsack_round = None;
         self.reordering_seen = false;
         self.rxt_high = None;
@@ -1713,6 +1731,8 @@ impl<'a> Socket<'a> {
         self.recovery_point = None;
         self.head_rxt_mark = None;
         self.head_resend = false;
+        self.rxt_marks = [None; RXT_MARKS];
+        self.rxt_lost = None;
         self.pending_fast_retransmit = false;
         self.high_rxt = self.local_seq_no;
         self.lost_end = self.local_seq_no;
@@ -1733,14 +1753,21 @@ impl<'a> Socket<'a> {
         let mss = self.remote_mss;
         let advanced = ack_number > self.local_seq_no;
 
-        let holes = self.reordering_region().map(|region| (region, self.holes_in(region)));
+        let holes = self
+            .reordering_region()
+            .map(|region| (region, self.holes_in(region), self.holes_below_edge(region)));
         let frto_before = self.frto.map(|frto| {
             // Above what any recovery resent, data was sent once only.
-            let resent = self.rxt_high.map_or(self.remote_last_seq, |r| {
-                r.max(self.remote_last_seq)
-            });
+            let resent = self
+                .rxt_high
+                .map_or(self.remote_last_seq, |r| r.max(self.remote_last_seq));
             let from = frto.resent_to.unwrap_or(resent);
-            (frto, from, self.held_from(from, frto.high), self.undo.is_some())
+            (
+                frto,
+                from,
+                self.held_from(from, frto.high),
+                self.undo.is_some(),
+            )
         });
         let dup_acks_before = self.local_rx_dup_acks;
         let (newly_sacked, dsack) = if self.remote_has_sack {
@@ -1750,12 +1777,19 @@ impl<'a> Socket<'a> {
         };
         // RFC 8985 section 6.2 step 2: a hole no resend can have filled
         // is now (partly) delivered, below data delivered before it.
-        if let Some((region, before)) = holes
+        if let Some((region, before, below_edge)) = holes
             && self.holes_in((region.0.max(ack_number), region.1)) < before
-            && !self.reordering_seen
         {
-            net_debug!("reordering seen below {}", region.1);
-            self.reordering_seen = true;
+            if !self.reordering_seen {
+                net_debug!("reordering seen below {}", region.1);
+                self.reordering_seen = true;
+            }
+            if let Some((below_before, seen)) = below_edge
+                && let Some((edge, _)) = self.rack_edge
+                && self.holes_in((region.0.max(ack_number), edge.min(region.1))) < below_before
+            {
+                self.measure_reordering(now, seen);
+            }
         }
         if dsack && !self.reordering_seen {
             net_debug!("reordering seen: D-SACK");
@@ -1936,6 +1970,27 @@ impl<'a> Socket<'a> {
             self.head_rxt_mark = None;
             self.head_resend = true;
         }
+        // The same for a retransmission above SND.UNA, which would
+        // otherwise wait until it became the head (or for the RTO).
+        if self.recovery_point.is_some()
+            && self.rxt_lost.is_none()
+            && let Some(highest) = self.scoreboard.highest()
+        {
+            let una = self.local_seq_no;
+            for i in 0..RXT_MARKS {
+                let Some((start, end, mark)) = self.rxt_marks[i] else {
+                    continue;
+                };
+                if end <= una {
+                    self.rxt_marks[i] = None;
+                } else if start > una && highest > mark && self.holes_in((start, end)) > 0 {
+                    net_debug!("retransmission at {} lost", start);
+                    self.rxt_marks[i] = None;
+                    self.rxt_lost = Some((start, end));
+                    break;
+                }
+            }
+        }
         let lost_detected =
             sack_lost.is_some() || (dup_thresh && self.local_rx_dup_acks as usize >= DUP_THRESH);
         if lost_detected
@@ -2015,7 +2070,37 @@ impl<'a> Socket<'a> {
         // Multiplied before the division, as Linux does: a minimum RTT of
         // a few microseconds (two stacks in one process) has no quarter in
         // whole microseconds, and the window would stay zero.
-        Some((min_rtt * self.reo_wnd_mult / 4).min(srtt))
+        let steps = (min_rtt * self.reo_wnd_mult / 4).min(srtt);
+        // Reordering measured to outlast SRTT (a path whose delay varies
+        // by more than its round trip) widens the window beyond Linux's
+        // bound, to the extent seen plus a quarter, up to SRTT + 2 RTTVAR:
+        // halfway between SRTT and the RTO (SRTT + 4 RTTVAR), so that RACK
+        // still marks a real loss well before the timer fires. (A later
+        // mark costs goodput when losses come with the reordering: with
+        // 4 RTTVAR, 1% loss plus 100 us of jitter on the memory link ran
+        // slower still, for no fewer resends.)
+        let var = Duration::from_micros(self.rtte.rttvar as u64 * 2);
+        let measured = Duration::from_micros(self.reo_extent as u64 * 5 / 4).min(srtt + var);
+        Some(steps.max(measured))
+    }
+
+    /// Holes within `region` below the pending RACK edge, and when that
+    /// edge was reported.
+    fn holes_below_edge(&self, region: (TcpSeqNumber, TcpSeqNumber)) -> Option<(usize, Instant)> {
+        let (edge, seen) = self.rack_edge?;
+        Some((self.holes_in((region.0, edge.min(region.1))), seen))
+    }
+
+    /// A hole below the pending RACK edge was delivered by its original
+    /// transmission, that long after the edge was reported: the reordering
+    /// window must cover as much to leave such a hole alone.
+    fn measure_reordering(&mut self, now: Instant, seen: Instant) {
+        let extent = micros_u32(now - seen);
+        if extent > self.reo_extent {
+            net_debug!("reordering of {}us measured", extent);
+            self.reo_extent = extent;
+            self.reo_wnd_persist = REO_WND_PERSIST;
+        }
     }
 
     /// RACK_update_reo_wnd's bookkeeping (RFC 8985 section 6.2 step 4):
@@ -2030,6 +2115,16 @@ impl<'a> Socket<'a> {
             // Linux bounds the steps at 255; SRTT bounds the window first.
             self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(REO_WND_MULT_MAX);
             self.reo_wnd_persist = REO_WND_PERSIST;
+            // On a path measured to reorder, the window was too short for
+            // the reordering by an unknown amount: double it (a step of
+            // min_RTT/4 takes hundreds of round trips to cover jitter on a
+            // path of a few microseconds). Without such a measurement a
+            // D-SACK may as well come from a lost ACK: one step only.
+            if self.reo_extent > 0
+                && let Some(wnd) = self.reo_wnd()
+            {
+                self.reo_extent = self.reo_extent.max(micros_u32(wnd).saturating_mul(8) / 5);
+            }
             net_debug!("D-SACK: reordering window now {} steps", self.reo_wnd_mult);
         }
     }
@@ -2041,6 +2136,7 @@ impl<'a> Socket<'a> {
         self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
         if self.reo_wnd_persist == 0 {
             self.reo_wnd_mult = 1;
+            self.reo_extent /= 2;
         }
     }
 
@@ -2054,7 +2150,9 @@ impl<'a> Socket<'a> {
             return None;
         }
         let high = self.scoreboard.highest()?;
-        let from = self.rxt_high.map_or(self.local_seq_no, |r| r.max(self.local_seq_no));
+        let from = self
+            .rxt_high
+            .map_or(self.local_seq_no, |r| r.max(self.local_seq_no));
         (from < high).then_some((from, high))
     }
 
@@ -2322,6 +2420,17 @@ impl<'a> Socket<'a> {
     fn retransmit_to_send(&self) -> Option<(TcpSeqNumber, usize)> {
         self.recovery_point?;
         let end = self.lost_end.min(self.remote_last_seq);
+        if !self.head_resend
+            && let Some((from, to)) = self.rxt_lost
+        {
+            let start = self.scoreboard.skip(from.max(self.local_seq_no));
+            if start < to {
+                let stop = self.scoreboard.next_start(start).map_or(to, |s| s.min(to));
+                let len = stop - start;
+                let allowed = self.cwnd_remaining() >= len.min(self.remote_mss);
+                return allowed.then_some((start, len));
+            }
+        }
         let start = if self.head_resend {
             self.local_seq_no
         } else {
@@ -2673,7 +2782,11 @@ impl<'a> Socket<'a> {
                         ack_min,
                         ack_max
                     );
-                    if repr.payload.is_empty() || repr.control != TcpControl::None {
+                    // Data with PSH set (the last segment of what the
+                    // peer had queued: a whole small message) is data too.
+                    if repr.payload.is_empty()
+                        || !matches!(repr.control, TcpControl::None | TcpControl::Psh)
+                    {
                         // Overtaken by a later ACK, its SACK blocks still
                         // count: a D-SACK in it is the only report of
                         // that duplicate (Linux reads old ACKs' SACKs too).
@@ -3916,9 +4029,27 @@ impl<'a> Socket<'a> {
             if self.recovery_point.is_some() && repr.seq_number >= self.high_rxt {
                 self.high_rxt = seg_end;
             }
+            if self
+                .rxt_lost
+                .is_some_and(|(from, to)| repr.seq_number < to && from < seg_end)
+            {
+                self.rxt_lost = None;
+            }
             if self.recovery_point.is_some() && repr.seq_number == self.local_seq_no {
                 self.head_resend = false;
                 self.head_rxt_mark = Some(snd_max);
+            } else if self.recovery_point.is_some() {
+                // The mark of the same data, a free one, or the oldest.
+                let marks = &mut self.rxt_marks;
+                let slot = marks
+                    .iter()
+                    .position(|m| m.is_some_and(|(s, _, _)| s == repr.seq_number))
+                    .or_else(|| marks.iter().position(Option::is_none))
+                    .unwrap_or_else(|| {
+                        marks.rotate_left(1);
+                        RXT_MARKS - 1
+                    });
+                marks[slot] = Some((repr.seq_number, seg_end, snd_max));
             }
         }
         if repr.segment_len() > 0 {
@@ -8584,6 +8715,48 @@ mod test {
     }
 
     #[test]
+    fn test_lost_retransmission_above_head_is_resent() {
+        // "aaa" and "ccc" are lost, both resent in one go; both resends
+        // are lost too.
+        let mut s = socket_sack_sent(b"aaaBBBcccDDDeeeFFF", 3);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        send!(s, time 1011, sack_ack(0, &[(9, 12), (3, 6)]));
+        send!(s, time 1012, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1012, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // Data sent after both resends arrives while both are missing:
+        // both go out again, "ccc" without waiting to become the head.
+        s.send_slice(b"ggg").unwrap();
+        recv_segments(&mut s, 1013, 18, b"ggg", 3);
+        send!(s, time 1020, sack_ack(0, &[(9, 21), (3, 6)]));
+        recv!(s, time 1020, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        // Nothing sent after those arrives: no further resend.
+        send!(s, time 1021, sack_ack(0, &[(9, 21), (3, 6)]));
+        recv_nothing!(s, time 1021);
+        assert_eq!(s.stats().retransmitted_segments, 4);
+        assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
     fn test_rack_marks_hole_lost_after_reordering_window() {
         let mut s = socket_sack_sent(b"", 3);
         // min RTT 1 ms: the reordering window is a quarter of it. SRTT is
@@ -8799,9 +8972,10 @@ mod test {
         recv_segments(&mut s, 1000, 0, b"aaaBBB", 3);
         send!(s, time 1001, sack_ack(0, &[(3, 6)]));
         assert!(!s.reordering_seen);
-        // "aaa" arrives late, never resent.
+        // "aaa" arrives late, never resent, 1 ms after "BBB" was reported.
         send!(s, time 1002, sack_ack(6, &[]));
         assert!(s.reordering_seen);
+        assert_eq!(s.reo_extent, 1_000);
         assert_eq!(s.stats().retransmitted_segments, 0);
 
         s.send_slice(b"cccDDDeeeFFF").unwrap();
@@ -8810,9 +8984,11 @@ mod test {
         send!(s, time 1004, sack_ack(6, &[(9, 18)]));
         recv_nothing!(s, time 1004);
         assert_eq!(s.stats().fast_recoveries, 0);
-        // RACK does, a reordering window (a quarter of min RTT) later.
-        recv_nothing(&mut s, Instant::from_micros(1_004_249));
-        recv!(s, time 1005, [TcpRepr {
+        // RACK does, a reordering window later: the reordering measured
+        // and a quarter more, not a quarter of the minimum RTT.
+        assert_eq!(s.reo_wnd(), Some(Duration::from_micros(1_250)));
+        recv_nothing(&mut s, Instant::from_micros(1_005_249));
+        recv!(s, time 1006, [TcpRepr {
             seq_number: LOCAL_SEQ + 1 + 6,
             ack_number: Some(REMOTE_SEQ + 1),
             payload:    &b"ccc"[..],
@@ -9065,6 +9241,19 @@ mod test {
             ..SEND_TEMPL
         });
         assert_eq!(s.remote_seq_no, REMOTE_SEQ + 1 + 3);
+        // With PSH set (a small message, the whole of what the peer had
+        // queued) it is data all the same: it was dropped, and only the
+        // peer's RTO resent it.
+        send!(s, time 1013, TcpRepr {
+            control:    TcpControl::Psh,
+            seq_number: REMOTE_SEQ + 1 + 3,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            window_len: 1,
+            payload:    &b"uvw"[..],
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.recv_slice(&mut buf), Ok(3));
+        assert_eq!(&buf[..3], b"uvw");
     }
 
     /// After a timeout the resend cursor steps back below SND.MAX, maybe

@@ -461,11 +461,11 @@ fn ten_percent_loss_on_a_fast_link_times_out_rarely() {
     // Without a congestion window or with a 4-hole assembler (the crate's
     // defaults) the sender floods the link and SACK information is lost:
     // timeouts are then the rule, quick ACKs or not.
+    // At most one timeout per MiB (75 in all without quick ACKs, 37 with
+    // an ACK for every second segment). Not per recovery: resending a lost
+    // retransmission above the head at once needs fewer recoveries.
     if cfg!(feature = "socket-tcp-cubic") && crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
-        assert!(
-            timeouts * 40 <= recoveries,
-            "{timeouts} timeouts, {recoveries} recoveries"
-        );
+        assert!(timeouts <= 16, "{timeouts} timeouts, {recoveries} recoveries");
     }
 }
 
@@ -516,15 +516,17 @@ fn reordering_without_loss_never_times_out() {
 
 /// The same on a link like two stacks in one process (10 us each way plus
 /// up to `jitter`, the memory link's sockets): the minimum RTT is tiny
-/// beside the jitter, so the reordering window must grow, one step per
-/// round trip with a D-SACK, until it covers the reordering; what is resent
-/// meanwhile stays a few percent of 4 MiB, and nothing times out.
+/// beside the jitter, which can outlast SRTT, so the reordering window
+/// must grow past both: to the reordering measured (a hole filled by its
+/// original transmission, that long after data above it was reported),
+/// doubling per round trip with a D-SACK. Over eight seeds of 4 MiB each
+/// less than 1% is resent, and nothing times out.
 #[test]
 fn reordering_on_a_fast_link() {
     for jitter_us in [20, 100, 250] {
         let mut shares = std::vec::Vec::new();
         let (mut recoveries, mut undone) = (0, 0);
-        for seed in 1..=4 {
+        for seed in 1..=8 {
             let link = Link {
                 rng: ChaCha8Rng::seed_from_u64(seed),
                 loss: 0.0,
@@ -561,7 +563,7 @@ fn reordering_on_a_fast_link() {
              {undone} of {recoveries} fast recoveries undone"
         );
         if crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
-            assert!(shares.iter().all(|&s| s < 0.05), "{shares:?}");
+            assert!(shares.iter().all(|&s| s < 0.01), "{shares:?}");
         }
     }
 }
