@@ -25,6 +25,20 @@ pub struct WorkCompletion {
 }
 
 impl WorkCompletion {
+    /// A value to fill the array handed to `CompletionQueue::poll` with
+    /// (`[WorkCompletion::FILLER; 16]`): an error status and zeros, never
+    /// a completion the queue returned.
+    pub const FILLER: WorkCompletion = WorkCompletion {
+        wr_id: 0,
+        status: WcStatus::GeneralErr,
+        opcode: WcOpcode::Send,
+        byte_len: 0,
+        qp_num: 0,
+        invalidated: None,
+        solicited: false,
+        imm_data: None,
+    };
+
     pub(crate) fn from_rdmap(wc: rdmap::WorkCompletion, qp_num: u32) -> Self {
         WorkCompletion {
             wr_id: wc.wr_id,
@@ -45,13 +59,4 @@ impl WorkCompletion {
 }
 
 /// Filler for output arrays; never returned to the caller as a completion.
-pub(crate) const PLACEHOLDER: WorkCompletion = WorkCompletion {
-    wr_id: 0,
-    status: WcStatus::GeneralErr,
-    opcode: WcOpcode::Send,
-    byte_len: 0,
-    qp_num: 0,
-    invalidated: None,
-    solicited: false,
-    imm_data: None,
-};
+pub(crate) const PLACEHOLDER: WorkCompletion = WorkCompletion::FILLER;

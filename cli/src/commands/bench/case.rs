@@ -11,26 +11,13 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use verbs::{
     wr, AcceptParams, Access, CmEvent, CompletionQueue, ConnectParams, CrcPolicy, Device,
-    ListenOptions, MemoryRegion, MpaOptions, ProtectionDomain, QpInit, QueuePair, WcOpcode,
-    WcStatus, WorkCompletion,
+    ListenOptions, MemoryRegion, MpaOptions, ProtectionDomain, QpInit, QueuePair, WorkCompletion,
 };
 
 use super::{cpu, progress_both, ProgressModel};
 
 /// Completions taken per poll of a completion queue.
 const REAP_BATCH: usize = 16;
-
-/// Filler for the array completions are polled into; never read as one.
-const FILLER: WorkCompletion = WorkCompletion {
-    wr_id: 0,
-    status: WcStatus::GeneralErr,
-    opcode: WcOpcode::Send,
-    byte_len: 0,
-    qp_num: 0,
-    invalidated: None,
-    solicited: false,
-    imm_data: None,
-};
 
 /// The work requests in flight at most, whatever `--depth` says.
 const MAX_DEPTH: usize = 64;
@@ -444,7 +431,7 @@ impl Driver<'_> {
         // Take only what is queued: polling an empty queue runs another
         // turn of caller-driven progress, and the turns above just ran.
         // In batches, as an application polls: one queue lock per batch.
-        let mut wcs = [FILLER; REAP_BATCH];
+        let mut wcs = [WorkCompletion::FILLER; REAP_BATCH];
         if self.uses_receives() {
             while !self.ep.server_cq.is_empty() {
                 let n = self

@@ -194,7 +194,7 @@ fn drive(
     start: Instant,
     deadline: Option<Instant>,
 ) -> Result<(), PerfError> {
-    let mut wcs = [placeholder(); 64];
+    let mut wcs = [WorkCompletion::FILLER; 64];
     let mut last_progress = start;
     let mut spins = 0u64;
     loop {
@@ -494,18 +494,5 @@ fn check(ok: bool) -> Verdict {
         Verdict::Match
     } else {
         Verdict::Mismatch
-    }
-}
-
-pub(crate) fn placeholder() -> WorkCompletion {
-    WorkCompletion {
-        wr_id: 0,
-        status: WcStatus::GeneralErr,
-        opcode: WcOpcode::Send,
-        byte_len: 0,
-        qp_num: 0,
-        invalidated: None,
-        solicited: false,
-        imm_data: None,
     }
 }

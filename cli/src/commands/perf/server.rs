@@ -10,7 +10,6 @@ use verbs::{
 };
 
 use super::buffers::{lat_value, Conn, Layout, RecvLayout, WrKind};
-use super::client::placeholder;
 use super::credit::CreditReturn;
 use super::error::PerfError;
 use super::op::Op;
@@ -75,7 +74,7 @@ pub fn run_server(
     let mut session: Option<Session> = None;
     let mut qps: Vec<ServerQp> = Vec::new();
     let mut cq: Option<CompletionQueue> = None;
-    let mut wcs = [placeholder(); 64];
+    let mut wcs = [WorkCompletion::FILLER; 64];
     let started = Instant::now();
     let mut last_progress = started;
     let mut spins = 0u64;

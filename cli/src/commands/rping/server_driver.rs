@@ -74,7 +74,7 @@ pub fn run_server(
     let mut report = ServerReport::default();
     let mut ended = 0u32;
     let mut last_error = None;
-    let mut wcs = [verbs_placeholder(); 16];
+    let mut wcs = [WorkCompletion::FILLER; 16];
     loop {
         if sessions.len() < MAX_CONCURRENT {
             if let Some(req) = listener.as_ref().and_then(|l| l.try_request()) {
@@ -156,19 +156,6 @@ pub fn run_server(
                 _ => Ok(report),
             };
         }
-    }
-}
-
-fn verbs_placeholder() -> WorkCompletion {
-    WorkCompletion {
-        wr_id: 0,
-        status: WcStatus::GeneralErr,
-        opcode: WcOpcode::Send,
-        byte_len: 0,
-        qp_num: 0,
-        invalidated: None,
-        solicited: false,
-        imm_data: None,
     }
 }
 

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use verbs::{WcOpcode, WorkCompletion};
 
-use super::super::client::placeholder;
 use super::super::error::PerfError;
 use super::super::op::Op;
 use super::phase::{Phases, State};
@@ -63,7 +62,7 @@ fn check(wc: &WorkCompletion) -> Result<(), PerfError> {
 /// The sender: WRITEs, READs or SENDs `size` bytes to `peer` until the
 /// limit.
 pub fn sender(t: &TestQp, peer: &PingpongDest, p: &BwParams) -> Result<BwResult, PerfError> {
-    let mut wcs = [placeholder(); 64];
+    let mut wcs = [WorkCompletion::FILLER; 64];
     let depth = match p.limit {
         Limit::Iters(n) => p.tx_depth.min(n as usize).max(1),
         Limit::For(_) => p.tx_depth.max(1),
@@ -189,7 +188,7 @@ pub fn receiver(
     peer_credit: &PingpongDest,
     p: &BwParams,
 ) -> Result<BwResult, PerfError> {
-    let mut wcs = [placeholder(); 64];
+    let mut wcs = [WorkCompletion::FILLER; 64];
     let credit_every = (p.rx_depth / 3).max(1) as u64;
     let want = match p.limit {
         Limit::Iters(n) => n,

@@ -183,7 +183,7 @@ impl Control {
     /// when our FIN arrives may see it flushed (siw does).
     pub fn wait_peer_close(&self, test: &QueuePair, test_cq: &CompletionQueue, max: Duration) {
         let deadline = Instant::now() + max;
-        let mut wcs = [super::super::client::placeholder(); 8];
+        let mut wcs = [verbs::WorkCompletion::FILLER; 8];
         while Instant::now() < deadline {
             let _ = self.cq.poll(&mut wcs);
             let _ = test_cq.poll(&mut wcs);

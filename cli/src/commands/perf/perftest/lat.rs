@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use verbs::{WcOpcode, WorkCompletion};
 
-use super::super::client::placeholder;
 use super::super::error::PerfError;
 use super::bw::Limit;
 use super::control::Side;
@@ -78,7 +77,7 @@ impl<'a> Run<'a> {
 
     /// Takes what completed; fails on an error or a stall.
     fn pump(&mut self) -> Result<usize, PerfError> {
-        let mut wcs = [placeholder(); 16];
+        let mut wcs = [WorkCompletion::FILLER; 16];
         let n = self.t.cq.poll(&mut wcs)?;
         let now = Instant::now();
         for wc in &wcs[..n] {
