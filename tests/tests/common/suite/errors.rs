@@ -790,7 +790,7 @@ pub fn write_after_remote_invalidate(make: MakeNet) {
 #[macro_export]
 macro_rules! error_cases {
     ($net:expr) => {
-        $crate::error_cases!(@each $net;
+        $crate::suite_tests!(errors, $net;
     write_to_invalid_stag,
     read_from_invalid_stag,
     write_to_deregistered_stag,
@@ -815,10 +815,4 @@ macro_rules! error_cases {
     write_after_remote_invalidate,
         );
     };
-    (@each $net:expr; $($name:ident),* $(,)?) => {$(
-        #[test]
-        fn $name() {
-            $crate::common::suite::errors::$name(&$net);
-        }
-    )*};
 }

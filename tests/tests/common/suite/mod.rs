@@ -12,6 +12,19 @@ use verbs::{Access, MemoryRegion, ProtectionDomain, WcOpcode, WcStatus, WorkComp
 
 use super::{Net, GUARD};
 
+/// Declares one `#[test]` per named body of `common::suite::$module`, each
+/// on fresh `Net`s from `$net`, so every transport's test file runs the
+/// same list (see `srq_cases!`, `rfc7306_cases!`, `error_cases!`).
+#[macro_export]
+macro_rules! suite_tests {
+    ($module:ident, $net:expr; $($name:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            $crate::common::suite::$module::$name(&$net);
+        }
+    )*};
+}
+
 /// Makes a fresh, unconnected pair of devices.
 pub type MakeNet<'a> = &'a dyn Fn() -> Net;
 

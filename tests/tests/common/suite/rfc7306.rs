@@ -309,3 +309,22 @@ pub fn immediate_without_receive(make: MakeNet) {
     let c = expect_completions(&p, Side::Client, &[1]);
     assert_eq!(c[0].opcode, WcOpcode::Send);
 }
+
+/// Declares one `#[test]` per case above, each on fresh `Net`s from
+/// `$net`, so every transport's test file runs the same list.
+#[macro_export]
+macro_rules! rfc7306_cases {
+    ($net:expr) => {
+        $crate::suite_tests!(rfc7306, $net;
+            write_with_immediate,
+            send_with_immediate,
+            atomics,
+            many_atomics_both_ways,
+            not_agreed,
+            atomic_without_remote_atomic,
+            atomic_out_of_bounds,
+            atomic_to_invalid_stag,
+            immediate_without_receive,
+        );
+    };
+}

@@ -260,3 +260,18 @@ pub fn destroy_returns_what_is_posted(make: MakeNet) {
         Err(VerbsError::WrongDevice)
     ));
 }
+
+/// Declares one `#[test]` per case above, each on fresh `Net`s from
+/// `$net`, so every transport's test file runs the same list.
+#[macro_export]
+macro_rules! srq_cases {
+    ($net:expr) => {
+        $crate::suite_tests!(srq, $net;
+            several_queue_pairs_share_one,
+            limit_event_fires_once,
+            empty_terminates,
+            queue_pairs_going_leave_its_work_requests,
+            destroy_returns_what_is_posted,
+        );
+    };
+}
