@@ -67,7 +67,7 @@ pub use pd::ProtectionDomain;
 pub use qp::{wr, AtomicArgs, AtomicOp, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
 pub use query::{DeviceAttr, QpAttr, QpCap};
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqEvent, SrqInUse, SrqInit};
-pub use types::{ConnectError, MpaFailure, MpaSettingsError, VerbsError};
+pub use types::{ConnectError, MpaFailure, MpaSettingsError, PostListError, VerbsError};
 
 /// The README's code, compiled and run as a doctest.
 #[cfg(doctest)]

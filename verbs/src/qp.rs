@@ -11,7 +11,9 @@ use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
 use crate::query::QpCap;
 use crate::srq::SharedReceiveQueue;
-use crate::types::{CmEvent, ConnectError, ConnectParams, ConnectionInfo, QpLimits, VerbsError};
+use crate::types::{
+    CmEvent, ConnectError, ConnectParams, ConnectionInfo, PostListError, QpLimits, VerbsError,
+};
 
 pub use crate::types::QpState;
 pub use crate::types::{wr, AtomicArgs, AtomicOp, RecvWr, STag, SendOp, SendWr, Sge};
@@ -157,6 +159,29 @@ impl QueuePair {
     /// at once with a flush status.
     pub fn post_send(&self, wr: SendWr) -> Result<(), VerbsError> {
         self.device.post(|e| e.post_send(self.num, wr))
+    }
+
+    /// Posts send-queue work requests in list order, as one
+    /// `ibv_post_send` of a linked list: one engine call and one push onto
+    /// the wire for the whole list, instead of one per request. Ordering
+    /// and completions are those of posting them one by one. Stops at the
+    /// first refused request; the error says how many were posted before
+    /// it.
+    pub fn post_send_list<I>(&self, wrs: I) -> Result<(), PostListError>
+    where
+        I: IntoIterator<Item = SendWr>,
+    {
+        self.device.post(|e| e.post_send_list(self.num, wrs))
+    }
+
+    /// Posts receive work requests in list order under one engine call
+    /// (`ibv_post_recv` of a linked list), stopping at the first refused
+    /// one as [`QueuePair::post_send_list`] does.
+    pub fn post_recv_list<I>(&self, wrs: I) -> Result<(), PostListError>
+    where
+        I: IntoIterator<Item = RecvWr>,
+    {
+        self.device.with_engine(|e| e.post_recv_list(self.num, wrs))
     }
 
     /// Posts a receive work request; allowed before connecting. Nothing is

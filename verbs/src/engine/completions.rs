@@ -48,14 +48,25 @@ impl CqShared {
     }
 
     pub(crate) fn push(&self, wc: WorkCompletion) {
+        self.push_all(std::slice::from_ref(&wc));
+    }
+
+    /// Appends `wcs` in order under one lock: the engine hands over what
+    /// one call produced at once rather than locking per completion.
+    pub(crate) fn push_all(&self, wcs: &[WorkCompletion]) {
+        if wcs.is_empty() {
+            return;
+        }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if s.entries.len() >= s.capacity {
+        if s.entries.len() + wcs.len() > s.capacity {
             s.overflowed = true;
         }
-        s.entries.push_back(wc);
+        s.entries.extend(wcs.iter().copied());
         self.queued.store(s.entries.len(), Ordering::Release);
         drop(s);
-        self.notify.on_push(&wc);
+        for wc in wcs {
+            self.notify.on_push(wc);
+        }
     }
 
     pub(crate) fn pop_into(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {

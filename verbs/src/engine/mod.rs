@@ -28,7 +28,8 @@ use rdmap::work_request::{RecvWr, SendWr};
 
 use crate::transport::{ListenerId, StreamId, Transport};
 use crate::types::{
-    AcceptParams, CmEvent, ConnectParams, ListenOptions, QpLimits, QpState, VerbsError,
+    AcceptParams, CmEvent, ConnectParams, ListenOptions, PostListError, QpLimits, QpState,
+    VerbsError,
 };
 
 pub(crate) use completions::CqShared;
@@ -338,6 +339,21 @@ impl Engine {
         Ok(())
     }
 
+    /// Posts `wrs` in order until one is refused; the error says how many
+    /// were posted before it.
+    pub(crate) fn post_send_list(
+        &mut self,
+        num: u32,
+        wrs: impl IntoIterator<Item = SendWr>,
+    ) -> Result<(), PostListError> {
+        let mut posted = 0;
+        let result = match self.slot(num) {
+            Ok(slot) => slot.post_send_list(wrs, &mut posted),
+            Err(e) => Err(e),
+        };
+        self.note_list_post(result, posted)
+    }
+
     pub(crate) fn post_recv(&mut self, num: u32, wr: RecvWr) -> Result<(), VerbsError> {
         let slot = self.slot(num)?;
         if slot.srq.is_some() {
@@ -348,6 +364,42 @@ impl Engine {
         let completed = slot.post_recv(wr)?;
         self.changed |= completed;
         Ok(())
+    }
+
+    /// Receive work requests as [`Self::post_send_list`] posts send ones.
+    pub(crate) fn post_recv_list(
+        &mut self,
+        num: u32,
+        wrs: impl IntoIterator<Item = RecvWr>,
+    ) -> Result<(), PostListError> {
+        let mut posted = 0;
+        let result = match self.slot(num) {
+            Ok(slot) if slot.srq.is_some() => Err(VerbsError::Post(
+                rdmap::work_request::PostError::SharedReceiveQueue,
+            )),
+            Ok(slot) => slot.post_recv_list(wrs, &mut posted),
+            Err(e) => Err(e),
+        };
+        self.note_list_post(result, posted)
+    }
+
+    /// A list post's outcome; a refusal may follow posts that completed
+    /// at once, so it counts as a change too.
+    fn note_list_post(
+        &mut self,
+        result: Result<bool, VerbsError>,
+        posted: usize,
+    ) -> Result<(), PostListError> {
+        match result {
+            Ok(completed) => {
+                self.changed |= completed;
+                Ok(())
+            }
+            Err(error) => {
+                self.changed = true;
+                Err(PostListError { posted, error })
+            }
+        }
     }
 
     pub(crate) fn take_qp_event(&mut self, num: u32) -> Option<CmEvent> {

@@ -68,6 +68,8 @@ pub(super) struct QpSlot {
     /// small message does not cost a registry lookup each way.
     rx_regions: RegionCache,
     tx_regions: RegionCache,
+    /// See [`Staged`].
+    staged: Staged,
 }
 
 impl QpSlot {
@@ -96,6 +98,7 @@ impl QpSlot {
             hold_until: None,
             rx_regions: RegionCache::default(),
             tx_regions: RegionCache::default(),
+            staged: Staged::default(),
         }
     }
 
@@ -154,17 +157,40 @@ impl QpSlot {
     /// Posts a send work request. `Ok(true)` if a completion was produced
     /// at once (a flush on a closed queue pair).
     pub(super) fn post_send(&mut self, wr: SendWr) -> Result<bool, VerbsError> {
+        self.post_send_list(std::iter::once(wr), &mut 0)
+    }
+
+    /// Posts `wrs` in order, counting each posted in `posted`, and stops at
+    /// the first one refused (neither it nor those after it are posted).
+    /// The completions the posts produced are routed once, after the last.
+    /// `Ok(true)` as for [`Self::post_send`].
+    pub(super) fn post_send_list(
+        &mut self,
+        wrs: impl IntoIterator<Item = SendWr>,
+        posted: &mut usize,
+    ) -> Result<bool, VerbsError> {
         match &mut self.phase {
             Phase::Connected { conn, .. }
             | Phase::Closed {
                 conn: Some(conn), ..
             } => {
-                conn.post_send(wr).map_err(VerbsError::Post)?;
-                Ok(self.route_events())
+                let mut refused = None;
+                for wr in wrs {
+                    if let Err(e) = conn.post_send(wr) {
+                        refused = Some(VerbsError::Post(e));
+                        break;
+                    }
+                    *posted += 1;
+                }
+                let routed = self.route_events();
+                refused.map_or(Ok(routed), Err)
             }
             Phase::Closed { conn: None, .. } => {
-                self.send_cq
-                    .push(flushed(wr.wr_id, opcode_of(&wr), self.num));
+                for wr in wrs {
+                    self.send_cq
+                        .push(flushed(wr.wr_id, opcode_of(&wr), self.num));
+                    *posted += 1;
+                }
                 Ok(true)
             }
             Phase::Idle | Phase::Starting { .. } => Err(VerbsError::NotConnected),
@@ -173,37 +199,60 @@ impl QpSlot {
 
     /// Posts a receive work request; `Ok(true)` as for [`Self::post_send`].
     pub(super) fn post_recv(&mut self, wr: RecvWr) -> Result<bool, VerbsError> {
+        self.post_recv_list(std::iter::once(wr), &mut 0)
+    }
+
+    /// Receive work requests as [`Self::post_send_list`] posts send ones.
+    pub(super) fn post_recv_list(
+        &mut self,
+        wrs: impl IntoIterator<Item = RecvWr>,
+        posted: &mut usize,
+    ) -> Result<bool, VerbsError> {
         match &mut self.phase {
             Phase::Connected { conn, .. }
             | Phase::Closed {
                 conn: Some(conn), ..
             } => {
-                conn.post_recv(wr).map_err(VerbsError::Post)?;
-                Ok(self.route_events())
+                let mut refused = None;
+                for wr in wrs {
+                    if let Err(e) = conn.post_recv(wr) {
+                        refused = Some(VerbsError::Post(e));
+                        break;
+                    }
+                    *posted += 1;
+                }
+                let routed = self.route_events();
+                refused.map_or(Ok(routed), Err)
             }
             Phase::Closed { conn: None, .. } => {
-                self.recv_cq
-                    .push(flushed(wr.wr_id, WcOpcode::Recv, self.num));
+                for wr in wrs {
+                    self.recv_cq
+                        .push(flushed(wr.wr_id, WcOpcode::Recv, self.num));
+                    *posted += 1;
+                }
                 Ok(true)
             }
             Phase::Idle | Phase::Starting { .. } => {
-                if self.early_recvs.len() >= self.init.rq_depth {
-                    return Err(VerbsError::Post(
-                        rdmap::work_request::PostError::QueueFull {
-                            queue: "receive",
-                            depth: self.init.rq_depth,
-                        },
-                    ));
+                for wr in wrs {
+                    if self.early_recvs.len() >= self.init.rq_depth {
+                        return Err(VerbsError::Post(
+                            rdmap::work_request::PostError::QueueFull {
+                                queue: "receive",
+                                depth: self.init.rq_depth,
+                            },
+                        ));
+                    }
+                    if wr.sgl.len() > self.init.max_recv_sge {
+                        return Err(VerbsError::Post(
+                            rdmap::work_request::PostError::TooManySges {
+                                n: wr.sgl.len(),
+                                max: self.init.max_recv_sge,
+                            },
+                        ));
+                    }
+                    self.early_recvs.push_back(wr);
+                    *posted += 1;
                 }
-                if wr.sgl.len() > self.init.max_recv_sge {
-                    return Err(VerbsError::Post(
-                        rdmap::work_request::PostError::TooManySges {
-                            n: wr.sgl.len(),
-                            max: self.init.max_recv_sge,
-                        },
-                    ));
-                }
-                self.early_recvs.push_back(wr);
                 Ok(false)
             }
         }
@@ -532,16 +581,22 @@ impl QpSlot {
             _ => return false,
         };
         let mut any = false;
+        // Completions go to their queues together once the connection has
+        // no more to give (one queue lock per queue and call); order within
+        // a queue is kept, and one queue for both directions takes them in
+        // the connection's order.
+        let shared_cq = Arc::ptr_eq(&self.send_cq, &self.recv_cq);
+        let staged = &mut self.staged;
         while let Some(ev) = conn.poll_event() {
             any = true;
             match ev {
                 Event::Completion(wc) => {
-                    let cq = if wc.opcode.is_recv() {
-                        &self.recv_cq
+                    let wc = WorkCompletion::from_rdmap(wc, self.num);
+                    if wc.opcode.is_recv() && !shared_cq {
+                        staged.recv.push(wc);
                     } else {
-                        &self.send_cq
-                    };
-                    cq.push(WorkCompletion::from_rdmap(wc, self.num));
+                        staged.send.push(wc);
+                    }
                 }
                 Event::Terminated { by_peer, cause, .. } => {
                     self.events.push_back(CmEvent::Disconnected {
@@ -568,8 +623,27 @@ impl QpSlot {
                 }
             }
         }
+        if !staged.send.is_empty() {
+            self.send_cq.push_all(&staged.send);
+            staged.send.clear();
+        }
+        if !staged.recv.is_empty() {
+            self.recv_cq.push_all(&staged.recv);
+            staged.recv.clear();
+        }
         any
     }
+}
+
+/// Completions [`QpSlot::route_events`] collects before handing them to
+/// their queues; kept between calls so staging allocates nothing.
+#[derive(Default)]
+struct Staged {
+    /// For the send completion queue (and receives too when one queue
+    /// takes both).
+    send: Vec<WorkCompletion>,
+    /// For a receive completion queue of its own.
+    recv: Vec<WorkCompletion>,
 }
 
 /// Rounds of `send_with` and [`Transport::make_room`] one transmit of a

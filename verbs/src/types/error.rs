@@ -94,3 +94,25 @@ pub enum VerbsError {
     #[error("event channel: {0}")]
     Io(#[source] std::io::Error),
 }
+
+/// A list post ([`QueuePair::post_send_list`](crate::QueuePair::post_send_list),
+/// [`QueuePair::post_recv_list`](crate::QueuePair::post_recv_list)) stopped
+/// at a refused work request, as `ibv_post_send`'s `bad_wr`: the first
+/// `posted` of the list were posted (and complete as usual), the refused
+/// one and those after it were not.
+#[derive(Debug, Error)]
+#[error("work request {posted} of the list refused: {error}")]
+pub struct PostListError {
+    /// How many work requests before the refused one were posted.
+    pub posted: usize,
+    /// Why it was refused.
+    #[source]
+    pub error: VerbsError,
+}
+
+impl From<PostListError> for VerbsError {
+    /// The refusal alone, for callers that post one request at a time.
+    fn from(e: PostListError) -> Self {
+        e.error
+    }
+}

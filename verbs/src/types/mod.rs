@@ -18,7 +18,7 @@ pub use connection::{
     AcceptParams, CmEvent, ConnectParams, ConnectionInfo, CrcPolicy, DisconnectReason,
     ListenOptions, MpaOptions, Rtr, RtrSet,
 };
-pub use error::VerbsError;
+pub use error::{PostListError, VerbsError};
 pub(crate) use queue_pair::QpLimits;
 pub use queue_pair::QpState;
 pub use srq::{SrqAttr, SrqEvent, SrqInit, MAX_SRQ_SGE, MAX_SRQ_WR};

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use verbs::{
     wr, AcceptParams, Access, CmEvent, CompletionQueue, ConnectParams, CrcPolicy, Device,
-    ListenOptions, MemoryRegion, MpaOptions, ProtectionDomain, QpInit, QueuePair, WorkCompletion,
+    ListenOptions, MemoryRegion, MpaOptions, ProtectionDomain, QpInit, QueuePair, SendWr, Sge,
+    WorkCompletion,
 };
 
 use super::{cpu, progress_both, ProgressModel};
@@ -370,13 +371,39 @@ impl Driver<'_> {
     }
 
     fn post(&mut self) -> Result<(), String> {
+        self.post_many(1)
+    }
+
+    /// Posts the next `n` requests as one list (one verbs call, as an
+    /// application refilling its send queue posts a linked list).
+    fn post_many(&mut self, n: u64) -> Result<(), String> {
+        let b = self.buffers;
+        let sge = b.local.sge(0, self.size()).map_err(|e| e.to_string())?;
+        let first = self.posted;
+        let me = &*self;
+        let result = self
+            .ep
+            .client_qp
+            .post_send_list((first..first + n).map(|id| me.request(id, sge)));
+        match result {
+            Ok(()) => {
+                self.posted += n;
+                Ok(())
+            }
+            Err(e) => {
+                self.posted += e.posted as u64;
+                Err(format!("post: {}", e.error))
+            }
+        }
+    }
+
+    /// The case's work request number `id`, from `sge`.
+    fn request(&self, id: u64, sge: Sge) -> SendWr {
         let b = self.buffers;
         let size = self.size();
-        let id = self.posted;
-        let sge = b.local.sge(0, size).map_err(|e| e.to_string())?;
         let (rkey, addr) = (b.remote.rkey(), b.remote.addr());
         let aligned = (addr + 7) & !7;
-        let wr = match self.case.op {
+        match self.case.op {
             Op::Write => wr::write(id, vec![sge], rkey, addr),
             Op::Read => wr::read(id, sge, rkey, addr),
             Op::Send => wr::send(id, vec![sge]),
@@ -387,24 +414,35 @@ impl Driver<'_> {
             Op::WriteImm => wr::write_imm(id, vec![sge], rkey, addr, id as u32),
             Op::SendImm if size == 0 => wr::send_imm(id, vec![], id as u32),
             Op::SendImm => wr::send_imm(id, vec![sge], id as u32),
-        };
-        self.ep
-            .client_qp
-            .post_send(wr)
-            .map_err(|e| format!("post: {e}"))?;
-        self.posted += 1;
-        Ok(())
+        }
     }
 
     fn post_receive(&mut self) -> Result<(), String> {
+        self.post_receives(1)
+    }
+
+    /// Posts the next `n` receive slots as one list.
+    fn post_receives(&mut self, n: usize) -> Result<(), String> {
         let b = self.buffers;
         let size = self.size().max(1);
-        let slot = self.next_slot % b.slots;
-        self.next_slot += 1;
-        let sge = b.remote.sge(slot * size, size).map_err(|e| e.to_string())?;
+        // The slots lie end to end from the region's start: the last one
+        // in bounds means every one is.
+        b.remote
+            .sge((b.slots - 1) * size, size)
+            .map_err(|e| e.to_string())?;
+        let base = b.remote.sge(0, size).map_err(|e| e.to_string())?;
+        let first = self.next_slot;
+        self.next_slot += n;
         self.ep
             .server_qp
-            .post_recv(wr::recv(slot as u64, vec![sge]))
+            .post_recv_list((first..first + n).map(|i| {
+                let slot = i % b.slots;
+                let sge = Sge {
+                    to: base.to + (slot * size) as u64,
+                    ..base
+                };
+                wr::recv(slot as u64, vec![sge])
+            }))
             .map_err(|e| format!("post receive: {e}"))
     }
 
@@ -443,7 +481,11 @@ impl Driver<'_> {
                     break;
                 }
                 for wc in &wcs[..n] {
-                    self.on_server(wc, repost)?;
+                    self.on_server(wc)?;
+                }
+                // A receive for every message taken, as one list.
+                if repost {
+                    self.post_receives(n)?;
                 }
             }
         }
@@ -477,7 +519,10 @@ impl Driver<'_> {
                         .wait_one(WAIT_SLICE)
                         .map_err(|e| e.to_string())?
                     {
-                        self.on_server(&wc, repost)?;
+                        self.on_server(&wc)?;
+                        if repost {
+                            self.post_receive()?;
+                        }
                     }
                 }
                 ProgressModel::Thread => {
@@ -496,12 +541,9 @@ impl Driver<'_> {
         Ok(self.finished() - before)
     }
 
-    fn on_server(&mut self, wc: &WorkCompletion, repost: bool) -> Result<(), String> {
+    fn on_server(&mut self, wc: &WorkCompletion) -> Result<(), String> {
         check(wc, "server")?;
         self.server_done += 1;
-        if repost {
-            self.post_receive()?;
-        }
         Ok(())
     }
 
@@ -520,8 +562,9 @@ impl Driver<'_> {
         // only then: a productive round costs no clock read for this).
         let mut idle_since: Option<Instant> = None;
         while start.elapsed() < self.case.duration {
-            while self.posted - self.finished() < depth as u64 {
-                self.post()?;
+            let room = (depth as u64).saturating_sub(self.posted - self.finished());
+            if room > 0 {
+                self.post_many(room)?;
             }
             if self.reap(true)? == 0 {
                 let since = *idle_since.get_or_insert_with(Instant::now);
