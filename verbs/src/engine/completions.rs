@@ -123,6 +123,45 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_keeps_its_order_after_what_was_queued() {
+        let cq = CqShared::new(8);
+        cq.push(wc(0));
+        cq.push_all(&[]);
+        assert_eq!(cq.len(), 1);
+        cq.push_all(&[wc(1), wc(2), wc(3)]);
+        assert_eq!(cq.len(), 4);
+        let mut out = [PLACEHOLDER; 8];
+        assert_eq!(cq.pop_into(&mut out).unwrap(), 4);
+        assert_eq!(
+            out[..4].iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn a_batch_that_crosses_the_capacity_overflows_and_keeps_everything() {
+        let cq = CqShared::new(3);
+        cq.push_all(&[wc(0), wc(1), wc(2)]);
+        let mut out = [PLACEHOLDER; 8];
+        assert_eq!(
+            cq.pop_into(&mut out).unwrap(),
+            3,
+            "exactly full is no overflow"
+        );
+        cq.push(wc(3));
+        cq.push_all(&[wc(4), wc(5), wc(6)]);
+        assert!(matches!(
+            cq.pop_into(&mut out),
+            Err(VerbsError::CqOverflow { capacity: 3 })
+        ));
+        assert_eq!(cq.pop_into(&mut out).unwrap(), 4);
+        assert_eq!(
+            out[..4].iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+            [3, 4, 5, 6]
+        );
+    }
+
+    #[test]
     fn overflow_is_reported_once_and_nothing_is_lost() {
         let cq = CqShared::new(2);
         for i in 0..4 {
