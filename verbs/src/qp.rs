@@ -167,6 +167,19 @@ impl QueuePair {
     /// and completions are those of posting them one by one. Stops at the
     /// first refused request; the error says how many were posted before
     /// it.
+    ///
+    /// `wrs` is iterated with the device's engine held: an iterator that
+    /// calls into the same device (posts, polls) would wait on itself.
+    /// Build the requests first, or from plain values as here:
+    ///
+    /// ```no_run
+    /// # fn demo(qp: &verbs::QueuePair, mr: &verbs::MemoryRegion) -> Result<(), verbs::VerbsError> {
+    /// use verbs::wr;
+    /// let sge = mr.sge(0, 64)?;
+    /// qp.post_send_list((0..8).map(|id| wr::send(id, vec![sge])))?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn post_send_list<I>(&self, wrs: I) -> Result<(), PostListError>
     where
         I: IntoIterator<Item = SendWr>,
@@ -176,7 +189,8 @@ impl QueuePair {
 
     /// Posts receive work requests in list order under one engine call
     /// (`ibv_post_recv` of a linked list), stopping at the first refused
-    /// one as [`QueuePair::post_send_list`] does.
+    /// one as [`QueuePair::post_send_list`] does (whose note on the
+    /// iterator applies too).
     pub fn post_recv_list<I>(&self, wrs: I) -> Result<(), PostListError>
     where
         I: IntoIterator<Item = RecvWr>,
