@@ -269,3 +269,78 @@ fn a_receive_list_before_connecting_is_bounded_by_the_receive_queue() {
     assert_eq!(err.posted, 0);
     assert!(matches!(err.error, VerbsError::NotConnected));
 }
+
+/// Caller-driven devices (no progress threads), so the test decides which
+/// side runs when; the client's queue pair reports both directions into
+/// one queue.
+#[test]
+fn one_queue_for_both_directions_keeps_the_order_completions_happened_in() {
+    let cfg = MemoryLinkConfig::default();
+    let (a, b) = MemoryLink::pair(&cfg).unwrap();
+    let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
+    let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
+    let (ccq, scq) = (client.create_cq(16), server.create_cq(16));
+    let cqp = client.create_qp(&cpd, QpInit::new(&ccq)).unwrap();
+    let sqp = server.create_qp(&spd, QpInit::new(&scq)).unwrap();
+    let listener = server.listen(PORT + 1, ListenOptions::default()).unwrap();
+    cqp.connect(cfg.endpoint_b(PORT + 1), ConnectParams::default())
+        .unwrap();
+    let both = || {
+        client.progress();
+        server.progress();
+    };
+    let mut req = None;
+    for _ in 0..10_000 {
+        both();
+        req = listener.try_request();
+        if req.is_some() {
+            break;
+        }
+    }
+    req.expect("a request")
+        .accept(&sqp, AcceptParams::default())
+        .unwrap();
+    let mut established = false;
+    for _ in 0..10_000 {
+        both();
+        if let Some(ev) = cqp.try_event() {
+            assert!(matches!(ev, verbs::CmEvent::Established(_)), "{ev:?}");
+            established = true;
+            break;
+        }
+    }
+    assert!(established);
+    let src = spd
+        .register_vec(b"response".to_vec(), Access::REMOTE_READ)
+        .unwrap();
+    let msg = spd
+        .register_vec(b"send".to_vec(), Access::LOCAL_WRITE)
+        .unwrap();
+    let sink = cpd.register(16, Access::LOCAL_WRITE).unwrap();
+    // The client's receive and Read go first; the server's Send is queued
+    // on its stream before the server reads the Read Request, so the Send
+    // arrives ahead of the Read Response.
+    cqp.post_recv(wr::recv(1, vec![sink.sge(0, 8).unwrap()]))
+        .unwrap();
+    cqp.post_send(wr::read(2, sink.sge(8, 8).unwrap(), src.rkey(), src.addr()))
+        .unwrap();
+    for _ in 0..10 {
+        if !client.progress() {
+            break;
+        }
+    }
+    sqp.post_send(wr::send(3, vec![msg.sge_all()])).unwrap();
+    for _ in 0..100 {
+        if !server.progress() {
+            break;
+        }
+    }
+    // One client turn takes both: the receive completes first, then the Read.
+    client.progress();
+    let mut wcs = [WorkCompletion::FILLER; 4];
+    let n = ccq.poll(&mut wcs).unwrap();
+    let got: Vec<(u64, WcOpcode)> = wcs[..n].iter().map(|w| (w.wr_id, w.opcode)).collect();
+    assert_eq!(got, [(1, WcOpcode::Recv), (2, WcOpcode::RdmaRead)]);
+    assert!(wcs[..n].iter().all(|w| w.is_success()));
+    assert_eq!(&sink.to_vec()[..12], b"send\0\0\0\0resp");
+}
