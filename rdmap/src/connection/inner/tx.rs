@@ -489,6 +489,10 @@ impl Inner {
         out: &mut [u8],
     ) -> Step {
         let mut written = 0usize;
+        // Whether a Read Response waits is asked once, after the first
+        // segment: nothing arrives while transmitting, and from then on the
+        // entry is started, so the answer cannot change within the run.
+        let mut irq_asked = false;
         loop {
             let rest = out.get_mut(written..).unwrap_or_default();
             let w = match self.emit_one_data_segment(mem, ddp, sent, rest) {
@@ -503,8 +507,11 @@ impl Inner {
                 Some(Progress::Transmitting { sent: next }) if next > sent => next,
                 _ => break,
             };
-            if self.irq_eligible() {
-                break;
+            if !irq_asked {
+                if self.irq_eligible() {
+                    break;
+                }
+                irq_asked = true;
             }
             let step = next - sent;
             match &mut ddp {
@@ -541,11 +548,10 @@ impl Inner {
         let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
             return self.header_overflow();
         };
-        if !self.fits(n + chunk as usize, out) {
-            return Step::Blocked;
-        }
         // Gathered from the SGL straight into `out`: each piece is checked
-        // (valid STag, our PD, inside the region) as it is copied.
+        // (valid STag, our PD, inside the region) as it is copied. Whether
+        // the FPDU fits is the framer's first check (`Ok(None)` below,
+        // before any byte is gathered).
         let (pd, tx) = (self.pd, &mut self.tx);
         let Some(wr) = self.sq.current().map(|e| &e.wr) else {
             return Step::Blocked;
