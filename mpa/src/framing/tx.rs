@@ -204,7 +204,10 @@ impl Framer {
             fill(&mut out[payload_at..pad_at], Some(&mut register))
                 .map_err(FrameWithError::Fill)?;
             out[pad_at..content].fill(0);
-            let register = crc32c_fold::update(register, &out[pad_at..content]);
+            // A full-size FPDU has no pad (MULPDU keeps it 4-aligned).
+            if pad_len > 0 {
+                register = crc32c_fold::update(register, &out[pad_at..content]);
+            }
             debug_assert_eq!(!register, crc32c(&out[..content]), "fill's CRC");
             return Ok(self.seal_as(out, content, !register));
         }
