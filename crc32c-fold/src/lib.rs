@@ -3,9 +3,10 @@
 //! on CPUs without it.
 //!
 //! Why a crate of its own: the protocol crates forbid `unsafe`, and the
-//! SIMD path needs it twice: the call into the `#[target_feature]`
-//! function once the CPU is known to have the features, and the unaligned
-//! 64-byte load, each of a slice checked to be long enough. It exists because an MPA FPDU is short (about 1.4 KB at
+//! SIMD path needs it: the call into the `#[target_feature]` functions
+//! once the CPU is known to have the features, and the unaligned 64-byte
+//! load (and, for [`copy_update`], store), each of a slice checked to be
+//! long enough. It exists because an MPA FPDU is short (about 1.4 KB at
 //! Ethernet's MSS) and each one's CRC is computed on its own, between the
 //! copy and the protocol work: four 512-bit accumulators folding 256 bytes
 //! a round, and the `crc32` instruction for the last few bytes worked out
@@ -38,6 +39,27 @@ pub fn update(crc: u32, data: &[u8]) -> u32 {
         return unsafe { x86::update(crc, data) };
     }
     portable(crc, data)
+}
+
+/// Copies `src` into `dst` and advances the CRC register `crc` over the
+/// copied bytes, in one pass: each 64-byte block is loaded once, stored
+/// and folded, so the CRC reads no byte a second time. Same result as
+/// `dst.copy_from_slice(src); update(crc, dst)`.
+///
+/// # Panics
+///
+/// If the two slices differ in length (as `copy_from_slice` does).
+#[inline]
+pub fn copy_update(crc: u32, dst: &mut [u8], src: &[u8]) -> u32 {
+    assert_eq!(dst.len(), src.len(), "copy_update: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if x86::available() {
+        // SAFETY: `available` has just confirmed at run time that this CPU
+        // has every feature `x86::copy_update` is compiled for.
+        return unsafe { x86::copy_update(crc, dst, src) };
+    }
+    dst.copy_from_slice(src);
+    portable(crc, dst)
 }
 
 /// The register update by `crc-fast` (its own run-time dispatch).
@@ -88,20 +110,27 @@ mod x86 {
     static HAVE: AtomicU8 = AtomicU8::new(0);
 
     /// Whether this CPU has what [`update`] is compiled for (checked once).
-    #[inline]
+    /// Always inlined: after the first call it is one load and compare at
+    /// each CRC, of which there are two per FPDU and more.
+    #[inline(always)]
     pub(crate) fn available() -> bool {
         match HAVE.load(Ordering::Relaxed) {
-            0 => {
-                let yes = std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("vpclmulqdq")
-                    && std::arch::is_x86_feature_detected!("pclmulqdq")
-                    && std::arch::is_x86_feature_detected!("sse4.2");
-                HAVE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-                yes
-            }
+            0 => detect(),
             v => v == 2,
         }
+    }
+
+    /// The first call's feature check, kept out of line.
+    #[cold]
+    #[inline(never)]
+    fn detect() -> bool {
+        let yes = std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("vpclmulqdq")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+            && std::arch::is_x86_feature_detected!("sse4.2");
+        HAVE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+        yes
     }
 
     // Each fold's multipliers, evaluated at compile time.
@@ -159,14 +188,23 @@ mod x86 {
         )
     }
 
-    /// 64 bytes from the front of `chunk` (which holds at least 64).
+    /// The 64 bytes of `src` at `at`, also stored at `at` in `dst` when
+    /// `COPY` (`dst` is as long as `src` then, and ignored otherwise).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn load(chunk: &[u8]) -> __m512i {
-        assert!(chunk.len() >= 64);
-        // SAFETY: the 64 bytes read lie inside `chunk` (checked above); the
-        // load has no alignment requirement.
-        unsafe { _mm512_loadu_si512(chunk.as_ptr().cast()) }
+    fn take<const COPY: bool>(src: &[u8], dst: &mut [u8], at: usize) -> __m512i {
+        let from = &src[at..at + 64];
+        // SAFETY: the 64 bytes read lie inside `src` (the slice above is
+        // bounds-checked); the load has no alignment requirement.
+        let v = unsafe { _mm512_loadu_si512(from.as_ptr().cast()) };
+        if COPY {
+            let to = &mut dst[at..at + 64];
+            // SAFETY: the 64 bytes written lie inside `dst` (the slice
+            // above is bounds-checked), which is borrowed mutably, so
+            // nothing else sees them; no alignment requirement.
+            unsafe { _mm512_storeu_si512(to.as_mut_ptr().cast(), v) };
+        }
+        v
     }
 
     /// The register advanced over `data` by the `crc32` instruction.
@@ -181,53 +219,83 @@ mod x86 {
             c = _mm_crc32_u64(c, u64::from_le_bytes(b));
         }
         crc = c as u32;
-        for &b in words.remainder() {
+        // At most 7 bytes left: one step each of 4, 2 and 1 bytes rather
+        // than up to seven dependent byte steps.
+        let mut rest = words.remainder();
+        if let Some((w, r)) = rest.split_first_chunk::<4>() {
+            crc = _mm_crc32_u32(crc, u32::from_le_bytes(*w));
+            rest = r;
+        }
+        if let Some((w, r)) = rest.split_first_chunk::<2>() {
+            crc = _mm_crc32_u16(crc, u16::from_le_bytes(*w));
+            rest = r;
+        }
+        if let Some(&b) = rest.first() {
             crc = _mm_crc32_u8(crc, b);
         }
         crc
     }
 
-    /// The register advanced over `data` (at least [`MIN_FOLD_LEN`] bytes).
+    /// The register advanced over `data`.
     #[target_feature(enable = "avx512f,avx512vl,vpclmulqdq,pclmulqdq,sse4.2")]
     pub(crate) fn update(crc: u32, data: &[u8]) -> u32 {
-        if data.len() < MIN_FOLD_LEN {
+        run::<false>(crc, data, &mut [])
+    }
+
+    /// `data` copied into `dst` (as long as `data`) and the register
+    /// advanced over it, each byte read once.
+    #[target_feature(enable = "avx512f,avx512vl,vpclmulqdq,pclmulqdq,sse4.2")]
+    pub(crate) fn copy_update(crc: u32, dst: &mut [u8], data: &[u8]) -> u32 {
+        run::<true>(crc, data, dst)
+    }
+
+    /// The register advanced over `data`; when `COPY`, `data` is also
+    /// copied into `dst` (as long as `data`) as it is read.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,vpclmulqdq,pclmulqdq,sse4.2")]
+    fn run<const COPY: bool>(crc: u32, data: &[u8], dst: &mut [u8]) -> u32 {
+        let len = data.len();
+        if len < MIN_FOLD_LEN {
+            if COPY {
+                dst.copy_from_slice(data);
+            }
             return tail(crc, data);
         }
         // Four accumulators over the first 256 bytes, the register folded
         // into the first four (it stands for the bytes before them).
-        let (head, mut rest) = data.split_at(256);
         let seed = _mm512_zextsi128_si512(_mm_cvtsi32_si128(crc as i32));
-        let mut x0 = _mm512_xor_si512(load(head), seed);
-        let mut x1 = load(&head[64..]);
-        let mut x2 = load(&head[128..]);
-        let mut x3 = load(&head[192..]);
+        let mut x0 = _mm512_xor_si512(take::<COPY>(data, dst, 0), seed);
+        let mut x1 = take::<COPY>(data, dst, 64);
+        let mut x2 = take::<COPY>(data, dst, 128);
+        let mut x3 = take::<COPY>(data, dst, 192);
+        let mut at = 256;
         let k2048 = k512(F2048);
-        while rest.len() >= 256 {
+        while len - at >= 256 {
             x0 = _mm512_ternarylogic_epi64(
                 _mm512_clmulepi64_epi128(x0, k2048, 0x00),
                 _mm512_clmulepi64_epi128(x0, k2048, 0x11),
-                load(rest),
+                take::<COPY>(data, dst, at),
                 0x96,
             );
             x1 = _mm512_ternarylogic_epi64(
                 _mm512_clmulepi64_epi128(x1, k2048, 0x00),
                 _mm512_clmulepi64_epi128(x1, k2048, 0x11),
-                load(&rest[64..]),
+                take::<COPY>(data, dst, at + 64),
                 0x96,
             );
             x2 = _mm512_ternarylogic_epi64(
                 _mm512_clmulepi64_epi128(x2, k2048, 0x00),
                 _mm512_clmulepi64_epi128(x2, k2048, 0x11),
-                load(&rest[128..]),
+                take::<COPY>(data, dst, at + 128),
                 0x96,
             );
             x3 = _mm512_ternarylogic_epi64(
                 _mm512_clmulepi64_epi128(x3, k2048, 0x00),
                 _mm512_clmulepi64_epi128(x3, k2048, 0x11),
-                load(&rest[192..]),
+                take::<COPY>(data, dst, at + 192),
                 0x96,
             );
-            rest = &rest[256..];
+            at += 256;
         }
         // Onto the last accumulator: 192, 128 and 64 bytes forward.
         let mut x = _mm512_ternarylogic_epi64(
@@ -237,9 +305,13 @@ mod x86 {
             0x96,
         );
         let k512b = k512(F512);
-        while rest.len() >= 64 {
-            x = _mm512_xor_si512(fold512(x, k512b), load(rest));
-            rest = &rest[64..];
+        while len - at >= 64 {
+            x = _mm512_xor_si512(fold512(x, k512b), take::<COPY>(data, dst, at));
+            at += 64;
+        }
+        let rest = &data[at..];
+        if COPY {
+            dst[at..].copy_from_slice(rest);
         }
         // Four lanes onto the last: 48, 32 and 16 bytes forward.
         let l0 = _mm512_extracti32x4_epi32::<0>(x);
@@ -339,7 +411,92 @@ mod tests {
         }
     }
 
+    /// `copy_update` against copy-then-oracle, at `start` into `src` and
+    /// `dst_start` into the destination (odd alignments of both).
+    fn check_copy(src: &[u8], dst_start: usize, register: u32) {
+        let mut dst = vec![0xa5u8; src.len() + dst_start + 3];
+        let end = dst_start + src.len();
+        let got = copy_update(register, &mut dst[dst_start..end], src);
+        assert_eq!(&dst[dst_start..end], src, "copied");
+        assert!(
+            dst[..dst_start].iter().all(|&b| b == 0xa5),
+            "before untouched"
+        );
+        assert!(dst[end..].iter().all(|&b| b == 0xa5), "after untouched");
+        assert_eq!(got, update(register, src), "len {}", src.len());
+        if register == !0 {
+            assert_eq!(!got, ORACLE.checksum(src), "len {}", src.len());
+        }
+    }
+
+    #[test]
+    fn copy_update_every_length_up_to_2k() {
+        let data: Vec<u8> = (0..2100u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        for len in 0..=2048 {
+            for (start, dst_start) in [(0, 0), (1, 5), (7, 0), (3, 63)] {
+                check_copy(&data[start..start + len], dst_start, !0);
+            }
+        }
+        check_copy(&data[..1460], 0, 0x1234_5678);
+    }
+
+    #[test]
+    fn copy_update_portable_fallback_agrees() {
+        let data: Vec<u8> = (0..70_000u32).map(|i| (i * 13 + 1) as u8).collect();
+        for len in [0, 1, 255, 256, 1460, 65536, 70_000] {
+            let mut dst = vec![0u8; len];
+            dst.copy_from_slice(&data[..len]);
+            assert_eq!(!portable(!0, &dst), ORACLE.checksum(&data[..len]));
+            check_copy(&data[..len], 1, !0);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "lengths differ")]
+    fn copy_update_refuses_unequal_lengths() {
+        copy_update(!0, &mut [0u8; 3], &[0u8; 4]);
+    }
+
+    /// The fused folding path itself, where the CPU has it.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_fused_folding_path_agrees() {
+        if !x86::available() {
+            eprintln!("no AVX-512 VPCLMULQDQ here: fused path not tested");
+            return;
+        }
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 131 + 17) as u8).collect();
+        for len in (0..5000).step_by(7) {
+            let mut dst = vec![0u8; len];
+            // SAFETY: `available` confirmed the CPU features.
+            let got = unsafe { x86::copy_update(!0, &mut dst, &data[..len]) };
+            assert_eq!(dst, &data[..len]);
+            assert_eq!(!got, ORACLE.checksum(&data[..len]), "len {len}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn copy_update_matches_copy_then_oracle(
+            data in proptest::collection::vec(any::<u8>(), 0..9000),
+            start in 0usize..64,
+            dst_start in 0usize..64,
+            register in any::<u32>(),
+        ) {
+            let start = start.min(data.len());
+            let src = &data[start..];
+            let mut dst = vec![0x5au8; src.len() + dst_start];
+            let got = copy_update(register, &mut dst[dst_start..], src);
+            prop_assert_eq!(&dst[dst_start..], src);
+            prop_assert!(dst[..dst_start].iter().all(|&b| b == 0x5a));
+            let mut want = vec![0u8; src.len()];
+            want.copy_from_slice(src);
+            prop_assert_eq!(!copy_update(!0, &mut want, src), ORACLE.checksum(src));
+            prop_assert_eq!(got, update(register, src));
+        }
+
         #[test]
         fn matches_oracle(data in proptest::collection::vec(any::<u8>(), 0..9000)) {
             prop_assert_eq!(crc32c(&data), ORACLE.checksum(&data));

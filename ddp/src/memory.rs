@@ -149,6 +149,22 @@ pub trait Memory {
         self.write(stag, offset, &f(old).to_ne_bytes())?;
         Ok(old)
     }
+    /// Copies from the region at `offset` into `out`, as [`Memory::read`]
+    /// does, and returns the CRC32c register `register` (not inverted, as
+    /// `crc32c_fold::update` keeps it) advanced over the copied bytes: the
+    /// sender's gather into an FPDU with its CRC on. The default reads,
+    /// then computes the CRC over `out`; an implementation that can do
+    /// both in one pass over the bytes (`crc32c_fold::copy_update`) does.
+    fn read_crc(
+        &self,
+        stag: STag,
+        offset: u64,
+        out: &mut [u8],
+        register: u32,
+    ) -> Result<u32, OutOfRange> {
+        self.read(stag, offset, out)?;
+        Ok(crc32c_fold::update(register, out))
+    }
 }
 
 /// A plain registration table owning its buffers: the reference [`Memory`]
@@ -256,6 +272,18 @@ impl Memory for RegionTable {
         self.regions.remove(&stag.0);
         Ok(())
     }
+
+    fn read_crc(
+        &self,
+        stag: STag,
+        offset: u64,
+        out: &mut [u8],
+        register: u32,
+    ) -> Result<u32, OutOfRange> {
+        let range = self.range(stag, offset, out.len())?;
+        let (_, bytes, _) = &self.regions[&stag.0];
+        Ok(crc32c_fold::copy_update(register, out, &bytes[range]))
+    }
 }
 
 #[cfg(test)]
@@ -302,6 +330,47 @@ mod tests {
         assert!(t.write(STag::new(2, 0), 0, &[0; 1]).is_err());
         assert!(t.read(s, 17, &mut []).is_err());
         assert_eq!(t.bytes(s).unwrap(), &[0u8; 16][..]);
+    }
+
+    /// A table that keeps the trait's default `read_crc` (read, then CRC).
+    struct DefaultReadCrc(RegionTable);
+
+    impl Memory for DefaultReadCrc {
+        fn region(&self, stag: STag) -> Option<RegionInfo> {
+            self.0.region(stag)
+        }
+        fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange> {
+            self.0.write(stag, offset, data)
+        }
+        fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange> {
+            self.0.read(stag, offset, out)
+        }
+        fn invalidate(&mut self, stag: STag, pd: PdId) -> Result<(), InvalidateError> {
+            self.0.invalidate(stag, pd)
+        }
+    }
+
+    #[test]
+    fn read_crc_copies_and_advances_the_register() {
+        let s = STag::new(1, 0);
+        let bytes: Vec<u8> = (0..3000u32).map(|i| (i * 7 + 1) as u8).collect();
+        let mut t = RegionTable::new();
+        t.register(s, PdId(1), 0, Access::ALL, bytes.clone(), false);
+        let default = DefaultReadCrc(t.clone());
+        for (offset, len) in [(0, 0), (3, 1), (5, 255), (1, 1460), (0, 3000)] {
+            let at = offset as usize;
+            let want = crc32c_fold::update(0x1234_5678, &bytes[at..at + len]);
+            let mut out = vec![0u8; len];
+            assert_eq!(t.read_crc(s, offset, &mut out, 0x1234_5678), Ok(want));
+            assert_eq!(out, &bytes[at..at + len]);
+            let mut out = vec![0u8; len];
+            assert_eq!(default.read_crc(s, offset, &mut out, 0x1234_5678), Ok(want));
+            assert_eq!(out, &bytes[at..at + len]);
+        }
+        let mut out = [0u8; 2];
+        assert!(t.read_crc(s, 2999, &mut out, !0).is_err());
+        assert!(default.read_crc(s, 2999, &mut out, !0).is_err());
+        assert_eq!(out, [0, 0]);
     }
 
     #[test]

@@ -160,6 +160,30 @@ impl Framer {
         out: &mut [u8],
         fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
     ) -> Result<usize, FrameWithError<E>> {
+        self.frame_with_crc(header, payload_len, out, |buf, register| {
+            fill(&mut *buf)?;
+            if let Some(r) = register {
+                *r = crc32c_fold::update(*r, buf);
+            }
+            Ok(())
+        })
+    }
+
+    /// Like [`Framer::frame_with`], but `fill` may compute the CRC as it
+    /// writes, so the payload is read once: when the CRC is on and
+    /// markers are off, `fill` gets the CRC register (not inverted, as
+    /// `crc32c_fold::update` keeps it) over the FPDU's octets before the
+    /// payload, and must leave it advanced over exactly the octets it
+    /// wrote (`crc32c_fold::copy_update` does both). Otherwise it gets
+    /// `None` and the framer computes the CRC after it (with markers the
+    /// payload still moves around the marker slots).
+    pub fn frame_with_crc<E>(
+        &mut self,
+        header: &[u8],
+        payload_len: usize,
+        out: &mut [u8],
+        fill: impl FnOnce(&mut [u8], Option<&mut u32>) -> Result<(), E>,
+    ) -> Result<usize, FrameWithError<E>> {
         let ulpdu_len = header.len() + payload_len;
         let fpdu_len = self.check(ulpdu_len, out.len())?;
         let out = &mut out[..fpdu_len];
@@ -174,7 +198,20 @@ impl Framer {
         // Cannot truncate: checked against MAX_ULPDU above.
         out[length_at..header_at].copy_from_slice(&(ulpdu_len as u16).to_be_bytes());
         out[header_at..payload_at].copy_from_slice(header);
-        fill(&mut out[payload_at..pad_at]).map_err(FrameWithError::Fill)?;
+        if self.crc && !self.markers {
+            // No markers: the content is the whole body, in place.
+            let mut register = crc32c_fold::update(!0, &out[..payload_at]);
+            fill(&mut out[payload_at..pad_at], Some(&mut register))
+                .map_err(FrameWithError::Fill)?;
+            out[pad_at..content].fill(0);
+            // A full-size FPDU has no pad (MULPDU keeps it 4-aligned).
+            if pad_len > 0 {
+                register = crc32c_fold::update(register, &out[pad_at..content]);
+            }
+            debug_assert_eq!(!register, crc32c(&out[..content]), "fill's CRC");
+            return Ok(self.seal_as(out, content, !register));
+        }
+        fill(&mut out[payload_at..pad_at], None).map_err(FrameWithError::Fill)?;
         out[pad_at..pad_at + pad_len].fill(0);
         let body_len = if self.markers {
             spread_around_markers(out, gap, content, self.pos)
@@ -209,12 +246,18 @@ impl Framer {
     /// Writes the CRC field after `body_len` octets of `fpdu` and advances
     /// the stream position past it.
     fn seal(&mut self, fpdu: &mut [u8], body_len: usize) -> usize {
-        debug_assert_eq!(body_len + CRC_LEN, fpdu.len());
         let crc = if self.crc {
             crc32c(&fpdu[..body_len])
         } else {
             0
         };
+        self.seal_as(fpdu, body_len, crc)
+    }
+
+    /// Writes `crc` as the CRC field after `body_len` octets of `fpdu` and
+    /// advances the stream position past it.
+    fn seal_as(&mut self, fpdu: &mut [u8], body_len: usize, crc: u32) -> usize {
+        debug_assert_eq!(body_len + CRC_LEN, fpdu.len());
         fpdu[body_len..].copy_from_slice(&crc.to_le_bytes());
         self.pos += fpdu.len();
         fpdu.len()
@@ -730,8 +773,108 @@ mod tests {
         assert_eq!(m.position(), StreamOffset::ZERO);
     }
 
+    /// `frame_with_crc` filling `payload` in place with the fused copy and
+    /// CRC, into a buffer of 0xa5; also reports whether `fill` got the
+    /// register.
+    fn frame_fused(
+        framer: &mut Framer,
+        header: &[u8],
+        payload: &[u8],
+        room: usize,
+    ) -> (Vec<u8>, bool) {
+        let mut out = vec![0xa5u8; room];
+        let mut fused = false;
+        let n = framer
+            .frame_with_crc(header, payload.len(), &mut out, |buf, register| {
+                match register {
+                    Some(r) => {
+                        fused = true;
+                        *r = crc32c_fold::copy_update(*r, buf, payload);
+                    }
+                    None => buf.copy_from_slice(payload),
+                }
+                Ok::<(), ()>(())
+            })
+            .expect("frames");
+        assert!(
+            out[n..].iter().all(|&b| b == 0xa5),
+            "bytes past the FPDU untouched"
+        );
+        out.truncate(n);
+        (out, fused)
+    }
+
+    #[test]
+    fn frame_with_crc_matches_captured_fpdus() {
+        for (text, crc) in [
+            (CRC_SEND, true),
+            (PLAIN_SEND, false),
+            (RTR_WRITE, true),
+            (CRC_READ_RESPONSE, true),
+        ] {
+            let fpdu = hex(text);
+            let len = usize::from(u16::from_be_bytes([fpdu[0], fpdu[1]]));
+            let ulpdu = &fpdu[2..2 + len];
+            let split = 14.min(ulpdu.len());
+            let mut framer = Framer::new(crc, false);
+            let (got, fused) = frame_fused(
+                &mut framer,
+                &ulpdu[..split],
+                &ulpdu[split..],
+                fpdu.len() + 9,
+            );
+            assert_eq!(got, fpdu);
+            assert_eq!(fused, crc, "the register goes to fill exactly with CRC on");
+            assert_eq!(framer.position(), StreamOffset(fpdu.len() as u32));
+        }
+    }
+
+    #[test]
+    fn frame_with_crc_fill_error_frames_nothing() {
+        for markers in [false, true] {
+            let mut framer = Framer::at(true, markers, StreamOffset(500));
+            let mut out = vec![0xa5u8; 2000];
+            let r = framer.frame_with_crc(&[1; 14], 1400, &mut out, |buf, register| {
+                buf[..10].fill(7);
+                if let Some(r) = register {
+                    *r = 0;
+                }
+                Err("gone")
+            });
+            assert_eq!(r, Err(FrameWithError::Fill("gone")));
+            assert_eq!(framer.position(), StreamOffset(500));
+            let fpdu_len = framer.fpdu_len(1414);
+            assert!(out[fpdu_len..].iter().all(|&b| b == 0xa5));
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// The fused path (CRC computed while the payload is written)
+        /// frames the same octets as `frame`, CRC on and off, markers on
+        /// and off, at any stream position.
+        #[test]
+        fn frame_with_crc_is_byte_identical_to_frame(
+            header in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000),
+            crc in proptest::prelude::any::<bool>(),
+            markers in proptest::prelude::any::<bool>(),
+            start in proptest::prelude::any::<u32>(),
+            slack in 0usize..16,
+        ) {
+            let at = StreamOffset(start & !3);
+            let mut a = Framer::at(crc, markers, at);
+            let mut b = Framer::at(crc, markers, at);
+            let room = a.fpdu_len(header.len() + payload.len()) + slack;
+            let mut want = vec![0xa5u8; room];
+            let n = a.frame(&header, &payload, &mut want).expect("frames");
+            want.truncate(n);
+            let (got, fused) = frame_fused(&mut b, &header, &payload, room);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(fused, crc && !markers);
+            proptest::prop_assert_eq!(a.position(), b.position());
+        }
 
         #[test]
         fn frame_with_is_byte_identical_to_frame(

@@ -41,14 +41,18 @@ impl FrameTx {
     /// (straight from registered memory into the transport's buffer).
     /// `Ok(None)`: `out` is too small, `fill` was not called; `Err`: `fill`
     /// failed and nothing was framed.
+    /// `fill` gets the CRC register when it is to advance it over the
+    /// bytes it writes (CRC on, markers off: see
+    /// `mpa::framing::Framer::frame_with_crc`), so the payload is copied
+    /// and checksummed in one pass.
     pub fn frame_with<E>(
         &mut self,
         header: &[u8],
         payload_len: usize,
         out: &mut [u8],
-        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+        fill: impl FnOnce(&mut [u8], Option<&mut u32>) -> Result<(), E>,
     ) -> Result<Option<usize>, E> {
-        match self.framer.frame_with(header, payload_len, out, fill) {
+        match self.framer.frame_with_crc(header, payload_len, out, fill) {
             Ok(n) => Ok(Some(n)),
             Err(FrameWithError::Frame(_)) => Ok(None),
             Err(FrameWithError::Fill(e)) => Err(e),

@@ -343,6 +343,42 @@ impl<'a> RegistryView<'a> {
             Hold::Read(_) | Hold::Nothing => &mut [],
         }
     }
+
+    /// Runs `copy(out, bytes)` with the region's `out.len()` bytes at
+    /// `offset`: the one path of [`Memory::read`] and
+    /// [`Memory::read_crc`].
+    fn read_with<R>(
+        &self,
+        stag: STag,
+        offset: u64,
+        out: &mut [u8],
+        copy: impl FnOnce(&mut [u8], &[u8]) -> R,
+    ) -> Result<R, OutOfRange> {
+        let err = OutOfRange {
+            stag: stag.0,
+            offset,
+            len: out.len(),
+        };
+        if let Some(home) = self.home_for(stag) {
+            let range = home.range(offset, out.len()).ok_or(err)?;
+            let mut hold = self.hold.borrow_mut();
+            if matches!(*hold, Hold::Nothing) {
+                *hold = Hold::Read(home.bytes.read().unwrap_or_else(|e| e.into_inner()));
+            }
+            let bytes: &[u8] = match &*hold {
+                Hold::Read(g) => g,
+                Hold::Write(g) => g,
+                Hold::Nothing => &[],
+            };
+            return Ok(copy(out, bytes.get(range).ok_or(err)?));
+        }
+        self.with_region(stag, |region| {
+            let range = region.range(offset, out.len()).ok_or(err)?;
+            let bytes = region.bytes.read().unwrap_or_else(|e| e.into_inner());
+            Ok(copy(out, bytes.get(range).ok_or(err)?))
+        })
+        .unwrap_or(Err(err))
+    }
 }
 
 impl Memory for RegistryView<'_> {
@@ -374,31 +410,7 @@ impl Memory for RegistryView<'_> {
     }
 
     fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange> {
-        let err = OutOfRange {
-            stag: stag.0,
-            offset,
-            len: out.len(),
-        };
-        if let Some(home) = self.home_for(stag) {
-            let range = home.range(offset, out.len()).ok_or(err)?;
-            let mut hold = self.hold.borrow_mut();
-            if matches!(*hold, Hold::Nothing) {
-                *hold = Hold::Read(home.bytes.read().unwrap_or_else(|e| e.into_inner()));
-            }
-            let bytes: &[u8] = match &*hold {
-                Hold::Read(g) => g,
-                Hold::Write(g) => g,
-                Hold::Nothing => &[],
-            };
-            out.copy_from_slice(bytes.get(range).ok_or(err)?);
-            return Ok(());
-        }
-        self.with_region(stag, |region| {
-            let range = region.range(offset, out.len()).ok_or(err)?;
-            out.copy_from_slice(&region.bytes.read().unwrap_or_else(|e| e.into_inner())[range]);
-            Ok(())
-        })
-        .unwrap_or(Err(err))
+        self.read_with(stag, offset, out, |out, from| out.copy_from_slice(from))
     }
 
     fn update_u64(
@@ -447,5 +459,55 @@ impl Memory for RegistryView<'_> {
         *self.hold.get_mut() = Hold::Nothing;
         self.registry.remove(stag);
         Ok(())
+    }
+
+    fn read_crc(
+        &self,
+        stag: STag,
+        offset: u64,
+        out: &mut [u8],
+        register: u32,
+    ) -> Result<u32, OutOfRange> {
+        // One pass: each byte is read once, stored and folded into the CRC.
+        self.read_with(stag, offset, out, |out, from| {
+            crc32c_fold::copy_update(register, out, from)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_crc_through_home_and_other_regions() {
+        let registry = Registry::with_seed(7);
+        let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 29 + 3) as u8).collect();
+        let home = registry
+            .insert(PdId(1), bytes.clone(), Access::LOCAL_WRITE)
+            .expect("registers");
+        let other = registry
+            .insert(PdId(1), bytes[1000..].to_vec(), Access::NONE)
+            .expect("registers");
+        let mut cache = RegionCache(Some(home.clone()));
+        registry.with_cached_view(&mut cache, |view| {
+            for (stag, src) in [(home.stag, &bytes[..]), (other.stag, &bytes[1000..])] {
+                for (offset, len) in [(0usize, 0usize), (1, 1), (3, 257), (100, 1460)] {
+                    let want = src[offset..offset + len].to_vec();
+                    let mut out = vec![0u8; len];
+                    let got = view.read_crc(stag, offset as u64, &mut out, !0);
+                    assert_eq!(out, want);
+                    assert_eq!(got, Ok(crc32c_fold::update(!0, &want)));
+                    let mut plain = vec![0u8; len];
+                    view.read(stag, offset as u64, &mut plain).expect("reads");
+                    assert_eq!(plain, want);
+                }
+                let mut out = vec![0u8; 8];
+                let end = src.len() as u64 - 4;
+                assert!(view.read_crc(stag, end, &mut out, !0).is_err());
+                assert_eq!(out, [0; 8], "nothing copied out of range");
+            }
+            assert!(view.read_crc(STag(0x100), 0, &mut [0; 4], !0).is_err());
+        });
     }
 }

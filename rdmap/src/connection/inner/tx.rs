@@ -67,13 +67,15 @@ const LOCAL_CATASTROPHIC: TermCode = TermCode::new(Layer::Rdmap, 0, 0xff);
 
 /// Copies `buf.len()` message bytes starting at `offset` from the SGL.
 /// Each piece is checked (valid STag, our PD, inside the region) first;
-/// local read needs no access right.
+/// local read needs no access right. With `register`, the FPDU's CRC
+/// register is advanced over the bytes as they are copied.
 fn gather<M: Memory + ?Sized>(
     mem: &M,
     pd: PdId,
     sgl: &[Sge],
     mut offset: u32,
     buf: &mut [u8],
+    mut register: Option<&mut u32>,
 ) -> Result<(), ()> {
     let mut done = 0usize;
     for s in sgl {
@@ -89,7 +91,10 @@ fn gather<M: Memory + ?Sized>(
         let region = mem.region(s.stag);
         let at = check(region, pd, s.stag, to, n, Access::NONE).map_err(|_| ())?;
         let piece = buf.get_mut(done..done + n).ok_or(())?;
-        mem.read(s.stag, at, piece).map_err(|_| ())?;
+        match register.as_deref_mut() {
+            Some(r) => *r = mem.read_crc(s.stag, at, piece, *r).map_err(|_| ())?,
+            None => mem.read(s.stag, at, piece).map_err(|_| ())?,
+        }
         done += n;
         offset = 0;
     }
@@ -484,6 +489,10 @@ impl Inner {
         out: &mut [u8],
     ) -> Step {
         let mut written = 0usize;
+        // Whether a Read Response waits is asked once, after the first
+        // segment: nothing arrives while transmitting, and from then on the
+        // entry is started, so the answer cannot change within the run.
+        let mut irq_asked = false;
         loop {
             let rest = out.get_mut(written..).unwrap_or_default();
             let w = match self.emit_one_data_segment(mem, ddp, sent, rest) {
@@ -498,8 +507,11 @@ impl Inner {
                 Some(Progress::Transmitting { sent: next }) if next > sent => next,
                 _ => break,
             };
-            if self.irq_eligible() {
-                break;
+            if !irq_asked {
+                if self.irq_eligible() {
+                    break;
+                }
+                irq_asked = true;
             }
             let step = next - sent;
             match &mut ddp {
@@ -536,22 +548,25 @@ impl Inner {
         let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
             return self.header_overflow();
         };
-        if !self.fits(n + chunk as usize, out) {
-            return Step::Blocked;
-        }
         // Gathered from the SGL straight into `out`: each piece is checked
-        // (valid STag, our PD, inside the region) as it is copied.
+        // (valid STag, our PD, inside the region) as it is copied. Whether
+        // the FPDU fits is the framer's first check (`Ok(None)` below,
+        // before any byte is gathered).
         let (pd, tx) = (self.pd, &mut self.tx);
         let Some(wr) = self.sq.current().map(|e| &e.wr) else {
             return Step::Blocked;
         };
-        let framed = tx.frame_with(&hdr[..n], chunk as usize, out, |buf| {
+        let framed = tx.frame_with(&hdr[..n], chunk as usize, out, |buf, register| {
             if wr.inline.is_empty() {
-                gather(mem, pd, &wr.sgl, sent, buf)
+                gather(mem, pd, &wr.sgl, sent, buf, register)
             } else {
                 // Inline data was copied in at posting.
                 let from = wr.inline.get(sent as usize..sent as usize + buf.len());
-                buf.copy_from_slice(from.ok_or(())?);
+                let from = from.ok_or(())?;
+                match register {
+                    Some(r) => *r = crc32c_fold::copy_update(*r, buf, from),
+                    None => buf.copy_from_slice(from),
+                }
                 Ok(())
             }
         });
@@ -789,9 +804,20 @@ impl Inner {
         };
         let framed = checked.and_then(|at| {
             self.tx
-                .frame_with(&hdr[..n], chunk as usize, out, |buf| match at {
-                    Some(at) => mem.read(src, at, buf).map_err(ddp::TaggedError::Memory),
-                    None => Ok(()),
+                .frame_with(&hdr[..n], chunk as usize, out, |buf, register| {
+                    match (at, register) {
+                        (Some(at), Some(r)) => {
+                            *r = mem
+                                .read_crc(src, at, buf, *r)
+                                .map_err(ddp::TaggedError::Memory)?;
+                            Ok(())
+                        }
+                        (Some(at), None) => {
+                            mem.read(src, at, buf).map_err(ddp::TaggedError::Memory)
+                        }
+                        // No payload: the register stands as it is.
+                        (None, _) => Ok(()),
+                    }
                 })
         });
         let w = match framed {

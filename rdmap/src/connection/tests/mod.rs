@@ -6,6 +6,7 @@ mod util;
 
 mod errors;
 mod fence_inline;
+mod fused_crc;
 mod model;
 mod operations;
 mod ordering;
