@@ -14,8 +14,8 @@ use crate::read_queue::ReadOwner;
 use crate::term::{Attach, TermCause, TermCode};
 use crate::wire::atomic::OPERAND_LEN;
 use crate::wire::{
-    AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Body, Control, ImmediateDataRepr, MessageRepr,
-    ReadRequestRepr, TermControl, TerminateRepr,
+    AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Body, Control, DataSegment, ImmediateDataRepr,
+    MessageRepr, ReadRequestRepr, TermControl, TerminateRepr,
 };
 
 use super::super::event::Event;
@@ -34,6 +34,30 @@ impl Inner {
         let Some(first) = self.phase.on_inbound() else {
             return ControlFlow::Break(());
         };
+        // Data segments, nearly all of a transfer, in one pass; everything
+        // else (and anything malformed) through the full parse.
+        match MessageRepr::parse_data(ulpdu) {
+            Some(DataSegment::Tagged(t, p)) => {
+                let opcode = Control(t.rsvd_ulp).opcode();
+                self.on_tagged(mem, ulpdu, &t, opcode, p);
+            }
+            Some(DataSegment::Send(u, p)) => self.on_send(mem, srq, ulpdu, &u, p, first),
+            None => self.on_other(mem, srq, ulpdu, first),
+        }
+        self.flow()
+    }
+
+    /// A ULPDU that is not a well-formed data segment: parsed in full,
+    /// then handled or refused. Kept out of line: the data path above
+    /// stays small.
+    #[inline(never)]
+    fn on_other<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        srq: Option<&mut SharedBuffers>,
+        ulpdu: &[u8],
+        first: bool,
+    ) {
         let parsed = if self.rfc7306 {
             MessageRepr::parse_rfc7306(ulpdu)
         } else {
@@ -61,7 +85,6 @@ impl Inner {
                 }
             }
         }
-        self.flow()
     }
 
     fn dispatch<M: Memory + ?Sized>(
