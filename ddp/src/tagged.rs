@@ -79,16 +79,7 @@ pub fn place_tagged<M: Memory + ?Sized>(
     if payload.is_empty() {
         return Ok(());
     }
-    let offset = check(
-        mem.region(repr.stag),
-        qp_pd,
-        repr.stag,
-        repr.to,
-        payload.len(),
-        need,
-    )?;
-    mem.write(repr.stag, offset, payload)
-        .map_err(TaggedError::Memory)
+    mem.place_checked(repr.stag, qp_pd, repr.to, payload, need)
 }
 
 /// Where the next segment of an incomplete tagged message must go.
