@@ -549,10 +549,10 @@ mod tests {
         }
         // Only the accepted cases wrote: 0 (all of `home`), 1 (its last
         // byte) and 9 (`other`'s bytes 8..16).
-        let mut want = vec![1; 32];
+        let mut want = [1u8; 32];
         want[31] = 2;
         assert_eq!(home.bytes.read().unwrap()[..], want[..]);
-        let mut want = vec![0; 32];
+        let mut want = [0u8; 32];
         want[8..16].fill(10);
         assert_eq!(other.bytes.read().unwrap()[..], want[..]);
     }
