@@ -23,6 +23,7 @@ use crate::wire::TaggedRepr;
 ///
 /// `region` is what the memory answers for `stag` (`None`: not valid). A
 /// zero-length access is not validated and yields offset 0.
+#[inline]
 pub fn check(
     region: Option<RegionInfo>,
     qp_pd: PdId,
