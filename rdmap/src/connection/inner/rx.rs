@@ -170,8 +170,8 @@ impl Inner {
         first: bool,
     ) {
         let msn = u.msn.wrapping_sub(self.send_msn_skip);
-        let expected = self.rq.queue(QN_SEND).map(|q| q.expected_msn());
-        if first && payload.is_empty() && u.last && u.mo == 0 && expected == Some(msn) {
+        let expected = || self.rq.queue(QN_SEND).map(|q| q.expected_msn());
+        if first && payload.is_empty() && u.last && u.mo == 0 && expected() == Some(msn) {
             // A zero-length Send RTR: it takes no receive buffer.
             self.send_msn_skip = self.send_msn_skip.wrapping_add(1);
             return;
