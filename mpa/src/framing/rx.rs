@@ -144,17 +144,21 @@ impl Deframer {
             return Err(e);
         }
         let mut i = 0;
-        if !self.markers && self.state == State::Idle {
-            // A run of whole FPDUs, as a stream read in large pieces
-            // mostly is: each checked and handed out in place.
-            while let Some(n) = self.whole_fpdu(&input[i..], &mut on_ulpdu)? {
-                i += n.consumed;
-                if n.stop {
-                    return Ok(i);
+        while i < input.len() {
+            if !self.markers && self.state == State::Idle {
+                // A run of whole FPDUs, as a stream read in large pieces
+                // mostly is: each checked and handed out in place. What
+                // is left starts an FPDU the state machine takes.
+                while let Some(n) = self.whole_fpdu(&input[i..], &mut on_ulpdu)? {
+                    i += n.consumed;
+                    if n.stop {
+                        return Ok(i);
+                    }
+                }
+                if i == input.len() {
+                    break;
                 }
             }
-        }
-        while i < input.len() {
             let rest = &input[i..];
             if self.markers && (self.marker_have > 0 || self.pos.is_marker_slot()) {
                 i += self.take_marker(rest)?;
@@ -167,17 +171,6 @@ impl Deframer {
                 rest.len()
             };
             match self.state {
-                State::Idle if !self.markers => {
-                    if let Some(n) = self.whole_fpdu(rest, &mut on_ulpdu)? {
-                        i += n.consumed;
-                        if n.stop {
-                            return Ok(i);
-                        }
-                        continue;
-                    }
-                    self.begin_fpdu();
-                    self.state = State::Length { have: 0 };
-                }
                 State::Idle => {
                     self.begin_fpdu();
                     self.state = State::Length { have: 0 };
