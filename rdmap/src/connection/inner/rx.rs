@@ -138,9 +138,12 @@ impl Inner {
             return;
         }
         // A Read Response: it must continue the oldest outstanding READ.
-        let placement = match self.orq.check(t.stag, t.to, payload.len(), t.last) {
+        // Borrowed where the check left it: a copy of the whole answer
+        // would read it back wider than it was written, a stall.
+        let checked = self.orq.check(t.stag, t.to, payload.len(), t.last);
+        let placement = match &checked {
             Ok(p) => p,
-            Err(code) => return self.terminate_local(tagged_error(code), ulpdu),
+            Err(code) => return self.terminate_local(tagged_error(*code), ulpdu),
         };
         if place_tagged(mem, self.pd, t, payload, Access::LOCAL_WRITE).is_err() {
             // Our own sink went bad since the request left: a local error
@@ -152,7 +155,7 @@ impl Inner {
             return self.terminate_local(tagged_error(TermCode::DDP_CATASTROPHIC), ulpdu);
         }
         let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-        if let Some(done) = self.orq.advance(&placement, len) {
+        if let Some(done) = self.orq.advance(placement, len) {
             if let ReadOwner::WorkRequest(seq) = done.owner {
                 self.sq.finish_seq(seq, WcStatus::Success);
                 self.retire();
@@ -160,6 +163,9 @@ impl Inner {
         }
     }
 
+    /// Inlined into the data path: `u` then stays in registers (read
+    /// back from memory, wider than its fields were written, it stalls).
+    #[inline(always)]
     fn on_send<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
