@@ -165,6 +165,25 @@ pub trait Memory {
         self.read(stag, offset, out)?;
         Ok(crc32c_fold::update(register, out))
     }
+
+    /// Checks `data.len()` bytes at tagged offset `to` of `stag` for
+    /// access `need` from domain `pd` ([`check`](crate::tagged::check)
+    /// over [`region`](Self::region)) and writes them there: on `Err`
+    /// nothing was written. Implementations may override it to look the
+    /// region up once for both steps; the answer must be the one the
+    /// default gives.
+    fn place_checked(
+        &mut self,
+        stag: STag,
+        pd: PdId,
+        to: u64,
+        data: &[u8],
+        need: Access,
+    ) -> Result<(), crate::error::TaggedError> {
+        let offset = crate::tagged::check(self.region(stag), pd, stag, to, data.len(), need)?;
+        self.write(stag, offset, data)
+            .map_err(crate::error::TaggedError::Memory)
+    }
 }
 
 /// A plain registration table owning its buffers: the reference [`Memory`]

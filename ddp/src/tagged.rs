@@ -23,6 +23,7 @@ use crate::wire::TaggedRepr;
 ///
 /// `region` is what the memory answers for `stag` (`None`: not valid). A
 /// zero-length access is not validated and yields offset 0.
+#[inline]
 pub fn check(
     region: Option<RegionInfo>,
     qp_pd: PdId,
@@ -79,16 +80,7 @@ pub fn place_tagged<M: Memory + ?Sized>(
     if payload.is_empty() {
         return Ok(());
     }
-    let offset = check(
-        mem.region(repr.stag),
-        qp_pd,
-        repr.stag,
-        repr.to,
-        payload.len(),
-        need,
-    )?;
-    mem.write(repr.stag, offset, payload)
-        .map_err(TaggedError::Memory)
+    mem.place_checked(repr.stag, qp_pd, repr.to, payload, need)
 }
 
 /// Where the next segment of an incomplete tagged message must go.

@@ -282,26 +282,32 @@ impl RecvQueue {
             None => cursor,
         };
 
-        // Commit.
-        let mut active = match self.active.take() {
-            Some(a) => a,
-            None => Active {
-                buffer: match self.mode {
+        // Commit: a message in progress is updated where it is.
+        let id = match &mut self.active {
+            Some(a) => {
+                a.placed = placed;
+                a.cursor = cursor;
+                a.buffer.as_ref().map(|b| b.id)
+            }
+            None => {
+                let buffer = match self.mode {
                     QueueMode::Posted { .. } => self.posted.pop_front(),
                     QueueMode::Inline { .. } | QueueMode::Shared => None,
-                },
-                placed: 0,
-                cursor: Cursor::default(),
-            },
+                };
+                let id = buffer.as_ref().map(|b| b.id);
+                if !repr.last {
+                    self.active = Some(Active {
+                        buffer,
+                        placed,
+                        cursor,
+                    });
+                }
+                id
+            }
         };
-        active.placed = placed;
-        active.cursor = cursor;
-        let id = active.buffer.as_ref().map(|b| b.id);
-
         if repr.last {
             self.expected_msn = self.expected_msn.wrapping_add(1);
-        } else {
-            self.active = Some(active);
+            self.active = None;
         }
         Ok(match id {
             None => Placed::Inline {

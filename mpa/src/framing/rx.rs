@@ -145,6 +145,20 @@ impl Deframer {
         }
         let mut i = 0;
         while i < input.len() {
+            if !self.markers && self.state == State::Idle {
+                // A run of whole FPDUs, as a stream read in large pieces
+                // mostly is: each checked and handed out in place. What
+                // is left starts an FPDU the state machine takes.
+                while let Some(n) = self.whole_fpdu(&input[i..], &mut on_ulpdu)? {
+                    i += n.consumed;
+                    if n.stop {
+                        return Ok(i);
+                    }
+                }
+                if i == input.len() {
+                    break;
+                }
+            }
             let rest = &input[i..];
             if self.markers && (self.marker_have > 0 || self.pos.is_marker_slot()) {
                 i += self.take_marker(rest)?;
@@ -157,17 +171,6 @@ impl Deframer {
                 rest.len()
             };
             match self.state {
-                State::Idle if !self.markers => {
-                    if let Some(n) = self.whole_fpdu(rest, &mut on_ulpdu)? {
-                        i += n.consumed;
-                        if n.stop {
-                            return Ok(i);
-                        }
-                        continue;
-                    }
-                    self.begin_fpdu();
-                    self.state = State::Length { have: 0 };
-                }
                 State::Idle => {
                     self.begin_fpdu();
                     self.state = State::Length { have: 0 };
@@ -548,6 +551,41 @@ mod tests {
         let (m, more) = collect(&mut d, &stream[n..]).expect("ok");
         assert_eq!(n + m, stream.len());
         assert_eq!(more.len(), 2);
+    }
+
+    #[test]
+    fn a_run_of_whole_fpdus_stops_at_a_break_or_a_bad_crc() {
+        let stream = hex(CRC_STREAM);
+        let whole = ulpdus_of(&stream);
+        // The second of three FPDUs in one piece asks to stop.
+        let mut d = Deframer::new(true, false, 65535);
+        let mut got = Vec::new();
+        let n = d
+            .feed(&stream, |u| {
+                got.push(u.to_vec());
+                if got.len() == 2 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .expect("ok");
+        assert_eq!(got, whole[..2]);
+        assert_eq!(n, stream.len() - 40, "consumed through the second");
+        assert!(d.is_idle());
+        // A bad CRC on the third: the first two out, then the error.
+        let mut bad = stream.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let mut d = Deframer::new(true, false, 65535);
+        let mut got = Vec::new();
+        let e = d.feed(&bad, |u| {
+            got.push(u.to_vec());
+            ControlFlow::Continue(())
+        });
+        assert!(matches!(e, Err(DeframeError::Crc { .. })));
+        assert_eq!(got, whole[..2]);
+        assert_eq!(d.error(), e.err());
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! RDMAP control byte and, for Send with Invalidate, the STag), then the
 //! Read Request, Terminate, Immediate Data or Atomic header, or data.
 
-use ddp::wire::{parse_segment, SegmentRepr};
+use ddp::wire::{
+    parse_segment, SegmentRepr, TaggedHeader, TaggedRepr, UntaggedHeader, UntaggedRepr,
+    DDP_VERSION, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
+};
 use ddp::DdpError;
 
 use super::atomic::{
@@ -40,6 +43,15 @@ pub struct MessageRepr<'a> {
     pub body: Body<'a>,
 }
 
+/// A segment that carries data, read by [`MessageRepr::parse_data`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataSegment<'a> {
+    /// An RDMA Write or Read Response segment and its payload.
+    Tagged(TaggedRepr, &'a [u8]),
+    /// A segment of one of the four Sends and its payload.
+    Send(UntaggedRepr, &'a [u8]),
+}
+
 /// Why a ULPDU is not an RDMAP message segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
@@ -75,6 +87,57 @@ impl<'a> MessageRepr<'a> {
     /// header's exact length.
     pub fn parse_rfc7306(ulpdu: &'a [u8]) -> Result<Self, ParseError> {
         Self::parse_as(ulpdu, true)
+    }
+
+    /// The segments that carry data (RDMA Write, Read Response, the four
+    /// Sends: nearly every segment of a transfer), read in one pass with
+    /// one length check. `Some` exactly when [`parse`](Self::parse) (and
+    /// [`parse_rfc7306`](Self::parse_rfc7306), which adds no data opcodes)
+    /// returns the same header with [`Body::Data`]; `None` for every other
+    /// ULPDU, well-formed or not, which the full parse then reads and, if
+    /// it is wrong, refuses with its precise error.
+    #[inline]
+    pub fn parse_data(ulpdu: &'a [u8]) -> Option<DataSegment<'a>> {
+        let (&[ddp_control, rsvd_ulp], _) = ulpdu.split_first_chunk::<2>()?;
+        let ddp = ddp::wire::Control::from_byte(ddp_control);
+        let opcode = Control(rsvd_ulp).opcode();
+        if ddp.version != DDP_VERSION || !Control(rsvd_ulp).version_ok() {
+            return None;
+        }
+        if ddp.tagged {
+            if !opcode.is_tagged() {
+                return None;
+            }
+            // A fixed-size header: the view's accessors need no checks.
+            let (h, payload) = ulpdu.split_first_chunk::<TAGGED_HEADER_LEN>()?;
+            let h = TaggedHeader::new_unchecked(&h[..]);
+            let t = TaggedRepr {
+                last: ddp.last,
+                rsvd_ulp,
+                stag: h.stag(),
+                to: h.to(),
+                ddp_rsvd: ddp.rsvd,
+            };
+            return Some(DataSegment::Tagged(t, payload));
+        }
+        if !opcode.is_send() {
+            return None;
+        }
+        let (h, payload) = ulpdu.split_first_chunk::<UNTAGGED_HEADER_LEN>()?;
+        let h = UntaggedHeader::new_unchecked(&h[..]);
+        if Some(h.qn()) != opcode.queue() {
+            return None;
+        }
+        let u = UntaggedRepr {
+            last: ddp.last,
+            rsvd_ulp,
+            rsvd_ulp2: h.rsvd_ulp2(),
+            qn: h.qn(),
+            msn: h.msn(),
+            mo: h.mo(),
+            ddp_rsvd: ddp.rsvd,
+        };
+        Some(DataSegment::Send(u, payload))
     }
 
     fn parse_as(ulpdu: &'a [u8], rfc7306: bool) -> Result<Self, ParseError> {
@@ -568,6 +631,136 @@ mod tests {
             let mut out = vec![0xa5; m.buffer_len()];
             m.emit(&mut out).unwrap();
             prop_assert_eq!(MessageRepr::parse(&out).unwrap(), m);
+        }
+    }
+
+    /// A header for [`parse_data`](MessageRepr::parse_data) to judge:
+    /// DDP control and RDMAP control drawn around the values that matter,
+    /// QN mostly 0, any length.
+    fn data_candidate() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop_oneof![
+                Just(0xc1u8),
+                Just(0x81),
+                Just(0x41),
+                Just(0x01),
+                any::<u8>()
+            ],
+            prop_oneof![(0u8..16).prop_map(|op| 0x40 | op), any::<u8>()],
+            prop_oneof![Just(0u32), 0u32..4, any::<u32>()],
+            proptest::collection::vec(any::<u8>(), 0..40),
+            0usize..40,
+        )
+            .prop_map(|(ddp, rdmap, qn, mut rest, cut)| {
+                rest.splice(..0, [ddp, rdmap]);
+                if rest.len() >= 10 && ddp & 0x80 == 0 {
+                    rest[6..10].copy_from_slice(&qn.to_be_bytes());
+                }
+                rest.truncate(cut.max(2).min(rest.len()));
+                rest
+            })
+    }
+
+    #[test]
+    fn parse_data_reads_captures_as_parse_does() {
+        let b = capture_send();
+        let Some(DataSegment::Send(u, p)) = MessageRepr::parse_data(&b) else {
+            panic!("a Send is a data segment")
+        };
+        assert_eq!(
+            MessageRepr::parse(&b).unwrap().ddp,
+            SegmentRepr::Untagged(u)
+        );
+        assert_eq!(p, &b[18..]);
+        let b = capture_write_rtr();
+        let Some(DataSegment::Tagged(t, p)) = MessageRepr::parse_data(&b) else {
+            panic!("a Write is a data segment")
+        };
+        assert_eq!(t, TaggedRepr::new(true, 0x40, STag(1), 0));
+        assert!(p.is_empty());
+        assert_eq!(MessageRepr::parse_data(&capture_read_request()), None);
+        assert_eq!(MessageRepr::parse_data(&capture_terminate()), None);
+    }
+
+    #[test]
+    fn parse_data_leaves_near_misses_to_parse() {
+        let send = capture_send();
+        let write = capture_write_rtr();
+        let cases: [(Vec<u8>, &str); 7] = [
+            ([&send[..17]].concat(), "untagged header one byte short"),
+            ([&write[..13]].concat(), "tagged header one byte short"),
+            (
+                {
+                    let mut b = send.clone();
+                    b[0] = 0x42;
+                    b
+                },
+                "DDP version 2",
+            ),
+            (
+                {
+                    let mut b = write.clone();
+                    b[1] = 0x80;
+                    b
+                },
+                "RDMAP version 2",
+            ),
+            (
+                {
+                    let mut b = write.clone();
+                    b[1] = 0x43;
+                    b
+                },
+                "Send opcode on a tagged segment",
+            ),
+            (
+                {
+                    let mut b = send.clone();
+                    b[1] = 0x40;
+                    b
+                },
+                "Write opcode on an untagged segment",
+            ),
+            (
+                {
+                    let mut b = send.clone();
+                    b[9] = 1;
+                    b
+                },
+                "Send on queue 1",
+            ),
+        ];
+        for (b, what) in cases {
+            assert_eq!(MessageRepr::parse_data(&b), None, "{what}");
+            assert!(MessageRepr::parse(&b).is_err(), "{what}");
+        }
+    }
+
+    proptest! {
+        /// The one-pass reading agrees with the full parse, in both
+        /// modes: the same header and payload whenever it answers, and it
+        /// answers for every data segment the full parse accepts.
+        #[test]
+        fn parse_data_agrees_with_parse(b in data_candidate()) {
+            let fast = MessageRepr::parse_data(&b);
+            for full in [MessageRepr::parse(&b), MessageRepr::parse_rfc7306(&b)] {
+                match (fast, full) {
+                    (Some(DataSegment::Tagged(t, p)), Ok(m)) => {
+                        prop_assert_eq!(m.ddp, SegmentRepr::Tagged(t));
+                        prop_assert_eq!(m.body, Body::Data(p));
+                    }
+                    (Some(DataSegment::Send(u, p)), Ok(m)) => {
+                        prop_assert_eq!(m.ddp, SegmentRepr::Untagged(u));
+                        prop_assert_eq!(m.body, Body::Data(p));
+                    }
+                    (Some(_), Err(e)) => prop_assert!(false, "fast path took what parse refuses: {:?}", e),
+                    (None, Ok(m)) => prop_assert!(
+                        !matches!(m.body, Body::Data(_)),
+                        "a data segment left to the full parse: {:?}", m
+                    ),
+                    (None, Err(_)) => {}
+                }
+            }
         }
     }
 }

@@ -19,7 +19,7 @@ pub use atomic::{AtomicOp, AtomicRequest, AtomicRequestRepr, AtomicResponse, Ato
 pub use control::{Control, RDMAP_VERSION};
 pub use ddp::wire::EmitError;
 pub use immediate::{ImmediateData, ImmediateDataRepr};
-pub use message::{Body, MessageRepr, ParseError};
+pub use message::{Body, DataSegment, MessageRepr, ParseError};
 pub use read_request::{ReadRequest, ReadRequestRepr};
 pub use terminate::{Attached, TermControl, TermLayout, TerminateRepr};
 

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ddp::memory::{Access, InvalidateError, Memory, OutOfRange, PdId, RegionInfo, STag};
+use ddp::tagged::check;
+use ddp::TaggedError;
 
 use crate::types::VerbsError;
 
@@ -331,6 +333,7 @@ impl<'a> RegistryView<'a> {
     }
 
     /// The home region's bytes, write-locked (kept locked).
+    #[inline]
     fn home_bytes_mut<'h>(hold: &'h mut Hold<'a>, home: &'a Region) -> &'h mut [u8] {
         if !matches!(hold, Hold::Write(_)) {
             // A read lock goes before the write lock is taken.
@@ -473,6 +476,32 @@ impl Memory for RegistryView<'_> {
             crc32c_fold::copy_update(register, out, from)
         })
     }
+
+    /// The home region (nearly every segment of a transfer) is looked up
+    /// once for the check and the write; any other takes the two steps.
+    fn place_checked(
+        &mut self,
+        stag: STag,
+        pd: PdId,
+        to: u64,
+        data: &[u8],
+        need: Access,
+    ) -> Result<(), TaggedError> {
+        let Some(home) = self.home_for(stag) else {
+            let offset = check(self.region(stag), pd, stag, to, data.len(), need)?;
+            return self.write(stag, offset, data).map_err(TaggedError::Memory);
+        };
+        let offset = check(Some(home.info), pd, stag, to, data.len(), need)?;
+        let err = TaggedError::Memory(OutOfRange {
+            stag: stag.0,
+            offset,
+            len: data.len(),
+        });
+        let range = home.range(offset, data.len()).ok_or(err)?;
+        let bytes = Self::home_bytes_mut(self.hold.get_mut(), home);
+        bytes.get_mut(range).ok_or(err)?.copy_from_slice(data);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -509,5 +538,97 @@ mod tests {
             }
             assert!(view.read_crc(STag(0x100), 0, &mut [0; 4], !0).is_err());
         });
+    }
+
+    const PD: PdId = PdId(1);
+
+    /// What the trait's default answers: the check over `region`, then
+    /// `write`.
+    fn two_steps(
+        v: &mut RegistryView<'_>,
+        stag: STag,
+        pd: PdId,
+        to: u64,
+        data: &[u8],
+        need: Access,
+    ) -> Result<(), TaggedError> {
+        let offset = check(v.region(stag), pd, stag, to, data.len(), need)?;
+        v.write(stag, offset, data).map_err(TaggedError::Memory)
+    }
+
+    #[test]
+    fn place_checked_answers_as_the_two_steps_do() {
+        let reg = Registry::with_seed(5);
+        let home = reg.insert(PD, vec![0; 32], Access::REMOTE_WRITE).unwrap();
+        let other = reg.insert(PD, vec![0; 32], Access::LOCAL_WRITE).unwrap();
+        let gone = reg.insert(PD, vec![0; 32], Access::ALL).unwrap();
+        reg.remove(gone.stag);
+        let (hb, ob) = (home.info.base, other.info.base);
+        let stale = STag::new(home.stag.index(), home.stag.key().wrapping_add(1));
+        let cases = [
+            (home.stag, PD, hb, 32, Access::REMOTE_WRITE),
+            (home.stag, PD, hb + 31, 1, Access::REMOTE_WRITE),
+            (home.stag, PD, hb + 31, 2, Access::REMOTE_WRITE),
+            (home.stag, PD, hb - 1, 1, Access::REMOTE_WRITE),
+            (home.stag, PD, u64::MAX, 2, Access::REMOTE_WRITE),
+            (home.stag, PdId(2), hb, 4, Access::REMOTE_WRITE),
+            (home.stag, PD, hb, 4, Access::LOCAL_WRITE),
+            (home.stag, PD, hb, 0, Access::REMOTE_READ),
+            (stale, PD, hb, 4, Access::REMOTE_WRITE),
+            (other.stag, PD, ob + 8, 8, Access::LOCAL_WRITE),
+            (other.stag, PD, ob + 30, 4, Access::LOCAL_WRITE),
+            (other.stag, PD, ob, 4, Access::REMOTE_WRITE),
+            (gone.stag, PD, gone.info.base, 4, Access::REMOTE_WRITE),
+        ];
+        for (i, &(stag, pd, to, len, need)) in cases.iter().enumerate() {
+            let data = vec![i as u8 + 1; len];
+            let mut cache = RegionCache(Some(home.clone()));
+            let fast =
+                reg.with_cached_view(&mut cache, |v| v.place_checked(stag, pd, to, &data, need));
+            let after_fast = (
+                home.bytes.read().unwrap().to_vec(),
+                other.bytes.read().unwrap().to_vec(),
+            );
+            let mut cache = RegionCache(Some(home.clone()));
+            let slow =
+                reg.with_cached_view(&mut cache, |v| two_steps(v, stag, pd, to, &data, need));
+            let after_slow = (
+                home.bytes.read().unwrap().to_vec(),
+                other.bytes.read().unwrap().to_vec(),
+            );
+            assert_eq!(fast, slow, "case {i}");
+            assert_eq!(after_fast, after_slow, "case {i}: the same bytes written");
+            if fast.is_ok() && len > 0 {
+                let r = if stag == home.stag { &home } else { &other };
+                let at = (to - r.info.base) as usize;
+                assert_eq!(r.bytes.read().unwrap()[at..at + len], data[..], "case {i}");
+            }
+        }
+        // Only the accepted cases wrote: 0 (all of `home`), 1 (its last
+        // byte) and 9 (`other`'s bytes 8..16).
+        let mut want = [1u8; 32];
+        want[31] = 2;
+        assert_eq!(home.bytes.read().unwrap()[..], want[..]);
+        let mut want = [0u8; 32];
+        want[8..16].fill(10);
+        assert_eq!(other.bytes.read().unwrap()[..], want[..]);
+    }
+
+    #[test]
+    fn place_checked_refuses_a_home_region_deregistered_mid_view() {
+        let reg = Registry::with_seed(9);
+        let home = reg.insert(PD, vec![0; 8], Access::REMOTE_WRITE).unwrap();
+        let mut cache = RegionCache(Some(home.clone()));
+        let base = home.info.base;
+        reg.with_cached_view(&mut cache, |v| {
+            v.place_checked(home.stag, PD, base, &[1], Access::REMOTE_WRITE)
+                .unwrap();
+            reg.remove(home.stag);
+            assert_eq!(
+                v.place_checked(home.stag, PD, base, &[2], Access::REMOTE_WRITE),
+                Err(TaggedError::InvalidStag(home.stag.0))
+            );
+        });
+        assert_eq!(home.bytes.read().unwrap()[0], 1);
     }
 }

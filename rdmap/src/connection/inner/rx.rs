@@ -14,8 +14,8 @@ use crate::read_queue::ReadOwner;
 use crate::term::{Attach, TermCause, TermCode};
 use crate::wire::atomic::OPERAND_LEN;
 use crate::wire::{
-    AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Body, Control, ImmediateDataRepr, MessageRepr,
-    ReadRequestRepr, TermControl, TerminateRepr,
+    AtomicOp, AtomicRequestRepr, AtomicResponseRepr, Body, Control, DataSegment, ImmediateDataRepr,
+    MessageRepr, ReadRequestRepr, TermControl, TerminateRepr,
 };
 
 use super::super::event::Event;
@@ -34,6 +34,30 @@ impl Inner {
         let Some(first) = self.phase.on_inbound() else {
             return ControlFlow::Break(());
         };
+        // Data segments, nearly all of a transfer, in one pass; everything
+        // else (and anything malformed) through the full parse.
+        match MessageRepr::parse_data(ulpdu) {
+            Some(DataSegment::Tagged(t, p)) => {
+                let opcode = Control(t.rsvd_ulp).opcode();
+                self.on_tagged(mem, ulpdu, &t, opcode, p);
+            }
+            Some(DataSegment::Send(u, p)) => self.on_send(mem, srq, ulpdu, &u, p, first),
+            None => self.on_other(mem, srq, ulpdu, first),
+        }
+        self.flow()
+    }
+
+    /// A ULPDU that is not a well-formed data segment: parsed in full,
+    /// then handled or refused. Kept out of line: the data path above
+    /// stays small.
+    #[inline(never)]
+    fn on_other<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        srq: Option<&mut SharedBuffers>,
+        ulpdu: &[u8],
+        first: bool,
+    ) {
         let parsed = if self.rfc7306 {
             MessageRepr::parse_rfc7306(ulpdu)
         } else {
@@ -61,7 +85,6 @@ impl Inner {
                 }
             }
         }
-        self.flow()
     }
 
     fn dispatch<M: Memory + ?Sized>(
@@ -115,9 +138,12 @@ impl Inner {
             return;
         }
         // A Read Response: it must continue the oldest outstanding READ.
-        let placement = match self.orq.check(t.stag, t.to, payload.len(), t.last) {
+        // Borrowed where the check left it: a copy of the whole answer
+        // would read it back wider than it was written, a stall.
+        let checked = self.orq.check(t.stag, t.to, payload.len(), t.last);
+        let placement = match &checked {
             Ok(p) => p,
-            Err(code) => return self.terminate_local(tagged_error(code), ulpdu),
+            Err(code) => return self.terminate_local(tagged_error(*code), ulpdu),
         };
         if place_tagged(mem, self.pd, t, payload, Access::LOCAL_WRITE).is_err() {
             // Our own sink went bad since the request left: a local error
@@ -129,7 +155,7 @@ impl Inner {
             return self.terminate_local(tagged_error(TermCode::DDP_CATASTROPHIC), ulpdu);
         }
         let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-        if let Some(done) = self.orq.advance(&placement, len) {
+        if let Some(done) = self.orq.advance(placement, len) {
             if let ReadOwner::WorkRequest(seq) = done.owner {
                 self.sq.finish_seq(seq, WcStatus::Success);
                 self.retire();
@@ -137,6 +163,9 @@ impl Inner {
         }
     }
 
+    /// Inlined into the data path: `u` then stays in registers (read
+    /// back from memory, wider than its fields were written, it stalls).
+    #[inline(always)]
     fn on_send<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
@@ -147,8 +176,8 @@ impl Inner {
         first: bool,
     ) {
         let msn = u.msn.wrapping_sub(self.send_msn_skip);
-        let expected = self.rq.queue(QN_SEND).map(|q| q.expected_msn());
-        if first && payload.is_empty() && u.last && u.mo == 0 && expected == Some(msn) {
+        let expected = || self.rq.queue(QN_SEND).map(|q| q.expected_msn());
+        if first && payload.is_empty() && u.last && u.mo == 0 && expected() == Some(msn) {
             // A zero-length Send RTR: it takes no receive buffer.
             self.send_msn_skip = self.send_msn_skip.wrapping_add(1);
             return;

@@ -141,6 +141,40 @@ fn write_past_the_end() {
     );
 }
 
+/// Three segments of one Write arrive together, the third running past
+/// the end of the region: the first two are placed, the third is refused
+/// with a base-or-bounds TERMINATE quoting its header, and nothing of it
+/// lands.
+#[test]
+fn a_run_of_write_segments_refuses_the_one_leaving_the_region() {
+    let mut p = Pair::new(Setup::default());
+    let s = p.b.register(Access::REMOTE_WRITE, vec![0; 100]);
+    let base = p.b.sge(s).to;
+    let segment = |last: bool, at: u64, fill: u8| {
+        let mut u = vec![if last { 0xc1 } else { 0x81 }, 0x40];
+        u.extend_from_slice(&s.0.to_be_bytes());
+        u.extend_from_slice(&(base + at).to_be_bytes());
+        u.extend_from_slice(&[fill; 40]);
+        u
+    };
+    let third = segment(true, 80, 3);
+    let mut stream = fpdu(&segment(false, 0, 1));
+    stream.extend(fpdu(&segment(false, 40, 2)));
+    stream.extend(fpdu(&third));
+    p.inject_to_b(&stream);
+    p.drive();
+    assert_terminate(
+        &p.b,
+        [0x11, 0x01, 0xc0, 0x00],
+        &attach(third.len(), &third[..14]),
+    );
+    assert_terminated(&p.b, false, TermCode::DDP_T_BASE_BOUNDS);
+    let mut want = vec![1u8; 40];
+    want.extend([2u8; 40]);
+    want.extend([0u8; 20]);
+    assert_eq!(p.b.bytes(s), &want[..]);
+}
+
 /// a reads 64 bytes from whatever `setup_b` returns.
 fn read_from(setup_b: impl FnOnce(&mut Side) -> Sge) -> Pair {
     let mut p = Pair::new(Setup::default());
