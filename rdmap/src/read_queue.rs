@@ -56,6 +56,41 @@ pub struct ResponsePlacement {
     pub completes: bool,
 }
 
+/// Why [`OutboundReads::respond`] took no segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseError<E> {
+    /// It does not continue the oldest READ (the TERMINATE's code).
+    Refused(TermCode),
+    /// It did, and placing it failed.
+    Place(E),
+}
+
+/// Whether `len` bytes at `stag`/`to` continue `head`, and on the last
+/// segment end it: the end offset they reach, or siw's code.
+fn continues(
+    head: &OutstandingRead,
+    stag: STag,
+    to: u64,
+    len: usize,
+    last: bool,
+) -> Result<u32, TermCode> {
+    if stag != head.sink.stag {
+        return Err(TermCode::DDP_T_INVALID_STAG);
+    }
+    if to != head.sink.to.wrapping_add(u64::from(head.placed)) {
+        return Err(TermCode::DDP_T_BASE_BOUNDS);
+    }
+    let end = u32::try_from(len)
+        .ok()
+        .and_then(|l| head.placed.checked_add(l))
+        .filter(|&end| end <= head.sink.len)
+        .ok_or(TermCode::DDP_T_BASE_BOUNDS)?;
+    if last && end != head.sink.len {
+        return Err(TermCode::DDP_T_BASE_BOUNDS);
+    }
+    Ok(end)
+}
+
 /// The requester's outstanding READs, limited by ORD.
 #[derive(Debug, Clone)]
 pub struct OutboundReads {
@@ -135,25 +170,35 @@ impl OutboundReads {
             .queue
             .front()
             .ok_or(TermCode::RDMAP_UNEXPECTED_OPCODE)?;
-        if stag != head.sink.stag {
-            return Err(TermCode::DDP_T_INVALID_STAG);
-        }
-        if to != head.sink.to.wrapping_add(u64::from(head.placed)) {
-            return Err(TermCode::DDP_T_BASE_BOUNDS);
-        }
-        let end = u32::try_from(len)
-            .ok()
-            .and_then(|l| head.placed.checked_add(l))
-            .filter(|&end| end <= head.sink.len)
-            .ok_or(TermCode::DDP_T_BASE_BOUNDS)?;
-        if last && end != head.sink.len {
-            return Err(TermCode::DDP_T_BASE_BOUNDS);
-        }
+        continues(head, stag, to, len, last)?;
         Ok(ResponsePlacement {
             sink: head.sink,
             offset: head.placed,
             completes: last,
         })
+    }
+
+    /// One Read Response segment in one look at the oldest READ:
+    /// [`check`](Self::check)ed, placed by `place`, then recorded as
+    /// [`advance`](Self::advance) records it; returns the READ it
+    /// completed. Refused or failing to place, it changes nothing: the
+    /// READ stays at the head for the caller to fail.
+    pub fn respond<E>(
+        &mut self,
+        stag: STag,
+        to: u64,
+        len: usize,
+        last: bool,
+        place: impl FnOnce() -> Result<(), E>,
+    ) -> Result<Option<OutstandingRead>, ResponseError<E>> {
+        let head = self
+            .queue
+            .front_mut()
+            .ok_or(ResponseError::Refused(TermCode::RDMAP_UNEXPECTED_OPCODE))?;
+        let end = continues(head, stag, to, len, last).map_err(ResponseError::Refused)?;
+        place().map_err(ResponseError::Place)?;
+        head.placed = end;
+        Ok(if last { self.queue.pop_front() } else { None })
     }
 
     /// Records a checked segment as placed; returns the READ it completed.
@@ -206,6 +251,9 @@ impl PendingResponse {
 pub struct InboundReads {
     ird: usize,
     queue: VecDeque<PendingResponse>,
+    /// Entries of `queue` that answer an RTR: kept so the count against
+    /// IRD needs no walk over the queue.
+    rtrs: usize,
 }
 
 impl InboundReads {
@@ -214,6 +262,7 @@ impl InboundReads {
         InboundReads {
             ird,
             queue: VecDeque::with_capacity(ird.min(128) + 1),
+            rtrs: 0,
         }
     }
 
@@ -251,12 +300,13 @@ impl InboundReads {
 
     /// Unanswered READs counted against IRD (an RTR's answer is not).
     pub fn counted(&self) -> usize {
-        self.queue.iter().filter(|p| !p.rtr).count()
+        self.queue.len().saturating_sub(self.rtrs)
     }
 
     /// Queues the zero-length answer to a READ RTR (one per connection, so
     /// it needs no budget).
     pub fn accept_rtr(&mut self, request: ReadRequestRepr, msn: u32) {
+        self.rtrs += 1;
         self.queue.push_back(PendingResponse {
             request,
             msn,
@@ -270,19 +320,23 @@ impl InboundReads {
         self.queue.front()
     }
 
-    /// The Read Request being answered, to advance.
+    /// The Read Request being answered, to advance (its `sent`: whether
+    /// it answers an RTR is fixed when it is queued).
     pub fn front_mut(&mut self) -> Option<&mut PendingResponse> {
         self.queue.front_mut()
     }
 
     /// Drops the answered Read Request.
     pub fn pop_front(&mut self) -> Option<PendingResponse> {
-        self.queue.pop_front()
+        let p = self.queue.pop_front()?;
+        self.rtrs = self.rtrs.saturating_sub(usize::from(p.rtr));
+        Some(p)
     }
 
     /// Drops every waiting Read Request (the stream ended).
     pub fn clear(&mut self) {
         self.queue.clear();
+        self.rtrs = 0;
     }
 }
 
@@ -412,6 +466,84 @@ mod tests {
         let p = q.check(STag(9), u64::MAX - 1, 2, false).unwrap();
         q.advance(&p, 2);
         assert!(q.check(STag(9), 0, 2, true).is_ok());
+    }
+
+    #[test]
+    fn respond_places_only_what_continues_the_oldest_read() {
+        let mut q = OutboundReads::new(1);
+        q.push(ReadOwner::WorkRequest(7), sink(10)).unwrap();
+        let placed = std::cell::Cell::new(0);
+        let place = |n: usize| {
+            let placed = &placed;
+            move || -> Result<(), ()> {
+                placed.set(placed.get() + n);
+                Ok(())
+            }
+        };
+        let refused = [
+            (STag(0x101), 0x1000, 4, false, TermCode::DDP_T_INVALID_STAG),
+            (STag(0x100), 0x1001, 4, false, TermCode::DDP_T_BASE_BOUNDS),
+            (STag(0x100), 0x1000, 11, false, TermCode::DDP_T_BASE_BOUNDS),
+            (STag(0x100), 0x1000, 4, true, TermCode::DDP_T_BASE_BOUNDS),
+        ];
+        for (stag, to, len, last, code) in refused {
+            let r = q.respond(stag, to, len, last, || -> Result<(), ()> {
+                panic!("placed a refused segment")
+            });
+            assert_eq!(r, Err(ResponseError::Refused(code)));
+        }
+        assert_eq!(q.respond(STag(0x100), 0x1000, 4, false, place(4)), Ok(None));
+        // The next segment starts where that one ended.
+        let r = q.respond(STag(0x100), 0x1000, 6, true, || -> Result<(), ()> {
+            panic!("placed a refused segment")
+        });
+        assert_eq!(r, Err(ResponseError::Refused(TermCode::DDP_T_BASE_BOUNDS)));
+        let done = q.respond(STag(0x100), 0x1004, 6, true, place(6)).unwrap();
+        assert_eq!(
+            done.map(|d| (d.owner, d.placed)),
+            Some((ReadOwner::WorkRequest(7), 10))
+        );
+        assert!(q.is_empty());
+        assert_eq!(placed.get(), 10);
+        assert_eq!(
+            q.respond(STag(0x100), 0x100a, 0, true, place(0)),
+            Err(ResponseError::Refused(TermCode::RDMAP_UNEXPECTED_OPCODE))
+        );
+    }
+
+    #[test]
+    fn respond_that_fails_to_place_changes_nothing() {
+        let mut q = OutboundReads::new(1);
+        q.push(ReadOwner::WorkRequest(3), sink(4)).unwrap();
+        let r = q.respond(STag(0x100), 0x1000, 4, true, || Err("sink gone"));
+        assert_eq!(r, Err(ResponseError::Place("sink gone")));
+        assert_eq!(q.len(), 1);
+        // The READ is still at the head, nothing of it placed.
+        assert_eq!(
+            q.check(STag(0x100), 0x1000, 4, true).map(|p| p.offset),
+            Ok(0)
+        );
+    }
+
+    #[test]
+    fn rtr_answers_leave_the_ird_count() {
+        let mut q = InboundReads::new(1);
+        q.accept_rtr(request(0), 1);
+        assert_eq!(q.counted(), 0);
+        q.accept(request(1), 2).unwrap();
+        assert_eq!(q.counted(), 1);
+        assert_eq!(
+            q.accept(request(1), 3),
+            Err(TermCode::RDMAP_CATASTROPHIC_STREAM)
+        );
+        assert!(q.pop_front().unwrap().rtr);
+        assert_eq!(q.counted(), 1, "popping the RTR frees no budget");
+        q.pop_front();
+        assert_eq!(q.counted(), 0);
+        q.accept_rtr(request(0), 4);
+        q.clear();
+        q.accept(request(1), 5).unwrap();
+        assert_eq!(q.counted(), 1);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! RDMAP control byte and, for Send with Invalidate, the STag), then the
 //! Read Request, Terminate, Immediate Data or Atomic header, or data.
 
+use ddp::memory::STag;
 use ddp::wire::{
     parse_segment, SegmentRepr, TaggedHeader, TaggedRepr, UntaggedHeader, UntaggedRepr,
     DDP_VERSION, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
@@ -138,6 +139,53 @@ impl<'a> MessageRepr<'a> {
             ddp_rsvd: ddp.rsvd,
         };
         Some(DataSegment::Send(u, payload))
+    }
+
+    /// An RDMA Read Request, read in one pass as
+    /// [`parse_data`](Self::parse_data) reads data segments: `Some`
+    /// exactly when [`parse`](Self::parse) (and
+    /// [`parse_rfc7306`](Self::parse_rfc7306)) returns the same header
+    /// with [`Body::ReadRequest`]; `None` for every other ULPDU, left to
+    /// the full parse and its precise error.
+    #[inline]
+    pub fn parse_read_request(ulpdu: &'a [u8]) -> Option<(UntaggedRepr, ReadRequestRepr)> {
+        let (&[ddp_control, rsvd_ulp], _) = ulpdu.split_first_chunk::<2>()?;
+        let ddp = ddp::wire::Control::from_byte(ddp_control);
+        let control = Control(rsvd_ulp);
+        // Untagged, single segment, on queue 1, exactly its header long.
+        if ddp.version != DDP_VERSION
+            || !control.version_ok()
+            || control.opcode() != Opcode::ReadRequest
+            || ddp.tagged
+            || !ddp.last
+        {
+            return None;
+        }
+        let (h, body) = ulpdu.split_first_chunk::<UNTAGGED_HEADER_LEN>()?;
+        let body: &[u8; READ_REQUEST_LEN] = body.try_into().ok()?;
+        let h = UntaggedHeader::new_unchecked(&h[..]);
+        if Some(h.qn()) != Opcode::ReadRequest.queue() {
+            return None;
+        }
+        let u = UntaggedRepr {
+            last: true,
+            rsvd_ulp,
+            rsvd_ulp2: h.rsvd_ulp2(),
+            qn: h.qn(),
+            msn: h.msn(),
+            mo: h.mo(),
+            ddp_rsvd: ddp.rsvd,
+        };
+        // A fixed-size body: the view's accessors need no checks.
+        let r = ReadRequest::new_unchecked(&body[..]);
+        let r = ReadRequestRepr {
+            sink_stag: STag(r.sink_stag()),
+            sink_to: r.sink_to(),
+            size: r.read_size(),
+            source_stag: STag(r.source_stag()),
+            source_to: r.source_to(),
+        };
+        Some((u, r))
     }
 
     fn parse_as(ulpdu: &'a [u8], rfc7306: bool) -> Result<Self, ParseError> {
@@ -757,6 +805,89 @@ mod tests {
                     (None, Ok(m)) => prop_assert!(
                         !matches!(m.body, Body::Data(_)),
                         "a data segment left to the full parse: {:?}", m
+                    ),
+                    (None, Err(_)) => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parse_read_request_reads_the_capture_as_parse_does() {
+        let b = capture_read_request();
+        let (u, r) = MessageRepr::parse_read_request(&b).expect("a Read Request");
+        let m = MessageRepr::parse(&b).unwrap();
+        assert_eq!(m.ddp, SegmentRepr::Untagged(u));
+        assert_eq!(m.body, Body::ReadRequest(r));
+        assert_eq!(r.size, 0x64);
+        assert_eq!(MessageRepr::parse_read_request(&capture_send()), None);
+        assert_eq!(MessageRepr::parse_read_request(&capture_write_rtr()), None);
+        assert_eq!(MessageRepr::parse_read_request(&capture_terminate()), None);
+    }
+
+    #[test]
+    fn parse_read_request_leaves_near_misses_to_parse() {
+        let read = capture_read_request();
+        let with = |i: usize, v: u8| {
+            let mut b = read.clone();
+            b[i] = v;
+            b
+        };
+        let cases: [(Vec<u8>, &str); 8] = [
+            (read[..read.len() - 1].to_vec(), "body one byte short"),
+            ([&read[..], &[0]].concat(), "body one byte long"),
+            (read[..17].to_vec(), "header one byte short"),
+            (with(0, 0x42), "DDP version 2"),
+            (with(1, 0x81), "RDMAP version 2"),
+            (with(0, 0x01), "not the last segment"),
+            (with(0, 0xc1), "tagged"),
+            (with(9, 0), "on queue 0"),
+        ];
+        for (b, what) in cases {
+            assert_eq!(MessageRepr::parse_read_request(&b), None, "{what}");
+            assert!(MessageRepr::parse(&b).is_err(), "{what}");
+        }
+    }
+
+    /// A Read Request for [`parse_read_request`](MessageRepr::parse_read_request)
+    /// to judge: its control bytes and queue drawn around the values that
+    /// matter, any fields, lengths around 46.
+    fn read_request_candidate() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop_oneof![Just(0x41u8), Just(0x01), Just(0xc1), any::<u8>()],
+            prop_oneof![
+                Just(0x41u8),
+                (0u8..16).prop_map(|op| 0x40 | op),
+                any::<u8>()
+            ],
+            prop_oneof![Just(1u32), 0u32..4, any::<u32>()],
+            proptest::collection::vec(any::<u8>(), 40..52),
+        )
+            .prop_map(|(ddp, rdmap, qn, mut rest)| {
+                rest[0] = ddp;
+                rest[1] = rdmap;
+                rest[6..10].copy_from_slice(&qn.to_be_bytes());
+                rest
+            })
+    }
+
+    proptest! {
+        /// The one-pass reading of a Read Request agrees with the full
+        /// parse, in both modes, and answers for every Read Request it
+        /// accepts.
+        #[test]
+        fn parse_read_request_agrees_with_parse(b in read_request_candidate()) {
+            let fast = MessageRepr::parse_read_request(&b);
+            for full in [MessageRepr::parse(&b), MessageRepr::parse_rfc7306(&b)] {
+                match (fast, full) {
+                    (Some((u, r)), Ok(m)) => {
+                        prop_assert_eq!(m.ddp, SegmentRepr::Untagged(u));
+                        prop_assert_eq!(m.body, Body::ReadRequest(r));
+                    }
+                    (Some(_), Err(e)) => prop_assert!(false, "fast path took what parse refuses: {:?}", e),
+                    (None, Ok(m)) => prop_assert!(
+                        !matches!(m.body, Body::ReadRequest(_)),
+                        "a Read Request left to the full parse: {:?}", m
                     ),
                     (None, Err(_)) => {}
                 }

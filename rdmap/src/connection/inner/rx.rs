@@ -10,7 +10,7 @@ use ddp::UntaggedError;
 
 use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
 use crate::opcode::Opcode;
-use crate::read_queue::ReadOwner;
+use crate::read_queue::{ReadOwner, ResponseError};
 use crate::term::{Attach, TermCause, TermCode};
 use crate::wire::atomic::OPERAND_LEN;
 use crate::wire::{
@@ -42,14 +42,18 @@ impl Inner {
                 self.on_tagged(mem, ulpdu, &t, opcode, p);
             }
             Some(DataSegment::Send(u, p)) => self.on_send(mem, srq, ulpdu, &u, p, first),
-            None => self.on_other(mem, srq, ulpdu, first),
+            None => match MessageRepr::parse_read_request(ulpdu) {
+                // One per READ: read in one pass too.
+                Some((u, r)) => self.on_read_request(mem, ulpdu, &u, &r, first),
+                None => self.on_other(mem, srq, ulpdu, first),
+            },
         }
         self.flow()
     }
 
-    /// A ULPDU that is not a well-formed data segment: parsed in full,
-    /// then handled or refused. Kept out of line: the data path above
-    /// stays small.
+    /// A ULPDU that is neither a well-formed data segment nor a Read
+    /// Request: parsed in full, then handled or refused. Kept out of line:
+    /// the data path above stays small.
     #[inline(never)]
     fn on_other<M: Memory + ?Sized>(
         &mut self,
@@ -137,28 +141,28 @@ impl Inner {
             }
             return;
         }
-        // A Read Response: it must continue the oldest outstanding READ.
-        // Borrowed where the check left it: a copy of the whole answer
-        // would read it back wider than it was written, a stall.
-        let checked = self.orq.check(t.stag, t.to, payload.len(), t.last);
-        let placement = match &checked {
-            Ok(p) => p,
-            Err(code) => return self.terminate_local(tagged_error(*code), ulpdu),
-        };
-        if place_tagged(mem, self.pd, t, payload, Access::LOCAL_WRITE).is_err() {
-            // Our own sink went bad since the request left: a local error
-            // on the READ (siw: DDP catastrophic, local protection error).
-            let owner = self.orq.drain().next().map(|r| r.owner);
-            if let Some(ReadOwner::WorkRequest(seq)) = owner {
-                self.sq.finish_seq(seq, WcStatus::LocProtErr);
+        // A Read Response: it must continue the oldest outstanding READ;
+        // checked, placed and recorded in one look at it.
+        let (pd, len) = (self.pd, payload.len());
+        let place = || place_tagged(mem, pd, t, payload, Access::LOCAL_WRITE);
+        match self.orq.respond(t.stag, t.to, len, t.last, place) {
+            Ok(None) => {}
+            Ok(Some(done)) => {
+                if let ReadOwner::WorkRequest(seq) = done.owner {
+                    self.sq.finish_seq(seq, WcStatus::Success);
+                    self.retire();
+                }
             }
-            return self.terminate_local(tagged_error(TermCode::DDP_CATASTROPHIC), ulpdu);
-        }
-        let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-        if let Some(done) = self.orq.advance(placement, len) {
-            if let ReadOwner::WorkRequest(seq) = done.owner {
-                self.sq.finish_seq(seq, WcStatus::Success);
-                self.retire();
+            Err(ResponseError::Refused(code)) => self.terminate_local(tagged_error(code), ulpdu),
+            Err(ResponseError::Place(_)) => {
+                // Our own sink went bad since the request left: a local
+                // error on the READ (siw: DDP catastrophic, local
+                // protection error).
+                let owner = self.orq.drain().next().map(|r| r.owner);
+                if let Some(ReadOwner::WorkRequest(seq)) = owner {
+                    self.sq.finish_seq(seq, WcStatus::LocProtErr);
+                }
+                self.terminate_local(tagged_error(TermCode::DDP_CATASTROPHIC), ulpdu)
             }
         }
     }
@@ -354,6 +358,8 @@ impl Inner {
         self.retire();
     }
 
+    /// Out of line: one per READ, kept off the data path.
+    #[inline(never)]
     fn on_read_request<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
