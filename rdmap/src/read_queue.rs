@@ -67,6 +67,7 @@ pub enum ResponseError<E> {
 
 /// Whether `len` bytes at `stag`/`to` continue `head`, and on the last
 /// segment end it: the end offset they reach, or siw's code.
+#[inline]
 fn continues(
     head: &OutstandingRead,
     stag: STag,
@@ -285,6 +286,7 @@ impl InboundReads {
     /// peer overrunning what it was granted: siw answers with RDMAP remote
     /// operation error, catastrophic error localised to the stream
     /// (siw_init_rresp), and so do we.
+    #[inline]
     pub fn accept(&mut self, request: ReadRequestRepr, msn: u32) -> Result<(), TermCode> {
         if self.counted() >= self.ird {
             return Err(TermCode::RDMAP_CATASTROPHIC_STREAM);
@@ -327,6 +329,7 @@ impl InboundReads {
     }
 
     /// Drops the answered Read Request.
+    #[inline]
     pub fn pop_front(&mut self) -> Option<PendingResponse> {
         let p = self.queue.pop_front()?;
         self.rtrs = self.rtrs.saturating_sub(usize::from(p.rtr));

@@ -36,12 +36,14 @@ pub struct ReadRequest<T: AsRef<[u8]>> {
     buffer: T,
 }
 
+#[inline]
 fn be32(b: &[u8]) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(b);
     u32::from_be_bytes(a)
 }
 
+#[inline]
 fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(b);

@@ -77,9 +77,12 @@ impl CqShared {
             });
         }
         let n = out.len().min(s.entries.len());
-        for (slot, wc) in out.iter_mut().zip(s.entries.drain(..n)) {
-            *slot = wc;
-        }
+        // The two halves of the ring, copied as blocks.
+        let (front, back) = s.entries.as_slices();
+        let k = front.len().min(n);
+        out[..k].copy_from_slice(&front[..k]);
+        out[k..n].copy_from_slice(&back[..n - k]);
+        s.entries.drain(..n);
         self.queued.store(s.entries.len(), Ordering::Release);
         Ok(n)
     }
@@ -119,6 +122,31 @@ mod tests {
         assert_eq!(cq.pop_into(&mut out).unwrap(), 2);
         assert_eq!(out[..2].iter().map(|w| w.wr_id).collect::<Vec<_>>(), [3, 4]);
         assert_eq!(cq.pop_into(&mut out).unwrap(), 0);
+        assert_eq!(cq.len(), 0);
+    }
+
+    #[test]
+    fn takes_across_the_rings_seam_keep_their_order() {
+        let cq = CqShared::new(8);
+        let mut out = [PLACEHOLDER; 8];
+        let mut taken = Vec::new();
+        // Two entries always wait, so the ring never resets to its start:
+        // pushes and takes walk that start round it, and some takes find
+        // their entries in its two halves.
+        cq.push_all(&[wc(0), wc(1)]);
+        let mut next = 2;
+        for round in 0..12 {
+            for _ in 0..5 {
+                cq.push(wc(next));
+                next += 1;
+            }
+            let n = cq.pop_into(&mut out[..5]).unwrap();
+            assert_eq!(n, 5, "round {round}");
+            taken.extend(out[..n].iter().map(|w| w.wr_id));
+        }
+        let n = cq.pop_into(&mut out).unwrap();
+        taken.extend(out[..n].iter().map(|w| w.wr_id));
+        assert_eq!(taken, (0..next).collect::<Vec<_>>());
         assert_eq!(cq.len(), 0);
     }
 
