@@ -198,8 +198,16 @@ impl OutboundReads {
             .ok_or(ResponseError::Refused(TermCode::RDMAP_UNEXPECTED_OPCODE))?;
         let end = continues(head, stag, to, len, last).map_err(ResponseError::Refused)?;
         place().map_err(ResponseError::Place)?;
-        head.placed = end;
-        Ok(if last { self.queue.pop_front() } else { None })
+        if !last {
+            head.placed = end;
+            return Ok(None);
+        }
+        // Recorded on the copy taken out: the entry written and then read
+        // back wider than it was written would stall the load.
+        Ok(self.queue.pop_front().map(|done| OutstandingRead {
+            placed: end,
+            ..done
+        }))
     }
 
     /// Records a checked segment as placed; returns the READ it completed.
