@@ -112,7 +112,9 @@ impl UntaggedQueues {
     }
 
     /// [`Self::place`] with the pool a [`QueueMode::Shared`] queue draws
-    /// its buffers from (see [`RecvQueue::place_with`]).
+    /// its buffers from (see [`RecvQueue::place_with`]; inlined, as it
+    /// is).
+    #[inline(always)]
     pub fn place_with<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
