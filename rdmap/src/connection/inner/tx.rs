@@ -785,7 +785,7 @@ impl Inner {
         let mut written = 0usize;
         loop {
             let rest = out.get_mut(written..).unwrap_or_default();
-            match self.emit_one_irq(mem, rest) {
+            match self.emit_irq_run(mem, rest) {
                 Step::Wrote(w) => written += w,
                 // Blocked, or a TERMINATE queued: what was written stands.
                 step if written == 0 => return step,
@@ -798,92 +798,145 @@ impl Inner {
         Step::Wrote(written)
     }
 
-    /// One segment of the oldest Read Response.
-    fn emit_one_irq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
+    /// Segments of the oldest Read Response while they fit, the first
+    /// only if the send queue then has something that may go between
+    /// them. What stays the same over the run is worked out once: the
+    /// header (each segment rewrites only L and the TO in it) and the
+    /// check of the source (the rest of the response checked whole; when
+    /// that is not valid, each segment is checked on its own, so the
+    /// segment that reaches bad bytes fails as it always did).
+    fn emit_irq_run<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
         let Some(p) = self.irq.front().copied() else {
             return Step::Blocked;
         };
         let r = p.request;
-        let room = self.mulpdu.saturating_sub(TAGGED_HEADER_LEN);
-        let chunk = p.remaining().min(u32::try_from(room).unwrap_or(u32::MAX));
-        let last = p.sent + chunk == r.size;
-        let ddp = SegmentRepr::Tagged(TaggedRepr::new(
-            last,
+        let mut sent = p.sent;
+        let room = u32::try_from(self.mulpdu.saturating_sub(TAGGED_HEADER_LEN)).unwrap_or(u32::MAX);
+        let mut ddp = TaggedRepr::new(
+            false,
             Control::new(Opcode::ReadResponse).0,
             r.sink_stag,
-            r.sink_to.wrapping_add(u64::from(p.sent)),
-        ));
+            r.sink_to.wrapping_add(u64::from(sent)),
+        );
         let mut hdr = [0u8; MAX_HEADER];
-        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
+        let Ok(n) = header_bytes(&SegmentRepr::Tagged(ddp), None, &mut hdr) else {
             return self.header_overflow();
         };
-        if !self.fits(n + chunk as usize, out) {
-            return Step::Blocked;
-        }
-        // Checked when the request arrived; checked again because the
-        // region may have changed since. Read straight into `out`.
-        let src = r.source_stag;
-        let to = r.source_to.wrapping_add(u64::from(p.sent));
-        let checked = if chunk > 0 {
-            check(
-                mem.region(src),
-                self.pd,
-                src,
-                to,
-                chunk as usize,
-                Access::REMOTE_READ,
-            )
-            .map(Some)
-        } else {
-            Ok(None)
-        };
-        let framed = checked.and_then(|at| {
-            self.tx
-                .frame_with(&hdr[..n], chunk as usize, out, |buf, register| {
-                    match (at, register) {
-                        (Some(at), Some(r)) => {
-                            *r = mem
-                                .read_crc(src, at, buf, *r)
-                                .map_err(ddp::TaggedError::Memory)?;
-                            Ok(())
-                        }
-                        (Some(at), None) => {
-                            mem.read(src, at, buf).map_err(ddp::TaggedError::Memory)
-                        }
-                        // No payload: the register stands as it is.
-                        (None, _) => Ok(()),
-                    }
-                })
-        });
-        let w = match framed {
-            Ok(Some(w)) => w,
-            Ok(None) => return Step::Blocked,
-            Err(e) => {
-                // Report the Read Request as the peer sent it.
-                let request = SegmentRepr::Untagged(UntaggedRepr::new(
-                    true,
-                    Control::new(Opcode::ReadRequest).0,
-                    0,
-                    QN_READ_REQUEST,
-                    p.msn,
-                    0,
-                ));
-                let mut offending = [0u8; MAX_HEADER];
-                // Sized for it; were it not, the TERMINATE quotes nothing.
-                let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
-                self.terminate_local(
-                    TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
-                    &offending[..len],
-                );
-                return Step::Again;
+        let (src, pd) = (r.source_stag, self.pd);
+        // The response's bytes from this many sent on were checked whole
+        // and start at this region offset.
+        let mut checked: Option<(u32, u64)> = None;
+        let mut written = 0usize;
+        // Whether the send queue may go between the segments is asked
+        // once, after the first: nothing else changes within the run.
+        let mut sq_asked = false;
+        loop {
+            let chunk = (r.size - sent).min(room);
+            let last = sent + chunk == r.size;
+            ddp.last = last;
+            ddp.to = r.sink_to.wrapping_add(u64::from(sent));
+            if SegmentRepr::Tagged(ddp)
+                .emit_moving_fields(&mut hdr)
+                .is_err()
+            {
+                return self.header_overflow();
             }
-        };
-        if last {
-            self.irq.pop_front();
-        } else if let Some(front) = self.irq.front_mut() {
-            // chunk > 0: a segment that is not the last carries data.
-            front.sent += chunk;
+            let rest = out.get_mut(written..).unwrap_or_default();
+            if !self.fits(n + chunk as usize, rest) {
+                break;
+            }
+            // Checked when the request arrived; checked again because the
+            // region may have changed since. Read straight into `out`.
+            let to = r.source_to.wrapping_add(u64::from(sent));
+            let at = match checked {
+                _ if chunk == 0 => Ok(None),
+                Some((from, at)) => Ok(Some(at + u64::from(sent - from))),
+                None => {
+                    let region = mem.region(src);
+                    let whole = (r.size - sent) as usize;
+                    match check(region, pd, src, to, whole, Access::REMOTE_READ) {
+                        Ok(at) => {
+                            checked = Some((sent, at));
+                            Ok(Some(at))
+                        }
+                        Err(_) => check(region, pd, src, to, chunk as usize, Access::REMOTE_READ)
+                            .map(Some),
+                    }
+                }
+            };
+            let framed = at.and_then(|at| {
+                self.tx
+                    .frame_with(&hdr[..n], chunk as usize, rest, |buf, register| {
+                        let read = match (at, register) {
+                            (Some(at), Some(r)) => {
+                                mem.read_crc(src, at, buf, *r).map(|crc| *r = crc)
+                            }
+                            (Some(at), None) => mem.read(src, at, buf),
+                            // No payload: the register stands as it is.
+                            (None, _) => Ok(()),
+                        };
+                        // The region went away since it was checked: the
+                        // check now says why, as a check per segment did.
+                        read.map_err(|e| {
+                            check(mem.region(src), pd, src, to, buf.len(), Access::REMOTE_READ)
+                                .err()
+                                .unwrap_or(ddp::TaggedError::Memory(e))
+                        })
+                    })
+            });
+            match framed {
+                Ok(Some(w)) => written += w,
+                Ok(None) => break,
+                Err(e) => {
+                    // Report the Read Request as the peer sent it.
+                    let request = SegmentRepr::Untagged(UntaggedRepr::new(
+                        true,
+                        Control::new(Opcode::ReadRequest).0,
+                        0,
+                        QN_READ_REQUEST,
+                        p.msn,
+                        0,
+                    ));
+                    let mut offending = [0u8; MAX_HEADER];
+                    // Sized for it; were it not, the TERMINATE quotes nothing.
+                    let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
+                    self.terminate_local(
+                        TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
+                        &offending[..len],
+                    );
+                    return if written == 0 {
+                        Step::Again
+                    } else {
+                        Step::Wrote(written)
+                    };
+                }
+            }
+            if last {
+                self.irq.pop_front();
+                return Step::Wrote(written);
+            }
+            if chunk == 0 {
+                // No room for payload after the header: nothing moves on.
+                break;
+            }
+            sent += chunk;
+            if !sq_asked {
+                if let Some(front) = self.irq.front_mut() {
+                    front.sent = sent;
+                }
+                if self.sq_eligible() {
+                    return Step::Wrote(written);
+                }
+                sq_asked = true;
+            }
         }
-        Step::Wrote(w)
+        if let Some(front) = self.irq.front_mut() {
+            front.sent = sent;
+        }
+        if written == 0 {
+            Step::Blocked
+        } else {
+            Step::Wrote(written)
+        }
     }
 }

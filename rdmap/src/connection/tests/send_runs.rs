@@ -137,3 +137,65 @@ fn pieces_of_one_region_in_any_order_across_fpdus() {
         assert_eq!(p.b.bytes(rbuf), &want[..], "Send, crc {crc}, room {room}");
     }
 }
+
+#[test]
+fn read_responses_across_polls_carry_every_byte() {
+    for (crc, room) in [
+        (true, 64 * 1024),
+        (false, 64 * 1024),
+        (true, 3000),
+        (false, 3000),
+    ] {
+        let mut p = Pair::new(Setup {
+            crc,
+            ..Setup::default()
+        });
+        p.tx_room = room;
+        let data = pattern(20_000, 11);
+        let src = p.b.register(Access::REMOTE_READ, data.clone());
+        let sink = p.a.register(Access::LOCAL_WRITE, vec![0; 20_000]);
+        let (k, mut s) = (p.a.sge(sink), p.b.sge(src));
+        // From an offset inside the region, to the end.
+        s.to += 7;
+        s.len -= 7;
+        let mut k7 = k;
+        k7.len -= 7;
+        p.a.read(1, k7, s);
+        p.drive();
+        assert_eq!(statuses(&p), vec![(1, WcStatus::Success)]);
+        assert_eq!(
+            &p.a.bytes(sink)[..20_000 - 7],
+            &data[7..],
+            "crc {crc}, room {room}"
+        );
+    }
+}
+
+#[test]
+fn read_source_deregistered_between_segments() {
+    let mut p = Pair::new(Setup::default());
+    let sink = p.a.register(Access::LOCAL_WRITE, vec![0; 10_000]);
+    let data = pattern(10_000, 4);
+    let src = p.b.register(Access::REMOTE_READ, data.clone());
+    let (k, s) = (p.a.sge(sink), p.b.sge(src));
+    p.a.read(1, k, s);
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.conn.poll_transmit(&p.a.mem, &mut buf);
+    p.a.wire.extend_from_slice(&buf[..n]);
+    assert_eq!(p.b.conn.handle_bytes(&mut p.b.mem, &buf[..n]), n);
+    // Two full segments of the response, then the region goes away.
+    let n = p.b.conn.poll_transmit(&p.b.mem, &mut buf[..3000]);
+    assert_eq!(n, 2 * 1460);
+    assert_eq!(p.a.conn.handle_bytes(&mut p.a.mem, &buf[..n]), n);
+    p.b.mem.deregister(src);
+    p.drive();
+    let request = super::transport::ulpdus(&p.a.wire, true).remove(0);
+    let mut attached = u16::try_from(request.len()).unwrap().to_be_bytes().to_vec();
+    attached.extend_from_slice(&request);
+    // Invalid STag, as when the region is gone before the first segment.
+    assert_terminate(&p.b, [0x01, 0x00, 0xe0, 0x00], &attached);
+    assert_eq!(p.a.completions()[0].status, WcStatus::RemAccessErr);
+    let got = p.a.bytes(sink);
+    assert_eq!(&got[..2 * TAGGED_CHUNK], &data[..2 * TAGGED_CHUNK]);
+    assert!(got[2 * TAGGED_CHUNK..].iter().all(|&b| b == 0));
+}
