@@ -145,6 +145,7 @@ impl SegmentRepr {
     /// in `buf` are left as they are, so they must already be this
     /// header's. A buffer shorter than [`buffer_len`](Self::buffer_len) is
     /// refused with nothing written.
+    #[inline]
     pub fn emit_moving_fields(&self, buf: &mut [u8]) -> Result<(), EmitError> {
         EmitError::check(buf, self.buffer_len())?;
         match self {
