@@ -90,6 +90,7 @@ impl Gather {
     /// Copies `buf.len()` message bytes starting at `offset` from the SGL;
     /// calls of one run come with rising offsets. With `register`, the
     /// FPDU's CRC register is advanced over the bytes as they are copied.
+    #[inline]
     fn copy<M: Memory + ?Sized>(
         &mut self,
         mem: &M,
