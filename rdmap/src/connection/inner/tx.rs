@@ -550,14 +550,20 @@ impl Inner {
                 SegmentRepr::Tagged(t) => t.last = last,
             }
             if ddp.emit_moving_fields(&mut hdr).is_err() {
-                return self.header_overflow();
+                // What was written stands, as after any local error.
+                let step = self.header_overflow();
+                return if written == 0 {
+                    step
+                } else {
+                    Step::Wrote(written)
+                };
             }
             // Gathered from the SGL straight into `out`. Whether the FPDU
             // fits is the framer's first check (`Ok(None)` below, before
             // any byte is gathered).
             let (pd, tx) = (self.pd, &mut self.tx);
             let Some(wr) = self.sq.current().map(|e| &e.wr) else {
-                return Step::Blocked;
+                break;
             };
             let rest = out.get_mut(written..).unwrap_or_default();
             let framed = tx.frame_with(&hdr[..n], chunk as usize, rest, |buf, register| {
@@ -631,7 +637,11 @@ impl Inner {
         if let Some(cur) = self.sq.current_mut() {
             cur.progress = Progress::Transmitting { sent };
         }
-        Step::Wrote(written)
+        if written == 0 {
+            Step::Blocked
+        } else {
+            Step::Wrote(written)
+        }
     }
 
     /// A local invalidate reached the head of the send queue: an STag that
@@ -840,7 +850,13 @@ impl Inner {
                 .emit_moving_fields(&mut hdr)
                 .is_err()
             {
-                return self.header_overflow();
+                // What was written stands, as after any local error.
+                let step = self.header_overflow();
+                return if written == 0 {
+                    step
+                } else {
+                    Step::Wrote(written)
+                };
             }
             let rest = out.get_mut(written..).unwrap_or_default();
             if !self.fits(n + chunk as usize, rest) {
