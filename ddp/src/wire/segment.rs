@@ -136,6 +136,32 @@ impl SegmentRepr {
         }
         Ok(self.buffer_len())
     }
+
+    /// Rewrites only the fields that change from one segment of a message
+    /// to the next (the control octet, with L, and the TO or MO) in a
+    /// header [`emit`](Self::emit) wrote for another segment of the same
+    /// message: a sender producing segment after segment patches 9 or 5
+    /// octets instead of writing the whole header again. The other fields
+    /// in `buf` are left as they are, so they must already be this
+    /// header's. A buffer shorter than [`buffer_len`](Self::buffer_len) is
+    /// refused with nothing written.
+    #[inline]
+    pub fn emit_moving_fields(&self, buf: &mut [u8]) -> Result<(), EmitError> {
+        EmitError::check(buf, self.buffer_len())?;
+        match self {
+            SegmentRepr::Tagged(r) => {
+                let mut h = TaggedHeader::new_unchecked(buf);
+                h.set_control(r.control());
+                h.set_to(r.to);
+            }
+            SegmentRepr::Untagged(r) => {
+                let mut h = UntaggedHeader::new_unchecked(buf);
+                h.set_control(r.control());
+                h.set_mo(r.mo);
+            }
+        }
+        Ok(())
+    }
 }
 
 impl From<TaggedRepr> for SegmentRepr {
@@ -176,6 +202,31 @@ mod tests {
         assert!(payload.is_empty());
         assert!(repr.is_tagged() && repr.last());
         assert_eq!(repr.rsvd_ulp() & 0x0f, 0, "RDMAP opcode 0 = RDMA Write");
+    }
+
+    #[test]
+    fn moving_fields_turn_one_segment_header_into_the_next() {
+        let tagged =
+            |last, to| SegmentRepr::Tagged(TaggedRepr::new(last, 0x40, STag(0x1234_5678), to));
+        let untagged =
+            |last, mo| SegmentRepr::Untagged(UntaggedRepr::new(last, 0x43, 0xdead_beef, 0, 9, mo));
+        let pairs = [
+            (tagged(false, 0x1000), tagged(true, 0xffff_ffff_0000_0001)),
+            (tagged(true, 7), tagged(false, 1 << 40)),
+            (untagged(false, 0), untagged(true, 0x8000_0001)),
+            (untagged(true, 5), untagged(false, 1460)),
+        ];
+        for (first, next) in pairs {
+            let mut want = [0xa5u8; 20];
+            next.emit(&mut want).unwrap();
+            let mut got = [0xa5u8; 20];
+            first.emit(&mut got).unwrap();
+            next.emit_moving_fields(&mut got).unwrap();
+            assert_eq!(got, want, "{first:?} -> {next:?}");
+        }
+        let mut short = [0u8; 13];
+        assert!(tagged(false, 1).emit_moving_fields(&mut short).is_err());
+        assert_eq!(short, [0; 13], "nothing written to a short buffer");
     }
 
     #[test]

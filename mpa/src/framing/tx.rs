@@ -213,6 +213,10 @@ impl Framer {
         }
         fill(&mut out[payload_at..pad_at], None).map_err(FrameWithError::Fill)?;
         out[pad_at..pad_at + pad_len].fill(0);
+        if !self.crc && !self.markers {
+            // Nothing to compute: the CRC field is zero.
+            return Ok(self.seal_as(out, content, 0));
+        }
         let body_len = if self.markers {
             spread_around_markers(out, gap, content, self.pos)
         } else {
@@ -223,6 +227,7 @@ impl Framer {
 
     /// The FPDU length for `ulpdu_len`, once it is known to be framable
     /// into `available` octets here.
+    #[inline]
     fn check(&self, ulpdu_len: usize, available: usize) -> Result<usize, FrameError> {
         if ulpdu_len > MAX_ULPDU {
             return Err(FrameError::UlpduTooLong { len: ulpdu_len });
@@ -256,6 +261,7 @@ impl Framer {
 
     /// Writes `crc` as the CRC field after `body_len` octets of `fpdu` and
     /// advances the stream position past it.
+    #[inline]
     fn seal_as(&mut self, fpdu: &mut [u8], body_len: usize, crc: u32) -> usize {
         debug_assert_eq!(body_len + CRC_LEN, fpdu.len());
         fpdu[body_len..].copy_from_slice(&crc.to_le_bytes());

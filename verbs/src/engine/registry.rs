@@ -350,6 +350,7 @@ impl<'a> RegistryView<'a> {
     /// Runs `copy(out, bytes)` with the region's `out.len()` bytes at
     /// `offset`: the one path of [`Memory::read`] and
     /// [`Memory::read_crc`].
+    #[inline]
     fn read_with<R>(
         &self,
         stag: STag,
@@ -412,6 +413,7 @@ impl Memory for RegistryView<'_> {
         .unwrap_or(Err(err))
     }
 
+    #[inline]
     fn read(&self, stag: STag, offset: u64, out: &mut [u8]) -> Result<(), OutOfRange> {
         self.read_with(stag, offset, out, |out, from| out.copy_from_slice(from))
     }
@@ -464,6 +466,7 @@ impl Memory for RegistryView<'_> {
         Ok(())
     }
 
+    #[inline]
     fn read_crc(
         &self,
         stag: STag,

@@ -65,43 +65,78 @@ enum Step {
 /// local buffer fails while sending).
 const LOCAL_CATASTROPHIC: TermCode = TermCode::new(Layer::Rdmap, 0, 0xff);
 
-/// Copies `buf.len()` message bytes starting at `offset` from the SGL.
-/// Each piece is checked (valid STag, our PD, inside the region) first;
-/// local read needs no access right. With `register`, the FPDU's CRC
-/// register is advanced over the bytes as they are copied.
-fn gather<M: Memory + ?Sized>(
-    mem: &M,
-    pd: PdId,
-    sgl: &[Sge],
-    mut offset: u32,
-    buf: &mut [u8],
-    mut register: Option<&mut u32>,
-) -> Result<(), ()> {
-    let mut done = 0usize;
-    for s in sgl {
-        if done == buf.len() {
-            break;
+/// Where the gather of one run of segments stands in the SGL, and which
+/// span of the current SGE is already checked.
+///
+/// The pieces of one SGE that FPDU after FPDU copies are checked once, as
+/// the whole rest of the SGE (valid STag, our PD, inside the region; local
+/// read needs no access right), not once per FPDU. When that whole rest is
+/// not valid, each piece is checked on its own, as if nothing were cached:
+/// the FPDUs before the bad bytes still go out and the one that reaches
+/// them fails, at the same point as with a check per piece. A region
+/// deregistered within the run is caught by the read itself.
+#[derive(Debug, Default)]
+struct Gather {
+    /// The SGE the next piece starts in.
+    sge: usize,
+    /// Message offset of that SGE's first byte.
+    sge_start: u32,
+    /// The SGE's bytes from this offset (within the SGE) to its end were
+    /// checked whole and start at this region offset.
+    checked: Option<(u32, u64)>,
+}
+
+impl Gather {
+    /// Copies `buf.len()` message bytes starting at `offset` from the SGL;
+    /// calls of one run come with rising offsets. With `register`, the
+    /// FPDU's CRC register is advanced over the bytes as they are copied.
+    #[inline]
+    fn copy<M: Memory + ?Sized>(
+        &mut self,
+        mem: &M,
+        pd: PdId,
+        sgl: &[Sge],
+        mut offset: u32,
+        buf: &mut [u8],
+        mut register: Option<&mut u32>,
+    ) -> Result<(), ()> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let s = sgl.get(self.sge).ok_or(())?;
+            let within = offset.checked_sub(self.sge_start).ok_or(())?;
+            if within >= s.len {
+                // Cannot overflow: the SGE ends at or before `offset`.
+                self.sge_start += s.len;
+                self.sge += 1;
+                self.checked = None;
+                continue;
+            }
+            let rest = s.len - within;
+            let n = (rest as usize).min(buf.len() - done);
+            let at = match self.checked {
+                Some((from, at)) if within >= from => at + u64::from(within - from),
+                _ => {
+                    let to = s.to.wrapping_add(u64::from(within));
+                    let region = mem.region(s.stag);
+                    match check(region, pd, s.stag, to, rest as usize, Access::NONE) {
+                        Ok(at) => {
+                            self.checked = Some((within, at));
+                            at
+                        }
+                        Err(_) => check(region, pd, s.stag, to, n, Access::NONE).map_err(|_| ())?,
+                    }
+                }
+            };
+            let piece = buf.get_mut(done..done + n).ok_or(())?;
+            match register.as_deref_mut() {
+                Some(r) => *r = mem.read_crc(s.stag, at, piece, *r).map_err(|_| ())?,
+                None => mem.read(s.stag, at, piece).map_err(|_| ())?,
+            }
+            done += n;
+            // Cannot overflow: the piece lies within the message.
+            offset += n as u32;
         }
-        if offset >= s.len {
-            offset -= s.len;
-            continue;
-        }
-        let n = ((s.len - offset) as usize).min(buf.len() - done);
-        let to = s.to.wrapping_add(u64::from(offset));
-        let region = mem.region(s.stag);
-        let at = check(region, pd, s.stag, to, n, Access::NONE).map_err(|_| ())?;
-        let piece = buf.get_mut(done..done + n).ok_or(())?;
-        match register.as_deref_mut() {
-            Some(r) => *r = mem.read_crc(s.stag, at, piece, *r).map_err(|_| ())?,
-            None => mem.read(s.stag, at, piece).map_err(|_| ())?,
-        }
-        done += n;
-        offset = 0;
-    }
-    if done == buf.len() {
         Ok(())
-    } else {
-        Err(())
     }
 }
 
@@ -478,9 +513,11 @@ impl Inner {
     ///
     /// One segment after another in one loop while they fit, the entry
     /// stays current and no Read Response waits for its turn (the two
-    /// streams alternate FPDU by FPDU when both are ready): only the
-    /// offset (MO or TO) changes from one header to the next, and the
-    /// choice of what to send next is made once per run, not per FPDU.
+    /// streams alternate FPDU by FPDU when both are ready). What stays the
+    /// same over the run is worked out once: the entry, the header (each
+    /// segment rewrites only L and the MO or TO in it), the payload per
+    /// segment, the SGE and its checked span (see [`Gather`]); the entry's
+    /// progress is written back when the run ends.
     fn emit_data_segment<M: Memory + ?Sized>(
         &mut self,
         mem: &M,
@@ -488,114 +525,123 @@ impl Inner {
         mut sent: u32,
         out: &mut [u8],
     ) -> Step {
+        let Some(e) = self.sq.current() else {
+            return Step::Blocked;
+        };
+        let len = e.len;
+        let mut take_msn = e.msn.is_none() && !ddp.is_tagged();
+        let then_immediate = matches!(e.wr.op, SendOp::SendImm { .. } | SendOp::WriteImm { .. });
+        let mut hdr = [0u8; MAX_HEADER];
+        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
+            return self.header_overflow();
+        };
+        let room = u32::try_from(self.mulpdu.saturating_sub(n)).unwrap_or(u32::MAX);
+        let mut gather = Gather::default();
         let mut written = 0usize;
         // Whether a Read Response waits is asked once, after the first
         // segment: nothing arrives while transmitting, and from then on the
         // entry is started, so the answer cannot change within the run.
         let mut irq_asked = false;
         loop {
+            let chunk = (len - sent).min(room);
+            let last = sent + chunk == len;
+            match &mut ddp {
+                SegmentRepr::Untagged(u) => u.last = last,
+                SegmentRepr::Tagged(t) => t.last = last,
+            }
+            if ddp.emit_moving_fields(&mut hdr).is_err() {
+                // What was written stands, as after any local error.
+                let step = self.header_overflow();
+                return if written == 0 {
+                    step
+                } else {
+                    Step::Wrote(written)
+                };
+            }
+            // Gathered from the SGL straight into `out`. Whether the FPDU
+            // fits is the framer's first check (`Ok(None)` below, before
+            // any byte is gathered).
+            let (pd, tx) = (self.pd, &mut self.tx);
+            let Some(wr) = self.sq.current().map(|e| &e.wr) else {
+                break;
+            };
             let rest = out.get_mut(written..).unwrap_or_default();
-            let w = match self.emit_one_data_segment(mem, ddp, sent, rest) {
-                Step::Wrote(w) => w,
-                // Blocked, or a local error that queued a TERMINATE: what
-                // was written stands, the caller goes on from there.
-                step if written == 0 => return step,
-                _ => break,
-            };
-            written += w;
-            let next = match self.sq.current().map(|e| e.progress) {
-                Some(Progress::Transmitting { sent: next }) if next > sent => next,
-                _ => break,
-            };
+            let framed = tx.frame_with(&hdr[..n], chunk as usize, rest, |buf, register| {
+                if wr.inline.is_empty() {
+                    gather.copy(mem, pd, &wr.sgl, sent, buf, register)
+                } else {
+                    // Inline data was copied in at posting.
+                    let from = wr.inline.get(sent as usize..sent as usize + buf.len());
+                    let from = from.ok_or(())?;
+                    match register {
+                        Some(r) => *r = crc32c_fold::copy_update(*r, buf, from),
+                        None => buf.copy_from_slice(from),
+                    }
+                    Ok(())
+                }
+            });
+            match framed {
+                Ok(Some(w)) => written += w,
+                Ok(None) if written == 0 => return Step::Blocked,
+                // What was written stands, the caller goes on from there.
+                Ok(None) => break,
+                Err(()) => {
+                    // The segments before this one are out; the entry fails.
+                    let step = self.local_sq_error(WcStatus::LocProtErr);
+                    return if written == 0 {
+                        step
+                    } else {
+                        Step::Wrote(written)
+                    };
+                }
+            }
+            if take_msn {
+                // The message's first segment is out: it took the MSN.
+                take_msn = false;
+                let m = self.msn_send.take();
+                if let Some(cur) = self.sq.current_mut() {
+                    cur.msn = Some(m);
+                }
+            }
+            if last {
+                if then_immediate {
+                    if let Some(cur) = self.sq.current_mut() {
+                        cur.progress = Progress::Immediate;
+                    }
+                } else {
+                    self.sq.finish_current(Progress::Done(WcStatus::Success));
+                    self.retire();
+                }
+                return Step::Wrote(written);
+            }
+            if chunk == 0 {
+                // No room for payload after the header: nothing moves on.
+                break;
+            }
+            sent += chunk;
             if !irq_asked {
+                if let Some(cur) = self.sq.current_mut() {
+                    cur.progress = Progress::Transmitting { sent };
+                }
                 if self.irq_eligible() {
-                    break;
+                    return Step::Wrote(written);
                 }
                 irq_asked = true;
             }
-            let step = next - sent;
             match &mut ddp {
                 // The MSN stays: the first segment took it for the entry.
-                SegmentRepr::Untagged(u) => u.mo = next,
-                SegmentRepr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(step)),
-            }
-            sent = next;
-        }
-        Step::Wrote(written)
-    }
-
-    /// The next segment of the current Send or Write, whose header (L
-    /// clear) is `ddp`; `sent` bytes are already out.
-    fn emit_one_data_segment<M: Memory + ?Sized>(
-        &mut self,
-        mem: &M,
-        mut ddp: SegmentRepr,
-        sent: u32,
-        out: &mut [u8],
-    ) -> Step {
-        let Some(e) = self.sq.current() else {
-            return Step::Blocked;
-        };
-        let (len, first) = (e.len, e.msn.is_none());
-        let room = self.mulpdu.saturating_sub(ddp.buffer_len());
-        let chunk = (len - sent).min(u32::try_from(room).unwrap_or(u32::MAX));
-        let last = sent + chunk == len;
-        match &mut ddp {
-            SegmentRepr::Untagged(u) => u.last = last,
-            SegmentRepr::Tagged(t) => t.last = last,
-        }
-        let mut hdr = [0u8; MAX_HEADER];
-        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
-            return self.header_overflow();
-        };
-        // Gathered from the SGL straight into `out`: each piece is checked
-        // (valid STag, our PD, inside the region) as it is copied. Whether
-        // the FPDU fits is the framer's first check (`Ok(None)` below,
-        // before any byte is gathered).
-        let (pd, tx) = (self.pd, &mut self.tx);
-        let Some(wr) = self.sq.current().map(|e| &e.wr) else {
-            return Step::Blocked;
-        };
-        let framed = tx.frame_with(&hdr[..n], chunk as usize, out, |buf, register| {
-            if wr.inline.is_empty() {
-                gather(mem, pd, &wr.sgl, sent, buf, register)
-            } else {
-                // Inline data was copied in at posting.
-                let from = wr.inline.get(sent as usize..sent as usize + buf.len());
-                let from = from.ok_or(())?;
-                match register {
-                    Some(r) => *r = crc32c_fold::copy_update(*r, buf, from),
-                    None => buf.copy_from_slice(from),
-                }
-                Ok(())
-            }
-        });
-        let w = match framed {
-            Ok(Some(w)) => w,
-            Ok(None) => return Step::Blocked,
-            Err(()) => return self.local_sq_error(WcStatus::LocProtErr),
-        };
-        if let (SegmentRepr::Untagged(_), true) = (&ddp, first) {
-            let m = self.msn_send.take();
-            if let Some(cur) = self.sq.current_mut() {
-                cur.msn = Some(m);
+                SegmentRepr::Untagged(u) => u.mo = sent,
+                SegmentRepr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(chunk)),
             }
         }
-        let then_immediate = self
-            .sq
-            .current()
-            .is_some_and(|e| matches!(e.wr.op, SendOp::SendImm { .. } | SendOp::WriteImm { .. }));
-        if last && !then_immediate {
-            self.sq.finish_current(Progress::Done(WcStatus::Success));
-            self.retire();
-        } else if let Some(cur) = self.sq.current_mut() {
-            cur.progress = if last {
-                Progress::Immediate
-            } else {
-                Progress::Transmitting { sent: sent + chunk }
-            };
+        if let Some(cur) = self.sq.current_mut() {
+            cur.progress = Progress::Transmitting { sent };
         }
-        Step::Wrote(w)
+        if written == 0 {
+            Step::Blocked
+        } else {
+            Step::Wrote(written)
+        }
     }
 
     /// A local invalidate reached the head of the send queue: an STag that
@@ -750,7 +796,7 @@ impl Inner {
         let mut written = 0usize;
         loop {
             let rest = out.get_mut(written..).unwrap_or_default();
-            match self.emit_one_irq(mem, rest) {
+            match self.emit_irq_run(mem, rest) {
                 Step::Wrote(w) => written += w,
                 // Blocked, or a TERMINATE queued: what was written stands.
                 step if written == 0 => return step,
@@ -763,92 +809,151 @@ impl Inner {
         Step::Wrote(written)
     }
 
-    /// One segment of the oldest Read Response.
-    fn emit_one_irq<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
+    /// Segments of the oldest Read Response while they fit, the first
+    /// only if the send queue then has something that may go between
+    /// them. What stays the same over the run is worked out once: the
+    /// header (each segment rewrites only L and the TO in it) and the
+    /// check of the source (the rest of the response checked whole; when
+    /// that is not valid, each segment is checked on its own, so the
+    /// segment that reaches bad bytes fails as it always did).
+    fn emit_irq_run<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
         let Some(p) = self.irq.front().copied() else {
             return Step::Blocked;
         };
         let r = p.request;
-        let room = self.mulpdu.saturating_sub(TAGGED_HEADER_LEN);
-        let chunk = p.remaining().min(u32::try_from(room).unwrap_or(u32::MAX));
-        let last = p.sent + chunk == r.size;
-        let ddp = SegmentRepr::Tagged(TaggedRepr::new(
-            last,
+        let mut sent = p.sent;
+        let room = u32::try_from(self.mulpdu.saturating_sub(TAGGED_HEADER_LEN)).unwrap_or(u32::MAX);
+        let mut ddp = TaggedRepr::new(
+            false,
             Control::new(Opcode::ReadResponse).0,
             r.sink_stag,
-            r.sink_to.wrapping_add(u64::from(p.sent)),
-        ));
+            r.sink_to.wrapping_add(u64::from(sent)),
+        );
         let mut hdr = [0u8; MAX_HEADER];
-        let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
+        let Ok(n) = header_bytes(&SegmentRepr::Tagged(ddp), None, &mut hdr) else {
             return self.header_overflow();
         };
-        if !self.fits(n + chunk as usize, out) {
-            return Step::Blocked;
-        }
-        // Checked when the request arrived; checked again because the
-        // region may have changed since. Read straight into `out`.
-        let src = r.source_stag;
-        let to = r.source_to.wrapping_add(u64::from(p.sent));
-        let checked = if chunk > 0 {
-            check(
-                mem.region(src),
-                self.pd,
-                src,
-                to,
-                chunk as usize,
-                Access::REMOTE_READ,
-            )
-            .map(Some)
-        } else {
-            Ok(None)
-        };
-        let framed = checked.and_then(|at| {
-            self.tx
-                .frame_with(&hdr[..n], chunk as usize, out, |buf, register| {
-                    match (at, register) {
-                        (Some(at), Some(r)) => {
-                            *r = mem
-                                .read_crc(src, at, buf, *r)
-                                .map_err(ddp::TaggedError::Memory)?;
-                            Ok(())
-                        }
-                        (Some(at), None) => {
-                            mem.read(src, at, buf).map_err(ddp::TaggedError::Memory)
-                        }
-                        // No payload: the register stands as it is.
-                        (None, _) => Ok(()),
-                    }
-                })
-        });
-        let w = match framed {
-            Ok(Some(w)) => w,
-            Ok(None) => return Step::Blocked,
-            Err(e) => {
-                // Report the Read Request as the peer sent it.
-                let request = SegmentRepr::Untagged(UntaggedRepr::new(
-                    true,
-                    Control::new(Opcode::ReadRequest).0,
-                    0,
-                    QN_READ_REQUEST,
-                    p.msn,
-                    0,
-                ));
-                let mut offending = [0u8; MAX_HEADER];
-                // Sized for it; were it not, the TERMINATE quotes nothing.
-                let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
-                self.terminate_local(
-                    TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
-                    &offending[..len],
-                );
-                return Step::Again;
+        let (src, pd) = (r.source_stag, self.pd);
+        // The response's bytes from this many sent on were checked whole
+        // and start at this region offset.
+        let mut checked: Option<(u32, u64)> = None;
+        let mut written = 0usize;
+        // Whether the send queue may go between the segments is asked
+        // once, after the first: nothing else changes within the run.
+        let mut sq_asked = false;
+        loop {
+            let chunk = (r.size - sent).min(room);
+            let last = sent + chunk == r.size;
+            ddp.last = last;
+            ddp.to = r.sink_to.wrapping_add(u64::from(sent));
+            if SegmentRepr::Tagged(ddp)
+                .emit_moving_fields(&mut hdr)
+                .is_err()
+            {
+                // What was written stands, as after any local error.
+                let step = self.header_overflow();
+                return if written == 0 {
+                    step
+                } else {
+                    Step::Wrote(written)
+                };
             }
-        };
-        if last {
-            self.irq.pop_front();
-        } else if let Some(front) = self.irq.front_mut() {
-            // chunk > 0: a segment that is not the last carries data.
-            front.sent += chunk;
+            let rest = out.get_mut(written..).unwrap_or_default();
+            if !self.fits(n + chunk as usize, rest) {
+                break;
+            }
+            // Checked when the request arrived; checked again because the
+            // region may have changed since. Read straight into `out`.
+            let to = r.source_to.wrapping_add(u64::from(sent));
+            let at = match checked {
+                _ if chunk == 0 => Ok(None),
+                Some((from, at)) => Ok(Some(at + u64::from(sent - from))),
+                None => {
+                    let region = mem.region(src);
+                    let whole = (r.size - sent) as usize;
+                    match check(region, pd, src, to, whole, Access::REMOTE_READ) {
+                        Ok(at) => {
+                            checked = Some((sent, at));
+                            Ok(Some(at))
+                        }
+                        Err(_) => check(region, pd, src, to, chunk as usize, Access::REMOTE_READ)
+                            .map(Some),
+                    }
+                }
+            };
+            let framed = at.and_then(|at| {
+                self.tx
+                    .frame_with(&hdr[..n], chunk as usize, rest, |buf, register| {
+                        let read = match (at, register) {
+                            (Some(at), Some(r)) => {
+                                mem.read_crc(src, at, buf, *r).map(|crc| *r = crc)
+                            }
+                            (Some(at), None) => mem.read(src, at, buf),
+                            // No payload: the register stands as it is.
+                            (None, _) => Ok(()),
+                        };
+                        // The region went away since it was checked: the
+                        // check now says why, as a check per segment did.
+                        read.map_err(|e| {
+                            check(mem.region(src), pd, src, to, buf.len(), Access::REMOTE_READ)
+                                .err()
+                                .unwrap_or(ddp::TaggedError::Memory(e))
+                        })
+                    })
+            });
+            match framed {
+                Ok(Some(w)) => written += w,
+                Ok(None) => break,
+                Err(e) => {
+                    // Report the Read Request as the peer sent it.
+                    let request = SegmentRepr::Untagged(UntaggedRepr::new(
+                        true,
+                        Control::new(Opcode::ReadRequest).0,
+                        0,
+                        QN_READ_REQUEST,
+                        p.msn,
+                        0,
+                    ));
+                    let mut offending = [0u8; MAX_HEADER];
+                    // Sized for it; were it not, the TERMINATE quotes nothing.
+                    let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
+                    self.terminate_local(
+                        TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
+                        &offending[..len],
+                    );
+                    return if written == 0 {
+                        Step::Again
+                    } else {
+                        Step::Wrote(written)
+                    };
+                }
+            }
+            if last {
+                self.irq.pop_front();
+                return Step::Wrote(written);
+            }
+            if chunk == 0 {
+                // No room for payload after the header: nothing moves on.
+                break;
+            }
+            sent += chunk;
+            if !sq_asked {
+                if let Some(front) = self.irq.front_mut() {
+                    front.sent = sent;
+                }
+                if self.sq_eligible() {
+                    return Step::Wrote(written);
+                }
+                sq_asked = true;
+            }
         }
-        Step::Wrote(w)
+        if let Some(front) = self.irq.front_mut() {
+            front.sent = sent;
+        }
+        if written == 0 {
+            Step::Blocked
+        } else {
+            Step::Wrote(written)
+        }
     }
 }

@@ -13,6 +13,7 @@ mod ordering;
 mod p2p;
 mod replay;
 mod rfc7306;
+mod send_runs;
 mod shared_receive;
 mod teardown;
 mod transport;
