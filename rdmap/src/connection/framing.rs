@@ -45,6 +45,7 @@ impl FrameTx {
     /// bytes it writes (CRC on, markers off: see
     /// `mpa::framing::Framer::frame_with_crc`), so the payload is copied
     /// and checksummed in one pass.
+    #[inline]
     pub fn frame_with<E>(
         &mut self,
         header: &[u8],
