@@ -59,6 +59,7 @@ impl Framer {
     }
 
     /// Stream octets of an FPDU carrying `ulpdu_len` octets, framed now.
+    #[inline]
     pub fn fpdu_len(&self, ulpdu_len: usize) -> usize {
         markers::fpdu_len_at(self.pos, ulpdu_len, self.markers)
     }

@@ -27,6 +27,7 @@ impl FrameTx {
     }
 
     /// Bytes one FPDU carrying `ulpdu_len` takes (upper bound with markers).
+    #[inline]
     pub fn fpdu_len(&self, ulpdu_len: usize) -> usize {
         self.framer.fpdu_len(ulpdu_len)
     }
