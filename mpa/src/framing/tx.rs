@@ -59,6 +59,7 @@ impl Framer {
     }
 
     /// Stream octets of an FPDU carrying `ulpdu_len` octets, framed now.
+    #[inline]
     pub fn fpdu_len(&self, ulpdu_len: usize) -> usize {
         markers::fpdu_len_at(self.pos, ulpdu_len, self.markers)
     }
@@ -177,6 +178,7 @@ impl Framer {
     /// wrote (`crc32c_fold::copy_update` does both). Otherwise it gets
     /// `None` and the framer computes the CRC after it (with markers the
     /// payload still moves around the marker slots).
+    #[inline]
     pub fn frame_with_crc<E>(
         &mut self,
         header: &[u8],
@@ -198,21 +200,26 @@ impl Framer {
         // Cannot truncate: checked against MAX_ULPDU above.
         out[length_at..header_at].copy_from_slice(&(ulpdu_len as u16).to_be_bytes());
         out[header_at..payload_at].copy_from_slice(header);
-        if self.crc && !self.markers {
-            // No markers: the content is the whole body, in place.
-            let mut register = crc32c_fold::update(!0, &out[..payload_at]);
-            fill(&mut out[payload_at..pad_at], Some(&mut register))
-                .map_err(FrameWithError::Fill)?;
-            out[pad_at..content].fill(0);
-            // A full-size FPDU has no pad (MULPDU keeps it 4-aligned).
+        // One call of `fill` (it then inlines here): with the CRC fused,
+        // it gets the register over the octets before the payload.
+        let fused = self.crc && !self.markers;
+        let mut register = if fused {
+            Some(crc32c_fold::update(!0, &out[..payload_at]))
+        } else {
+            None
+        };
+        fill(&mut out[payload_at..pad_at], register.as_mut()).map_err(FrameWithError::Fill)?;
+        let pad_end = pad_at + pad_len;
+        out[pad_at..pad_end].fill(0);
+        if let Some(mut register) = register {
+            // No markers: the content is the whole body, in place. A
+            // full-size FPDU has no pad (MULPDU keeps it 4-aligned).
             if pad_len > 0 {
-                register = crc32c_fold::update(register, &out[pad_at..content]);
+                register = crc32c_fold::update(register, &out[pad_at..pad_end]);
             }
             debug_assert_eq!(!register, crc32c(&out[..content]), "fill's CRC");
             return Ok(self.seal_as(out, content, !register));
         }
-        fill(&mut out[payload_at..pad_at], None).map_err(FrameWithError::Fill)?;
-        out[pad_at..pad_at + pad_len].fill(0);
         if !self.crc && !self.markers {
             // Nothing to compute: the CRC field is zero.
             return Ok(self.seal_as(out, content, 0));

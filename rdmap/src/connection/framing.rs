@@ -27,6 +27,7 @@ impl FrameTx {
     }
 
     /// Bytes one FPDU carrying `ulpdu_len` takes (upper bound with markers).
+    #[inline]
     pub fn fpdu_len(&self, ulpdu_len: usize) -> usize {
         self.framer.fpdu_len(ulpdu_len)
     }
@@ -45,6 +46,7 @@ impl FrameTx {
     /// bytes it writes (CRC on, markers off: see
     /// `mpa::framing::Framer::frame_with_crc`), so the payload is copied
     /// and checksummed in one pass.
+    #[inline]
     pub fn frame_with<E>(
         &mut self,
         header: &[u8],
