@@ -392,6 +392,7 @@ mod tests {
                 gbps: 20.0,
                 cpu_gbps: None,
                 tcp: None,
+                runs_cpu_gbps: [None, None],
             }),
             small: None,
             title: "a <title> & more".into(),
