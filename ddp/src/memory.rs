@@ -149,6 +149,7 @@ pub trait Memory {
         self.write(stag, offset, &f(old).to_ne_bytes())?;
         Ok(old)
     }
+
     /// Copies from the region at `offset` into `out`, as [`Memory::read`]
     /// does, and returns the CRC32c register `register` (not inverted, as
     /// `crc32c_fold::update` keeps it) advanced over the copied bytes: the
