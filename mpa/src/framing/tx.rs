@@ -133,12 +133,16 @@ impl Framer {
             w.marker_if_due();
             w.at
         } else {
-            let mut at = 0;
-            for part in [&length[..], header, payload, pad] {
+            out[..LENGTH_LEN].copy_from_slice(&length);
+            let mut at = LENGTH_LEN;
+            for part in [header, payload] {
                 out[at..at + part.len()].copy_from_slice(part);
                 at += part.len();
             }
-            at
+            // The pad as one fixed-size store (the CRC field after it is
+            // written by `seal`), as in `frame_with_crc`.
+            out[at..at + CRC_LEN].copy_from_slice(&[0; CRC_LEN]);
+            at + pad.len()
         };
         Ok(self.seal(out, body_len))
     }
@@ -210,7 +214,11 @@ impl Framer {
         };
         fill(&mut out[payload_at..pad_at], register.as_mut()).map_err(FrameWithError::Fill)?;
         let pad_end = pad_at + pad_len;
-        out[pad_at..pad_end].fill(0);
+        // The pad (0 to 3 octets) as one fixed-size store rather than a
+        // call of `memset` per FPDU: the CRC field follows the pad
+        // (`pad_end + CRC_LEN == fpdu_len`), so four octets from `pad_at`
+        // stay within the FPDU, and every path below writes that field.
+        out[pad_at..pad_at + CRC_LEN].copy_from_slice(&[0; CRC_LEN]);
         if let Some(mut register) = register {
             // No markers: the content is the whole body, in place. A
             // full-size FPDU has no pad (MULPDU keeps it 4-aligned).
@@ -684,6 +692,32 @@ mod tests {
         );
         out.truncate(n);
         out
+    }
+
+    /// Every pad length (0 to 3) with CRC on and off and with markers:
+    /// the in-place framing over a buffer of 0xa5 zeroes the pad and writes
+    /// the CRC field over whatever the pad's store left there.
+    #[test]
+    fn frame_with_pads_every_length_over_stale_bytes() {
+        for (crc, markers) in [(false, false), (true, false), (false, true), (true, true)] {
+            for payload_len in 0..8usize {
+                let payload: Vec<u8> = (0..payload_len).map(|i| 0x31 + i as u8).collect();
+                let header = [0x5au8; 14];
+                let mut by_copy = Framer::new(crc, markers);
+                let mut want = vec![0u8; 64];
+                let n = by_copy.frame(&header, &payload, &mut want).expect("frames");
+                want.truncate(n);
+                let mut framer = Framer::new(crc, markers);
+                let got = frame_in_place(&mut framer, &header, &payload, 64);
+                assert_eq!(got, want, "crc {crc} markers {markers} len {payload_len}");
+                let pad = markers::pad_len(header.len() + payload_len);
+                let pad_at = n - CRC_LEN - pad;
+                assert!(
+                    got[pad_at..n - CRC_LEN].iter().all(|&b| b == 0),
+                    "pad zeroed"
+                );
+            }
+        }
     }
 
     #[test]

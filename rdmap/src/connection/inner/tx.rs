@@ -261,6 +261,7 @@ impl Inner {
         step
     }
 
+    #[inline]
     fn fits(&self, ulpdu_len: usize, out: &[u8]) -> bool {
         self.tx.fpdu_len(ulpdu_len) <= out.len()
     }
