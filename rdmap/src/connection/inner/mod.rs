@@ -1,12 +1,12 @@
 //! Connection state shared by the receive and transmit halves, and what
 //! happens when the stream fails or closes.
 
+mod events;
 mod phase;
 mod rx;
 mod tx;
 
 use core::ops::ControlFlow;
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use ddp::memory::{PdId, STag};
@@ -27,6 +27,7 @@ use super::event::{Event, State};
 use super::framing::FrameTx;
 use super::send_queue::{Progress, SendQueue};
 use super::terminate::{self, Offender, TermFrame};
+use events::EventQueue;
 use phase::Phase;
 use tx::Turn;
 
@@ -72,7 +73,7 @@ pub(super) struct Inner {
     local_invalidate: Option<STag>,
     /// Status for the receive buffer a failed Send was landing in.
     rq_head_status: Option<WcStatus>,
-    events: VecDeque<Event>,
+    events: EventQueue,
     /// Posts are refused while this many events wait to be polled.
     event_cap: usize,
 }
@@ -107,7 +108,7 @@ impl Inner {
             pending_term: None,
             local_invalidate: None,
             rq_head_status: None,
-            events: VecDeque::new(),
+            events: EventQueue::default(),
             event_cap: cfg.sq_depth + cfg.rq_depth + 4,
         }
     }
@@ -133,7 +134,7 @@ impl Inner {
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.events.pop()
     }
 
     /// The responder's deadline for the initiator's first FPDU, while it
@@ -169,7 +170,7 @@ impl Inner {
     }
 
     fn flushed(&mut self, wr_id: u64, opcode: WcOpcode) {
-        self.events.push_back(Event::Completion(WorkCompletion {
+        self.events.push(Event::Completion(WorkCompletion {
             wr_id,
             status: WcStatus::WrFlushErr,
             opcode,
@@ -267,20 +268,20 @@ impl Inner {
     /// Moves finished send queue entries to the event queue.
     pub fn retire(&mut self) {
         let events = &mut self.events;
-        self.sq.retire(|wc| events.push_back(Event::Completion(wc)));
+        self.sq.retire(|wc| events.push(Event::Completion(wc)));
     }
 
     /// Flushes every outstanding work request, in queue order.
     fn flush_all(&mut self) {
         let events = &mut self.events;
-        self.sq.flush(|wc| events.push_back(Event::Completion(wc)));
+        self.sq.flush(|wc| events.push(Event::Completion(wc)));
         let mut head_status = self.rq_head_status.take();
         for (qn, id) in self.rq.flush() {
             if qn != QN_SEND {
                 continue;
             }
             let status = head_status.take().unwrap_or(WcStatus::WrFlushErr);
-            self.events.push_back(Event::Completion(WorkCompletion {
+            self.events.push(Event::Completion(WorkCompletion {
                 wr_id: id,
                 status,
                 opcode: WcOpcode::Recv,
@@ -320,7 +321,7 @@ impl Inner {
         }
         let msn = self.msn_term.take();
         self.pending_term = Some(terminate::build(cause, offending, msn));
-        self.events.push_back(Event::Terminated {
+        self.events.push(Event::Terminated {
             by_peer: false,
             cause: cause.code,
             peer: None,
@@ -333,7 +334,7 @@ impl Inner {
         if !matches!(self.phase, Phase::AwaitingFirstFpdu { .. }) {
             return;
         }
-        self.events.push_back(Event::FirstFpduTimeout);
+        self.events.push(Event::FirstFpduTimeout);
         self.enter_error();
     }
 
@@ -388,7 +389,7 @@ impl Inner {
                 self.sq.finish_seq(seq, terminate::remote_status(cause));
             }
         }
-        self.events.push_back(Event::Terminated {
+        self.events.push(Event::Terminated {
             by_peer: true,
             cause,
             peer,
@@ -411,7 +412,7 @@ impl Inner {
             return;
         }
         self.close();
-        self.events.push_back(Event::PeerClosed);
+        self.events.push(Event::PeerClosed);
     }
 
     pub fn is_idle(&self) -> bool {

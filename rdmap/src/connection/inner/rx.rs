@@ -216,13 +216,13 @@ impl Inner {
                             };
                             wc.status = WcStatus::RemInvReqErr;
                             wc.byte_len = 0;
-                            self.events.push_back(Event::Completion(wc));
+                            self.events.push(Event::Completion(wc));
                             return self
                                 .terminate_local(TermCause::with_attach(code, Attach::Ddp), ulpdu);
                         }
                     }
                 }
-                self.events.push_back(Event::Completion(wc));
+                self.events.push(Event::Completion(wc));
             }
             Ok(Placed::Partial { .. } | Placed::Inline { .. }) => {}
             Err(e) => self.receive_failed(e, ulpdu),
@@ -257,7 +257,7 @@ impl Inner {
             ..*u
         };
         match self.rq.place_with(mem, self.pd, &seen, &[], srq) {
-            Ok(Placed::Complete(c)) => self.events.push_back(Event::Completion(WorkCompletion {
+            Ok(Placed::Complete(c)) => self.events.push(Event::Completion(WorkCompletion {
                 wr_id: c.id,
                 status: WcStatus::Success,
                 opcode: WcOpcode::RecvImm,
