@@ -117,7 +117,10 @@ impl Connection {
         self.inner.take_local_invalidate()
     }
 
-    /// The next completion or connection event, oldest first.
+    /// The next completion or connection event, oldest first. Inlined
+    /// into the caller's drain loop, across crates: the event then comes
+    /// out in registers rather than through memory.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.inner.poll_event()
     }

@@ -133,6 +133,7 @@ impl Inner {
         self.orq.ord()
     }
 
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop()
     }
