@@ -56,6 +56,7 @@
 
 pub mod completion;
 pub mod connection;
+mod fifo;
 pub mod opcode;
 pub mod read_queue;
 pub mod term;

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 
 use ddp::memory::STag;
 
+use crate::fifo::Fifo;
 use crate::term::TermCode;
 use crate::wire::ReadRequestRepr;
 
@@ -183,7 +184,9 @@ impl OutboundReads {
     /// [`check`](Self::check)ed, placed by `place`, then recorded as
     /// [`advance`](Self::advance) records it; returns the READ it
     /// completed. Refused or failing to place, it changes nothing: the
-    /// READ stays at the head for the caller to fail.
+    /// READ stays at the head for the caller to fail. Inlined into its
+    /// one caller, so its answer stays out of memory.
+    #[inline]
     pub fn respond<E>(
         &mut self,
         stag: STag,
@@ -259,7 +262,7 @@ impl PendingResponse {
 #[derive(Debug, Clone)]
 pub struct InboundReads {
     ird: usize,
-    queue: VecDeque<PendingResponse>,
+    queue: Fifo<PendingResponse>,
     /// Entries of `queue` that answer an RTR: kept so the count against
     /// IRD needs no walk over the queue.
     rtrs: usize,
@@ -270,7 +273,7 @@ impl InboundReads {
     pub fn new(ird: usize) -> Self {
         InboundReads {
             ird,
-            queue: VecDeque::with_capacity(ird.min(128) + 1),
+            queue: Fifo::with_capacity(ird.min(128) + 1),
             rtrs: 0,
         }
     }
@@ -299,7 +302,7 @@ impl InboundReads {
         if self.counted() >= self.ird {
             return Err(TermCode::RDMAP_CATASTROPHIC_STREAM);
         }
-        self.queue.push_back(PendingResponse {
+        self.queue.push(PendingResponse {
             request,
             msn,
             sent: 0,
@@ -317,7 +320,7 @@ impl InboundReads {
     /// it needs no budget).
     pub fn accept_rtr(&mut self, request: ReadRequestRepr, msn: u32) {
         self.rtrs += 1;
-        self.queue.push_back(PendingResponse {
+        self.queue.push(PendingResponse {
             request,
             msn,
             sent: 0,
@@ -339,7 +342,7 @@ impl InboundReads {
     /// Drops the answered Read Request.
     #[inline]
     pub fn pop_front(&mut self) -> Option<PendingResponse> {
-        let p = self.queue.pop_front()?;
+        let p = self.queue.pop()?;
         self.rtrs = self.rtrs.saturating_sub(usize::from(p.rtr));
         Some(p)
     }

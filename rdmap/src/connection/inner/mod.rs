@@ -1,7 +1,6 @@
 //! Connection state shared by the receive and transmit halves, and what
 //! happens when the stream fails or closes.
 
-mod events;
 mod phase;
 mod rx;
 mod tx;
@@ -14,6 +13,7 @@ use ddp::tagged::TaggedSequence;
 use ddp::untagged::{MsnCounter, QueueMode, UntaggedQueues, QN_READ_REQUEST, QN_SEND};
 
 use crate::completion::{WcOpcode, WcStatus, WorkCompletion};
+use crate::fifo::Fifo;
 use crate::opcode::queue;
 use crate::read_queue::{InboundReads, OutboundReads};
 use crate::term::{TermCause, TermCode};
@@ -27,7 +27,6 @@ use super::event::{Event, State};
 use super::framing::FrameTx;
 use super::send_queue::{Progress, SendQueue};
 use super::terminate::{self, Offender, TermFrame};
-use events::EventQueue;
 use phase::Phase;
 use tx::Turn;
 
@@ -73,7 +72,7 @@ pub(super) struct Inner {
     local_invalidate: Option<STag>,
     /// Status for the receive buffer a failed Send was landing in.
     rq_head_status: Option<WcStatus>,
-    events: EventQueue,
+    events: Fifo<Event>,
     /// Posts are refused while this many events wait to be polled.
     event_cap: usize,
 }
@@ -108,7 +107,7 @@ impl Inner {
             pending_term: None,
             local_invalidate: None,
             rq_head_status: None,
-            events: EventQueue::default(),
+            events: Fifo::default(),
             event_cap: cfg.sq_depth + cfg.rq_depth + 4,
         }
     }

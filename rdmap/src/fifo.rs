@@ -1,0 +1,143 @@
+//! A first-in, first-out queue of small `Copy` records (the connection's
+//! events, the Read Requests waiting for their response).
+//!
+//! A `Vec` read from a moving head rather than a `VecDeque`: the push
+//! inlines into its callers, so a record built field by field is stored
+//! straight into its slot. An out-of-line `VecDeque::push_back` took it
+//! through the stack and read it back in wider loads than it was written
+//! with, which stalls on every push.
+
+/// First in, first out. Space freed at the front is reclaimed when the
+/// buffer would otherwise grow, and all of it when the queue empties, so
+/// the buffer stays within twice the most records ever held at once.
+#[derive(Debug, Clone)]
+pub(crate) struct Fifo<T> {
+    buf: Vec<T>,
+    /// Index of the oldest record in `buf`.
+    head: usize,
+}
+
+impl<T> Default for Fifo<T> {
+    fn default() -> Self {
+        Fifo {
+            buf: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl<T: Copy> Fifo<T> {
+    /// Room for `n` records before the first allocation.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Fifo {
+            buf: Vec::with_capacity(n),
+            head: 0,
+        }
+    }
+
+    /// Records waiting.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
+    /// Whether none waits.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `x` after every record waiting. Always inlined: the point is
+    /// that the record's fields go straight into its slot.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, x: T) {
+        if self.head > 0 && self.buf.len() == self.buf.capacity() {
+            self.compact();
+        }
+        self.buf.push(x);
+    }
+
+    /// The oldest record.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<&T> {
+        self.buf.get(self.head)
+    }
+
+    /// The oldest record, to update in place.
+    #[inline]
+    pub(crate) fn front_mut(&mut self) -> Option<&mut T> {
+        self.buf.get_mut(self.head)
+    }
+
+    /// The oldest record, taken out.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        let x = *self.buf.get(self.head)?;
+        self.head += 1;
+        if self.head == self.buf.len() {
+            self.clear();
+        }
+        Some(x)
+    }
+
+    /// Drops every record; the space stays.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.buf.clear();
+        self.head = 0;
+    }
+
+    #[cold]
+    fn compact(&mut self) {
+        self.buf.drain(..self.head);
+        self.head = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_in_first_out_across_partial_drains() {
+        let mut q = Fifo::default();
+        let mut model = std::collections::VecDeque::new();
+        let (mut next, mut most) = (0u64, 0usize);
+        // Pushes and pops in uneven runs, never draining fully for a
+        // while, then draining: order, length and bounded space hold.
+        for round in 0..200u64 {
+            for _ in 0..(round % 7 + 1) {
+                q.push((next, next as u32));
+                model.push_back((next, next as u32));
+                next += 1;
+                most = most.max(model.len());
+            }
+            for _ in 0..(round % 5) {
+                assert_eq!(q.front().copied(), model.front().copied());
+                assert_eq!(q.pop(), model.pop_front());
+            }
+            if let (Some(a), Some(b)) = (q.front_mut(), model.front_mut()) {
+                a.1 += 1;
+                b.1 += 1;
+            }
+            assert_eq!(q.len(), model.len());
+            assert_eq!(q.is_empty(), model.is_empty());
+            assert!(
+                q.buf.capacity() <= 2 * most.max(4),
+                "space reclaimed: capacity {} for at most {} held",
+                q.buf.capacity(),
+                most
+            );
+        }
+        while let Some(e) = model.pop_front() {
+            assert_eq!(q.pop(), Some(e));
+        }
+        assert_eq!(q.pop(), None);
+        assert!(q.is_empty() && q.front().is_none());
+        assert_eq!((q.buf.len(), q.head), (0, 0), "emptied in full");
+        q.push((1, 1));
+        q.push((2, 2));
+        q.clear();
+        assert_eq!(q.pop(), None);
+    }
+}
