@@ -730,6 +730,13 @@ mod tests {
         assert_eq!(MessageRepr::parse_data(&capture_terminate()), None);
     }
 
+    /// `bytes` with octet `at` set to `value`.
+    fn patched(bytes: &[u8], at: usize, value: u8) -> Vec<u8> {
+        let mut b = bytes.to_vec();
+        b[at] = value;
+        b
+    }
+
     #[test]
     fn parse_data_leaves_near_misses_to_parse() {
         let send = capture_send();
@@ -737,46 +744,14 @@ mod tests {
         let cases: [(Vec<u8>, &str); 7] = [
             ([&send[..17]].concat(), "untagged header one byte short"),
             ([&write[..13]].concat(), "tagged header one byte short"),
+            (patched(&send, 0, 0x42), "DDP version 2"),
+            (patched(&write, 1, 0x80), "RDMAP version 2"),
+            (patched(&write, 1, 0x43), "Send opcode on a tagged segment"),
             (
-                {
-                    let mut b = send.clone();
-                    b[0] = 0x42;
-                    b
-                },
-                "DDP version 2",
-            ),
-            (
-                {
-                    let mut b = write.clone();
-                    b[1] = 0x80;
-                    b
-                },
-                "RDMAP version 2",
-            ),
-            (
-                {
-                    let mut b = write.clone();
-                    b[1] = 0x43;
-                    b
-                },
-                "Send opcode on a tagged segment",
-            ),
-            (
-                {
-                    let mut b = send.clone();
-                    b[1] = 0x40;
-                    b
-                },
+                patched(&send, 1, 0x40),
                 "Write opcode on an untagged segment",
             ),
-            (
-                {
-                    let mut b = send.clone();
-                    b[9] = 1;
-                    b
-                },
-                "Send on queue 1",
-            ),
+            (patched(&send, 9, 1), "Send on queue 1"),
         ];
         for (b, what) in cases {
             assert_eq!(MessageRepr::parse_data(&b), None, "{what}");
@@ -828,11 +803,7 @@ mod tests {
     #[test]
     fn parse_read_request_leaves_near_misses_to_parse() {
         let read = capture_read_request();
-        let with = |i: usize, v: u8| {
-            let mut b = read.clone();
-            b[i] = v;
-            b
-        };
+        let with = |i: usize, v: u8| patched(&read, i, v);
         let cases: [(Vec<u8>, &str); 8] = [
             (read[..read.len() - 1].to_vec(), "body one byte short"),
             ([&read[..], &[0]].concat(), "body one byte long"),
