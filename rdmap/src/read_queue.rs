@@ -46,17 +46,6 @@ pub struct OutstandingRead {
     pub placed: u32,
 }
 
-/// Where a Read Response segment's payload goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResponsePlacement {
-    /// The buffer the READ fills.
-    pub sink: ReadSink,
-    /// Offset of the first payload byte within the sink buffer.
-    pub offset: u32,
-    /// This segment ends the response.
-    pub completes: bool,
-}
-
 /// Why [`OutboundReads::respond`] took no segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResponseError<E> {
@@ -156,34 +145,12 @@ impl OutboundReads {
         });
     }
 
-    /// Checks one Read Response segment against the oldest outstanding
-    /// READ: the same sink STag, the next tagged offset, no more bytes than
-    /// asked for, and on the last segment exactly as many. The codes are
-    /// siw's (siw_rresp_check_ntoh); a response nobody asked for is an
-    /// unexpected opcode.
-    pub fn check(
-        &self,
-        stag: STag,
-        to: u64,
-        len: usize,
-        last: bool,
-    ) -> Result<ResponsePlacement, TermCode> {
-        let head = self
-            .queue
-            .front()
-            .ok_or(TermCode::RDMAP_UNEXPECTED_OPCODE)?;
-        continues(head, stag, to, len, last)?;
-        Ok(ResponsePlacement {
-            sink: head.sink,
-            offset: head.placed,
-            completes: last,
-        })
-    }
-
-    /// One Read Response segment in one look at the oldest READ:
-    /// [`check`](Self::check)ed, placed by `place`, then recorded as
-    /// [`advance`](Self::advance) records it; returns the READ it
-    /// completed. Refused or failing to place, it changes nothing: the
+    /// One Read Response segment in one look at the oldest READ: checked
+    /// against it (the same sink STag, the next tagged offset, no more
+    /// bytes than asked for, and on the last segment exactly as many; the
+    /// codes are siw's, siw_rresp_check_ntoh, and a response nobody asked
+    /// for is an unexpected opcode), placed by `place`, then recorded;
+    /// returns the READ it completed. Refused or failing to place, it changes nothing: the
     /// READ stays at the head for the caller to fail. Inlined into its
     /// one caller, so its answer stays out of memory.
     #[inline]
@@ -211,17 +178,6 @@ impl OutboundReads {
             placed: end,
             ..done
         }))
-    }
-
-    /// Records a checked segment as placed; returns the READ it completed.
-    pub fn advance(&mut self, placement: &ResponsePlacement, len: u32) -> Option<OutstandingRead> {
-        let head = self.queue.front_mut()?;
-        head.placed = head.placed.saturating_add(len);
-        if placement.completes {
-            self.queue.pop_front()
-        } else {
-            None
-        }
     }
 
     /// Whether any READ of a send queue entry is outstanding.
@@ -394,16 +350,21 @@ mod tests {
         assert!(q.push(ReadOwner::Rtr, sink(0)).is_err());
     }
 
+    /// A placement that succeeds.
+    fn ok() -> Result<(), ()> {
+        Ok(())
+    }
+
     #[test]
     fn response_in_segments() {
         let mut q = OutboundReads::new(1);
         q.push(ReadOwner::WorkRequest(7), sink(10)).unwrap();
-        let p = q.check(STag(0x100), 0x1000, 4, false).unwrap();
-        assert_eq!(p.offset, 0);
-        assert_eq!(q.advance(&p, 4), None);
-        let p = q.check(STag(0x100), 0x1004, 6, true).unwrap();
-        assert_eq!(p.offset, 4);
-        let done = q.advance(&p, 6).unwrap();
+        assert_eq!(q.respond(STag(0x100), 0x1000, 4, false, ok), Ok(None));
+        // The second segment continues at offset 4 of the sink.
+        let done = q
+            .respond(STag(0x100), 0x1004, 6, true, ok)
+            .unwrap()
+            .unwrap();
         assert_eq!(done.owner, ReadOwner::WorkRequest(7));
         assert_eq!(done.placed, 10);
         assert!(q.is_empty());
@@ -413,16 +374,16 @@ mod tests {
     fn zero_length_response() {
         let mut q = OutboundReads::new(0);
         q.push_rtr(sink(0));
-        let p = q.check(STag(0x100), 0x1000, 0, true).unwrap();
-        assert_eq!(q.advance(&p, 0).unwrap().owner, ReadOwner::Rtr);
+        let done = q.respond(STag(0x100), 0x1000, 0, true, ok).unwrap();
+        assert_eq!(done.unwrap().owner, ReadOwner::Rtr);
     }
 
     #[test]
     fn unsolicited_response_is_unexpected() {
-        let q = OutboundReads::new(4);
+        let mut q = OutboundReads::new(4);
         assert_eq!(
-            q.check(STag(1), 0, 0, true),
-            Err(TermCode::RDMAP_UNEXPECTED_OPCODE)
+            q.respond(STag(1), 0, 0, true, ok),
+            Err(ResponseError::Refused(TermCode::RDMAP_UNEXPECTED_OPCODE))
         );
     }
 
@@ -430,24 +391,25 @@ mod tests {
     fn mismatches_use_siw_codes() {
         let mut q = OutboundReads::new(1);
         q.push(ReadOwner::WorkRequest(0), sink(8)).unwrap();
+        let refused = |code| Err(ResponseError::Refused(code));
         assert_eq!(
-            q.check(STag(0x101), 0x1000, 8, true),
-            Err(TermCode::DDP_T_INVALID_STAG)
+            q.respond(STag(0x101), 0x1000, 8, true, ok),
+            refused(TermCode::DDP_T_INVALID_STAG)
         );
         assert_eq!(
-            q.check(STag(0x100), 0x1001, 7, true),
-            Err(TermCode::DDP_T_BASE_BOUNDS)
+            q.respond(STag(0x100), 0x1001, 7, true, ok),
+            refused(TermCode::DDP_T_BASE_BOUNDS)
         );
         assert_eq!(
-            q.check(STag(0x100), 0x1000, 9, false),
-            Err(TermCode::DDP_T_BASE_BOUNDS)
+            q.respond(STag(0x100), 0x1000, 9, false, ok),
+            refused(TermCode::DDP_T_BASE_BOUNDS)
         );
         assert_eq!(
-            q.check(STag(0x100), 0x1000, 7, true),
-            Err(TermCode::DDP_T_BASE_BOUNDS),
+            q.respond(STag(0x100), 0x1000, 7, true, ok),
+            refused(TermCode::DDP_T_BASE_BOUNDS),
             "short last segment"
         );
-        assert!(q.check(STag(0x100), 0x1000, 8, true).is_ok());
+        assert!(q.respond(STag(0x100), 0x1000, 8, true, ok).is_ok());
     }
 
     #[test]
@@ -461,8 +423,8 @@ mod tests {
         };
         q.push(ReadOwner::WorkRequest(1), second).unwrap();
         assert_eq!(
-            q.check(STag(0x200), 0, 4, true),
-            Err(TermCode::DDP_T_INVALID_STAG)
+            q.respond(STag(0x200), 0, 4, true, ok),
+            Err(ResponseError::Refused(TermCode::DDP_T_INVALID_STAG))
         );
         assert!(q.owns(1));
         assert!(!q.owns(2));
@@ -477,9 +439,8 @@ mod tests {
             len: 4,
         };
         q.push(ReadOwner::WorkRequest(0), s).unwrap();
-        let p = q.check(STag(9), u64::MAX - 1, 2, false).unwrap();
-        q.advance(&p, 2);
-        assert!(q.check(STag(9), 0, 2, true).is_ok());
+        assert_eq!(q.respond(STag(9), u64::MAX - 1, 2, false, ok), Ok(None));
+        assert!(q.respond(STag(9), 0, 2, true, ok).is_ok());
     }
 
     #[test]
@@ -533,10 +494,8 @@ mod tests {
         assert_eq!(r, Err(ResponseError::Place("sink gone")));
         assert_eq!(q.len(), 1);
         // The READ is still at the head, nothing of it placed.
-        assert_eq!(
-            q.check(STag(0x100), 0x1000, 4, true).map(|p| p.offset),
-            Ok(0)
-        );
+        let done = q.respond(STag(0x100), 0x1000, 4, true, ok).unwrap();
+        assert_eq!(done.map(|d| d.placed), Some(4));
     }
 
     #[test]
@@ -617,15 +576,16 @@ mod tests {
             points.dedup();
             let mut done = None;
             if points.len() == 1 {
-                let p = q.check(STag(0x100), 0x1000, 0, true).unwrap();
-                done = q.advance(&p, 0);
+                done = q.respond(STag(0x100), 0x1000, 0, true, ok).unwrap();
             }
             for w in points.windows(2) {
                 let n = w[1] - w[0];
                 let last = w[1] == len;
-                let p = q.check(STag(0x100), 0x1000 + u64::from(w[0]), n as usize, last).unwrap();
-                prop_assert_eq!(p.offset, w[0]);
-                done = q.advance(&p, n);
+                // Accepted only where the previous piece ended (offset w[0]).
+                let r = q.respond(STag(0x100), 0x1000 + u64::from(w[0]), n as usize, last, ok);
+                prop_assert!(r.is_ok(), "piece at {} refused: {:?}", w[0], r);
+                done = r.unwrap();
+                prop_assert_eq!(done.is_some(), last);
             }
             prop_assert_eq!(done.map(|d| d.placed), Some(len));
             prop_assert!(q.is_empty());
