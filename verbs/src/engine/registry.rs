@@ -347,6 +347,28 @@ impl<'a> RegistryView<'a> {
         }
     }
 
+    /// Writes `data` at `offset` of the home region `home` (named by
+    /// `stag`): the one path of [`Memory::write`] and
+    /// [`Memory::place_checked`] there.
+    #[inline]
+    fn write_home(
+        &mut self,
+        home: &'a Region,
+        stag: STag,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), OutOfRange> {
+        let err = OutOfRange {
+            stag: stag.0,
+            offset,
+            len: data.len(),
+        };
+        let range = home.range(offset, data.len()).ok_or(err)?;
+        let bytes = Self::home_bytes_mut(self.hold.get_mut(), home);
+        bytes.get_mut(range).ok_or(err)?.copy_from_slice(data);
+        Ok(())
+    }
+
     /// Runs `copy(out, bytes)` with the region's `out.len()` bytes at
     /// `offset`: the one path of [`Memory::read`] and
     /// [`Memory::read_crc`].
@@ -394,17 +416,14 @@ impl Memory for RegistryView<'_> {
     }
 
     fn write(&mut self, stag: STag, offset: u64, data: &[u8]) -> Result<(), OutOfRange> {
+        if let Some(home) = self.home_for(stag) {
+            return self.write_home(home, stag, offset, data);
+        }
         let err = OutOfRange {
             stag: stag.0,
             offset,
             len: data.len(),
         };
-        if let Some(home) = self.home_for(stag) {
-            let range = home.range(offset, data.len()).ok_or(err)?;
-            let bytes = Self::home_bytes_mut(self.hold.get_mut(), home);
-            bytes.get_mut(range).ok_or(err)?.copy_from_slice(data);
-            return Ok(());
-        }
         self.with_region(stag, |region| {
             let range = region.range(offset, data.len()).ok_or(err)?;
             region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
@@ -495,15 +514,8 @@ impl Memory for RegistryView<'_> {
             return self.write(stag, offset, data).map_err(TaggedError::Memory);
         };
         let offset = check(Some(home.info), pd, stag, to, data.len(), need)?;
-        let err = TaggedError::Memory(OutOfRange {
-            stag: stag.0,
-            offset,
-            len: data.len(),
-        });
-        let range = home.range(offset, data.len()).ok_or(err)?;
-        let bytes = Self::home_bytes_mut(self.hold.get_mut(), home);
-        bytes.get_mut(range).ok_or(err)?.copy_from_slice(data);
-        Ok(())
+        self.write_home(home, stag, offset, data)
+            .map_err(TaggedError::Memory)
     }
 }
 
