@@ -4,23 +4,10 @@
 
 use ddp::memory::Access;
 
+use super::transport::ulpdus_with as ulpdus;
 use super::util::{pattern, Pair, Setup};
 use crate::connection::DEFAULT_MAX_INLINE;
 use crate::work_request::{SendOp, SendWr, Sge};
-
-/// The ULPDUs of a stream, deframed with its CRC checked.
-fn ulpdus(wire: &[u8], crc: bool, markers: bool) -> Vec<Vec<u8>> {
-    let mut d = mpa::Deframer::new(crc, markers, 65535);
-    let mut out = Vec::new();
-    let n = d
-        .feed(wire, |u| {
-            out.push(u.to_vec());
-            core::ops::ControlFlow::Continue(())
-        })
-        .expect("our own stream deframes");
-    assert_eq!(n, wire.len());
-    out
-}
 
 /// The stream `ulpdus` become when each is framed whole by
 /// `Framer::frame` (copy first, CRC over the FPDU after).

@@ -9,7 +9,13 @@ use crate::wire::MessageRepr;
 
 /// The ULPDUs in a side's transmitted stream (no markers).
 pub fn ulpdus(wire: &[u8], crc: bool) -> Vec<Vec<u8>> {
-    let mut d = mpa::Deframer::new(crc, false, 65535);
+    ulpdus_with(wire, crc, false)
+}
+
+/// The ULPDUs in a side's transmitted stream, deframed with its CRC
+/// checked.
+pub fn ulpdus_with(wire: &[u8], crc: bool, markers: bool) -> Vec<Vec<u8>> {
+    let mut d = mpa::Deframer::new(crc, markers, 65535);
     let mut out = Vec::new();
     let n = d
         .feed(wire, |u| {
