@@ -721,7 +721,7 @@ mod tests {
     }
 
     #[test]
-    fn frame_with_matches_captured_fpdus() {
+    fn in_place_and_fused_framing_match_captured_fpdus() {
         for (text, crc) in [
             (CRC_SEND, true),
             (PLAIN_SEND, false),
@@ -740,6 +740,17 @@ mod tests {
                 fpdu.len() + 9,
             );
             assert_eq!(got, fpdu);
+            assert_eq!(framer.position(), StreamOffset(fpdu.len() as u32));
+            // The fused path too (CRC computed while the payload is copied).
+            let mut framer = Framer::new(crc, false);
+            let (got, fused) = frame_fused(
+                &mut framer,
+                &ulpdu[..split],
+                &ulpdu[split..],
+                fpdu.len() + 9,
+            );
+            assert_eq!(got, fpdu);
+            assert_eq!(fused, crc, "the register goes to fill exactly with CRC on");
             assert_eq!(framer.position(), StreamOffset(fpdu.len() as u32));
         }
     }
@@ -849,31 +860,6 @@ mod tests {
         );
         out.truncate(n);
         (out, fused)
-    }
-
-    #[test]
-    fn frame_with_crc_matches_captured_fpdus() {
-        for (text, crc) in [
-            (CRC_SEND, true),
-            (PLAIN_SEND, false),
-            (RTR_WRITE, true),
-            (CRC_READ_RESPONSE, true),
-        ] {
-            let fpdu = hex(text);
-            let len = usize::from(u16::from_be_bytes([fpdu[0], fpdu[1]]));
-            let ulpdu = &fpdu[2..2 + len];
-            let split = 14.min(ulpdu.len());
-            let mut framer = Framer::new(crc, false);
-            let (got, fused) = frame_fused(
-                &mut framer,
-                &ulpdu[..split],
-                &ulpdu[split..],
-                fpdu.len() + 9,
-            );
-            assert_eq!(got, fpdu);
-            assert_eq!(fused, crc, "the register goes to fill exactly with CRC on");
-            assert_eq!(framer.position(), StreamOffset(fpdu.len() as u32));
-        }
     }
 
     #[test]
