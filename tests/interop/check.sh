@@ -221,3 +221,35 @@ verdict() {
 		[ "$expect" = fail ] && echo XFAIL || echo FAIL
 	fi
 }
+
+# guest_went_silent PCAP: prints a line when a siw guest stopped sending
+# for good partway through a case: after its last frame, its peer sent it
+# at least 3 more over a second or longer on connections the guest had not
+# closed (no FIN, no RST from it). A guest whose program ended, well or
+# badly, closes its sockets before it powers off; one that falls silent
+# on open connections, while frames keep reaching it, has a network device
+# that stopped transmitting (seen now and then with qemu under TCG on a
+# loaded host: the guest goes on receiving, its programs run to the end,
+# and nothing it sends leaves the machine). Prints nothing otherwise.
+guest_went_silent() {
+	tcpdump -nn -tt -r "$1" ip 2>/dev/null | awk -v guests="$SIW_SERVER_IP $SIW_CLIENT_IP" '
+	function host(a) { sub(/:$/, "", a); sub(/\.[0-9]+$/, "", a); return a }
+	function ends(a) { sub(/:$/, "", a); return a }
+	BEGIN { n = split(guests, g, " "); for (i = 1; i <= n; i++) guest[g[i]] = 1 }
+	NR == 1 { t0 = $1 }
+	{
+		src = host($3); dst = host($5)
+		if (src in guest) {
+			last[src] = $1; after[src] = 0
+			if ($0 ~ /Flags \[[^]]*[FR]/) closed[ends($3) " " ends($5)] = 1
+		} else if ((dst in guest) && (dst in last) && !((ends($5) " " ends($3)) in closed)) {
+			after[dst]++; end[dst] = $1
+		}
+	}
+	END {
+		for (h in last)
+			if (after[h] >= 3 && end[h] - last[h] >= 1)
+				printf "siw guest %s sent nothing after %.2f s of the capture, while %d frames reached it on open connections over the next %.1f s: its network device stopped transmitting\n", \
+					h, last[h] - t0, after[h], end[h] - last[h]
+	}'
+}

@@ -38,8 +38,11 @@ IWARP_LIMIT=180
 LOSSY_LIMIT=600
 # Seconds an end may go on after its peer has exited (see wait_pair).
 PEER_GONE_GRACE=20
-# How often a case that did not do what it should is run again.
+# How often a case that did not do what it should is run again, and how
+# often more when its guest's network device stopped transmitting
+# (guest_went_silent in check.sh).
 RETRIES=${IWARP_INTEROP_RETRIES:-1}
+STALL_RETRIES=${IWARP_INTEROP_STALL_RETRIES:-2}
 
 list_only=0
 out_dir=
@@ -402,6 +405,14 @@ run_one() {
 			case "$result" in PASS | XFAIL) result=FAIL ;; esac
 		fi
 	fi
+	STALLED=
+	case "$result" in
+	PASS | XFAIL) ;;
+	*)
+		STALLED=$(guest_went_silent "$dir/case.pcap")
+		[ -z "$STALLED" ] || note+="; ${STALLED//$'\n'/; }"
+		;;
+	esac
 	LOSSY_ROW=
 	[[ $kind != lossy-* ]] || lossy_notes "$dir"
 	# A bulk perftest or lossy run captures hundreds of MB, and tshark's
@@ -411,6 +422,19 @@ run_one() {
 		rm -f "$dir/case.pcap.txt"
 		[[ $kind != perftest-* ]] || [ "$result" != PASS ] || rm -f "$dir/case.pcap"
 	fi
+}
+
+# Prints the end of each log of a case that did not do what it should, so
+# that CI's output alone says how it went wrong (the logs themselves stay
+# in the case's directory).
+show_failure_logs() {
+	local dir=$1 f
+	for f in "$dir"/server.log "$dir"/client.log "$dir"/iwarp.log; do
+		[ -f "$f" ] || continue
+		log "$name: the end of $(basename "$f"):"
+		# Kernel boot lines ("[    1.234] ...") say nothing about the case.
+		grep -v '^\[ *[0-9]' "$f" | tail -n 12 | sed 's/^/    /'
+	done
 }
 
 results=()
@@ -435,19 +459,30 @@ for line in "${selected[@]}"; do
 		continue
 	fi
 	run_one "$dir"
-	if [ "$RETRIES" -gt 0 ] && [ "$result" != PASS ] && [ "$result" != XFAIL ]; then
-		# A case that did not do what it should runs once more: qemu under
-		# TCG on a loaded host has its moments. Both attempts are reported.
-		first="first attempt $result in ${secs}s: $note"
-		mv "$dir" "$dir.attempt1"
+	attempt=1
+	earlier=
+	# A case that did not do what it should runs once more: qemu under TCG
+	# on a loaded host has its moments. One whose guest's network device
+	# stopped transmitting (STALLED) may run up to STALL_RETRIES times
+	# more besides. Every attempt is reported.
+	while [ "$result" != PASS ] && [ "$result" != XFAIL ] &&
+		{ [ "$attempt" -le "$RETRIES" ] ||
+			{ [ -n "$STALLED" ] && [ "$attempt" -le $((RETRIES + STALL_RETRIES)) ]; }; }; do
+		earlier+="; retried (attempt $attempt $result in ${secs}s: $note)"
+		show_failure_logs "$dir"
+		mv "$dir" "$dir.attempt$attempt"
 		mkdir -p "$dir"
 		log "$name: $result, running it once more"
+		attempt=$((attempt + 1))
 		run_one "$dir"
-		note+="; retried ($first)"
-	fi
+	done
+	note+=$earlier
 	case "$result" in
 	PASS | XFAIL) n_pass=$((n_pass + 1)) ;;
-	*) n_fail=$((n_fail + 1)) ;;
+	*)
+		n_fail=$((n_fail + 1))
+		show_failure_logs "$dir"
+		;;
 	esac
 	results+=("$name|$expect|$result|$secs|$note")
 	if [[ $kind == lossy-* ]]; then

@@ -2,7 +2,8 @@
 # Tests of the harness itself that need no root, qemu or network: the capture
 # checks against the reference siw captures (each must pass as the build that
 # made it and fail as any other, and a capture with one corrupted CRC must
-# fail), the verdicts, the guest marker parsing and the case list.
+# fail), the verdicts, the guest marker parsing, the silent-guest check and
+# the case list.
 #
 # Usage: tests/interop/selftest.sh     (needs tshark and editcap)
 # The reference captures sit in ../shared/captures beside the repository; a
@@ -289,6 +290,28 @@ else
 	else
 		not_ok "corrupted CRC detected: no CRC-checked FPDU in rping-crc.pcap"
 	fi
+
+	# A guest that stops transmitting: in the reference captures both ends
+	# close their connections, so no end went silent; with 10.99.0.2's
+	# frames cut after 0.3 s, it did (10.99.0.3 goes on for 1.5 s), and
+	# cut after 1.7 s it did not (10.99.0.3 ends 0.1 s later).
+	for f in "$C"/*.pcap; do
+		for g in 10.99.0.2 10.99.0.3; do
+			expect_eq "$g not silent in $(basename "$f")" \
+				"$(SIW_SERVER_IP=$g SIW_CLIENT_IP=none guest_went_silent "$f")" ""
+		done
+	done
+	for cut in 0.3 1.7; do
+		tshark -r "$C/perftest-write-crc.pcap" -w "$TMP/silent-$cut.pcap" \
+			-Y "!(ip.src == 10.99.0.2 && frame.time_relative > $cut)" 2>/dev/null
+	done
+	silent=$(SIW_SERVER_IP=10.99.0.2 SIW_CLIENT_IP=none guest_went_silent "$TMP/silent-0.3.pcap")
+	case "$silent" in
+	"siw guest 10.99.0.2 sent nothing after "*" frames reached it on open connections over the next 1."*) ok "guest silent after 0.3 s" ;;
+	*) not_ok "guest silent after 0.3 s: got '$silent'" ;;
+	esac
+	expect_eq "guest not silent for a second" \
+		"$(SIW_SERVER_IP=10.99.0.2 SIW_CLIENT_IP=none guest_went_silent "$TMP/silent-1.7.pcap")" ""
 fi
 
 echo "selftest: $passed passed, $failed failed, $skipped skipped"
