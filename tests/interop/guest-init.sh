@@ -174,7 +174,17 @@ if [ "$elapsed" -ge "$cmd_timeout" ]; then
 fi
 # siw and the RDMA core print connection errors to the kernel log; keep the
 # ones that explain a failure next to the result.
-dmesg | grep -iE 'siw|iw_cm|rdma|infiniband' | tail -n "$dmesg_lines" | sed 's/^/guest-dmesg: /'
+dmesg | grep -iE 'siw|iw_cm|rdma|infiniband|virtio|eth0|watchdog' | grep -vE 'speed is unknown|NMI watchdog' |
+	tail -n "$dmesg_lines" | sed 's/^/guest-dmesg: /'
+# What eth0 moved, for a case in which the guest stopped transmitting (see
+# the interop README): bytes and packets each way, and per transmit queue
+# the bytes the driver handed to the device without a completion yet.
+awk '/eth0:/ { sub(/.*eth0:/, ""); split($0, f, " ");
+	printf "iwarp-interop: eth0 rx %s bytes %s packets, tx %s bytes %s packets %s dropped\n", f[1], f[2], f[9], f[10], f[12] }' /proc/net/dev
+for q in /sys/class/net/eth0/queues/tx-*; do
+	[ -d "$q" ] || continue
+	echo "iwarp-interop: eth0 $(basename "$q") in flight $(cat "$q/byte_queue_limits/inflight" 2>/dev/null) bytes, timeouts $(cat "$q/tx_timeout" 2>/dev/null)"
+done
 # What netem did: packets sent and dropped.
 [ -z "$netem" ] || /usr/sbin/tc -s qdisc show dev eth0 | sed 's/^/iwarp-interop: netem: /'
 echo "IWARP-INTEROP-RESULT rc=$rc"
