@@ -177,13 +177,16 @@ fi
 dmesg | grep -iE 'siw|iw_cm|rdma|infiniband|virtio|eth0|watchdog' | grep -vE 'speed is unknown|NMI watchdog' |
 	tail -n "$dmesg_lines" | sed 's/^/guest-dmesg: /'
 # What eth0 moved, for a case in which the guest stopped transmitting (see
-# the interop README): bytes and packets each way, and per transmit queue
-# the bytes the driver handed to the device without a completion yet.
+# the interop README): bytes and packets each way as the driver counts
+# them (a sent frame counts once the device has taken it), what the
+# queueing discipline handed to the driver, and the watchdog's transmit
+# timeouts per queue.
 awk '/eth0:/ { sub(/.*eth0:/, ""); split($0, f, " ");
 	printf "iwarp-interop: eth0 rx %s bytes %s packets, tx %s bytes %s packets %s dropped\n", f[1], f[2], f[9], f[10], f[12] }' /proc/net/dev
+[ -n "$netem" ] || [ ! -x /usr/sbin/tc ] || /usr/sbin/tc -s qdisc show dev eth0 | sed 's/^/iwarp-interop: eth0 qdisc: /'
 for q in /sys/class/net/eth0/queues/tx-*; do
 	[ -d "$q" ] || continue
-	echo "iwarp-interop: eth0 $(basename "$q") in flight $(cat "$q/byte_queue_limits/inflight" 2>/dev/null) bytes, timeouts $(cat "$q/tx_timeout" 2>/dev/null)"
+	echo "iwarp-interop: eth0 $(basename "$q") transmit timeouts $(cat "$q/tx_timeout" 2>/dev/null)"
 done
 # What netem did: packets sent and dropped.
 [ -z "$netem" ] || /usr/sbin/tc -s qdisc show dev eth0 | sed 's/^/iwarp-interop: netem: /'

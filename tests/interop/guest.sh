@@ -38,6 +38,11 @@ guest_start() {
 	# Extra kernel arguments for debugging a guest (e.g. loglevel=7).
 	append+=" ${IWARP_INTEROP_KERNEL_ARGS:-}"
 	: >"$log_file"
+	# event_idx=off: the guest notifies the device of every batch it
+	# queues, instead of when the device's event index asks for it. With
+	# the event index, qemu under TCG now and then stopped serving the
+	# transmit ring (see "A guest that stops transmitting" in the README).
+	local nic_opts=${IWARP_INTEROP_NIC_OPTS:-event_idx=off}
 	timeout -k 5 $((limit + GUEST_BOOT_ALLOWANCE)) \
 		ip netns exec "$NETNS" qemu-system-x86_64 \
 		-accel tcg -cpu max -smp 1 -m "$GUEST_MEM_MB" \
@@ -45,7 +50,7 @@ guest_start() {
 		-serial "file:$log_file" \
 		-kernel "$KERNEL" -initrd "$INITRD" -append "$append" \
 		-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
-		-device "virtio-net-pci,netdev=n0,mac=$mac,romfile=" \
+		-device "virtio-net-pci,netdev=n0,mac=$mac,romfile=,$nic_opts" \
 		>"$log_file.qemu" 2>&1 &
 	GUEST_PID=$!
 	netns_track_pid "$GUEST_PID"
