@@ -181,10 +181,25 @@ pub trait Memory {
         data: &[u8],
         need: Access,
     ) -> Result<(), crate::error::TaggedError> {
-        let offset = crate::tagged::check(self.region(stag), pd, stag, to, data.len(), need)?;
-        self.write(stag, offset, data)
-            .map_err(crate::error::TaggedError::Memory)
+        place_in_two_steps(self, stag, pd, to, data, need)
     }
+}
+
+/// [`Memory::place_checked`]'s answer in its two steps, the check over
+/// [`region`](Memory::region) and then [`write`](Memory::write): the
+/// trait's default, and the fallback of an override for the regions its
+/// shortcut does not cover.
+pub fn place_in_two_steps<M: Memory + ?Sized>(
+    mem: &mut M,
+    stag: STag,
+    pd: PdId,
+    to: u64,
+    data: &[u8],
+    need: Access,
+) -> Result<(), crate::error::TaggedError> {
+    let offset = crate::tagged::check(mem.region(stag), pd, stag, to, data.len(), need)?;
+    mem.write(stag, offset, data)
+        .map_err(crate::error::TaggedError::Memory)
 }
 
 /// A plain registration table owning its buffers: the reference [`Memory`]

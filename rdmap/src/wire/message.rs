@@ -753,9 +753,15 @@ mod tests {
             ),
             (patched(&send, 9, 1), "Send on queue 1"),
         ];
+        refused_by_both(&cases, |b| MessageRepr::parse_data(b).is_some());
+    }
+
+    /// Each near miss is left by the one-pass reading (`takes`: whether it
+    /// answers) to the full parse, and refused there.
+    fn refused_by_both(cases: &[(Vec<u8>, &str)], takes: impl Fn(&[u8]) -> bool) {
         for (b, what) in cases {
-            assert_eq!(MessageRepr::parse_data(&b), None, "{what}");
-            assert!(MessageRepr::parse(&b).is_err(), "{what}");
+            assert!(!takes(b), "{what}");
+            assert!(MessageRepr::parse(b).is_err(), "{what}");
         }
     }
 
@@ -814,10 +820,7 @@ mod tests {
             (with(0, 0xc1), "tagged"),
             (with(9, 0), "on queue 0"),
         ];
-        for (b, what) in cases {
-            assert_eq!(MessageRepr::parse_read_request(&b), None, "{what}");
-            assert!(MessageRepr::parse(&b).is_err(), "{what}");
-        }
+        refused_by_both(&cases, |b| MessageRepr::parse_read_request(b).is_some());
     }
 
     /// A Read Request for [`parse_read_request`](MessageRepr::parse_read_request)

@@ -8,7 +8,9 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use ddp::memory::{Access, InvalidateError, Memory, OutOfRange, PdId, RegionInfo, STag};
+use ddp::memory::{
+    place_in_two_steps, Access, InvalidateError, Memory, OutOfRange, PdId, RegionInfo, STag,
+};
 use ddp::tagged::check;
 use ddp::TaggedError;
 
@@ -510,8 +512,7 @@ impl Memory for RegistryView<'_> {
         need: Access,
     ) -> Result<(), TaggedError> {
         let Some(home) = self.home_for(stag) else {
-            let offset = check(self.region(stag), pd, stag, to, data.len(), need)?;
-            return self.write(stag, offset, data).map_err(TaggedError::Memory);
+            return place_in_two_steps(self, stag, pd, to, data, need);
         };
         let offset = check(Some(home.info), pd, stag, to, data.len(), need)?;
         self.write_home(home, stag, offset, data)
@@ -557,20 +558,6 @@ mod tests {
 
     const PD: PdId = PdId(1);
 
-    /// What the trait's default answers: the check over `region`, then
-    /// `write`.
-    fn two_steps(
-        v: &mut RegistryView<'_>,
-        stag: STag,
-        pd: PdId,
-        to: u64,
-        data: &[u8],
-        need: Access,
-    ) -> Result<(), TaggedError> {
-        let offset = check(v.region(stag), pd, stag, to, data.len(), need)?;
-        v.write(stag, offset, data).map_err(TaggedError::Memory)
-    }
-
     #[test]
     fn place_checked_answers_as_the_two_steps_do() {
         let reg = Registry::with_seed(5);
@@ -605,8 +592,9 @@ mod tests {
                 other.bytes.read().unwrap().to_vec(),
             );
             let mut cache = RegionCache(Some(home.clone()));
-            let slow =
-                reg.with_cached_view(&mut cache, |v| two_steps(v, stag, pd, to, &data, need));
+            let slow = reg.with_cached_view(&mut cache, |v| {
+                place_in_two_steps(v, stag, pd, to, &data, need)
+            });
             let after_slow = (
                 home.bytes.read().unwrap().to_vec(),
                 other.bytes.read().unwrap().to_vec(),
