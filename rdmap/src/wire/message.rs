@@ -129,15 +129,7 @@ impl<'a> MessageRepr<'a> {
         if Some(h.qn()) != opcode.queue() {
             return None;
         }
-        let u = UntaggedRepr {
-            last: ddp.last,
-            rsvd_ulp,
-            rsvd_ulp2: h.rsvd_ulp2(),
-            qn: h.qn(),
-            msn: h.msn(),
-            mo: h.mo(),
-            ddp_rsvd: ddp.rsvd,
-        };
+        let u = untagged_repr(&h, ddp.last, rsvd_ulp, ddp.rsvd);
         Some(DataSegment::Send(u, payload))
     }
 
@@ -167,15 +159,7 @@ impl<'a> MessageRepr<'a> {
         if Some(h.qn()) != Opcode::ReadRequest.queue() {
             return None;
         }
-        let u = UntaggedRepr {
-            last: true,
-            rsvd_ulp,
-            rsvd_ulp2: h.rsvd_ulp2(),
-            qn: h.qn(),
-            msn: h.msn(),
-            mo: h.mo(),
-            ddp_rsvd: ddp.rsvd,
-        };
+        let u = untagged_repr(&h, true, rsvd_ulp, ddp.rsvd);
         // A fixed-size body: the view's accessors need no checks.
         let r = ReadRequest::new_unchecked(&body[..]);
         let r = ReadRequestRepr {
@@ -276,6 +260,27 @@ impl<'a> MessageRepr<'a> {
             }
         }
         Ok(len)
+    }
+}
+
+/// The untagged header of the one-pass parses, from its checked fields.
+/// Inlined: the fields go straight into the record, which its caller
+/// keeps in registers.
+#[inline(always)]
+fn untagged_repr(
+    h: &UntaggedHeader<&[u8]>,
+    last: bool,
+    rsvd_ulp: u8,
+    ddp_rsvd: u8,
+) -> UntaggedRepr {
+    UntaggedRepr {
+        last,
+        rsvd_ulp,
+        rsvd_ulp2: h.rsvd_ulp2(),
+        qn: h.qn(),
+        msn: h.msn(),
+        mo: h.mo(),
+        ddp_rsvd,
     }
 }
 
