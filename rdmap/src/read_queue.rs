@@ -150,9 +150,9 @@ impl OutboundReads {
     /// bytes than asked for, and on the last segment exactly as many; the
     /// codes are siw's, siw_rresp_check_ntoh, and a response nobody asked
     /// for is an unexpected opcode), placed by `place`, then recorded;
-    /// returns the READ it completed. Refused or failing to place, it changes nothing: the
-    /// READ stays at the head for the caller to fail. Inlined into its
-    /// one caller, so its answer stays out of memory.
+    /// returns the READ it completed. Refused or failing to place, it
+    /// changes nothing: the READ stays at the head for the caller to fail.
+    /// Inlined into its one caller, so its answer stays out of memory.
     #[inline]
     pub fn respond<E>(
         &mut self,
