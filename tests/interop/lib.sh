@@ -40,6 +40,26 @@ debian_kernel_version() {
 		sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*-amd64\)$/\1/p' | head -n 1
 }
 
+# The rdma-core programs setup.sh copies into the guest image.
+GUEST_TOOLS="rping ucmatose udaddy rdma_server rdma_client ib_write_bw ib_read_bw ib_send_bw
+ib_write_lat ib_read_lat ib_send_lat ibv_devices ibv_devinfo ibv_rc_pingpong rdma"
+# For the lossy cases: iproute2's tc (busybox's has no netem) and ethtool
+# (segmentation offloads off, so netem drops frames, not 64 KB GSO packets).
+# They go to /usr/sbin in the guest, where guest-init.sh calls them by path
+# (/bin's busybox applets come first in its PATH).
+NETEM_TOOLS="tc ethtool"
+# What run.sh calls on the host.
+RUN_TOOLS="qemu-system-x86_64 tshark tcpdump ip timeout"
+# What setup.sh calls on the host to build the image.
+SETUP_TOOLS="busybox readelf modinfo cpio xz gzip make"
+
+# The commands .ci/packages promises (its second column on), one a line:
+# every tool above must be among them, so .ci/run installs it before the
+# first step that needs it.
+listed_commands() {
+	sed -e 's/#.*//' "$REPO_ROOT/.ci/packages" | awk 'NF > 1 { for (i = 2; i <= NF; i++) if ($i != "-") print $i }'
+}
+
 # Where setup.sh leaves the kernel and initramfs for one kernel version.
 cache_dir_for() { echo "$CACHE_ROOT/$1"; }
 

@@ -88,7 +88,7 @@ fi
 
 need_root
 load_setup_env
-for tool in qemu-system-x86_64 tshark tcpdump ip timeout; do
+for tool in $RUN_TOOLS; do
 	command -v "$tool" >/dev/null || die "missing $tool: run tests/interop/setup.sh"
 done
 out_dir=${out_dir:-$REPO_ROOT/target/interop/$(date +%Y%m%d-%H%M%S)}

@@ -22,6 +22,18 @@ set -uo pipefail
 . "$INTEROP_DIR/lossy.sh"
 
 CAPTURES=${IWARP_INTEROP_CAPTURES:-$REPO_ROOT/../shared/captures}
+# The tools the checks below call. A missing one is named here: with
+# IWARP_REQUIRE_ALL=1 (CI) the self-test stops, otherwise the capture checks
+# skip; it is never left to show up as a check that read nothing.
+SELFTEST_TOOLS="tshark editcap tcpdump python3 awk"
+absent_tools=""
+for t in $SELFTEST_TOOLS; do
+	command -v "$t" >/dev/null || absent_tools="$absent_tools $t"
+done
+if [ -n "$absent_tools" ] && [ "${IWARP_REQUIRE_ALL:-0}" = 1 ]; then
+	echo "FAIL missing tools:$absent_tools (.ci/packages lists their packages; .ci/install-packages installs them)"
+	exit 1
+fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 passed=0
@@ -212,6 +224,15 @@ expect_eq "lossy notes: the note says it" "$(echo "$lossy_out" | sed -n 3p | gre
 expect_eq "lossy notes: a guest without netem fails the case" "$(echo "$lossy_out" | sed -n 4p | grep -o '^FAIL|n; netem not applied as asked')" \
 	"FAIL|n; netem not applied as asked"
 
+# --- every tool the harness calls comes from a package .ci/run installs first
+listed=" $(listed_commands | tr '\n' ' ') "
+for t in $SELFTEST_TOOLS $RUN_TOOLS $SETUP_TOOLS $GUEST_TOOLS $NETEM_TOOLS; do
+	case "$listed" in
+	*" $t "*) ok "$t is in .ci/packages" ;;
+	*) not_ok "$t is called by the harness but no package in .ci/packages lists it" ;;
+	esac
+done
+
 # --- capture checks against the reference captures -------------------------
 # check_expect NAME PCAP VARIANT EXPECT COUNT SIZE WANT(0 = clean, 1 = problems)
 check_expect() {
@@ -229,8 +250,8 @@ check_expect() {
 if [ ! -d "$CAPTURES" ]; then
 	echo "skip capture checks: no reference captures at $CAPTURES"
 	skipped=$((skipped + 1))
-elif ! command -v tshark >/dev/null || ! command -v editcap >/dev/null; then
-	echo "skip capture checks: tshark/editcap not installed (tests/interop/setup.sh installs them)"
+elif [ -n "$absent_tools" ]; then
+	echo "skip capture checks: missing$absent_tools (.ci/install-packages installs them)"
 	skipped=$((skipped + 1))
 else
 	C=$CAPTURES
@@ -315,4 +336,8 @@ else
 fi
 
 echo "selftest: $passed passed, $failed failed, $skipped skipped"
+if [ "$skipped" != 0 ] && [ "${IWARP_REQUIRE_ALL:-0}" = 1 ]; then
+	echo "FAIL IWARP_REQUIRE_ALL=1 and $skipped group(s) skipped"
+	exit 1
+fi
 [ "$failed" = 0 ]

@@ -54,8 +54,9 @@ t_start=$(date +%s)
 
 # 1. Host tools: the emulator, busybox for the guest, the RDMA userspace to
 #    copy into it, capture and decode tools, and what building modules needs.
-ensure_packages qemu-system-x86 binutils busybox-static rdmacm-utils perftest ibverbs-utils \
-	ibverbs-providers rdma-core iproute2 ethtool tshark tcpdump cpio kmod gzip xz-utils make
+#    .ci/packages is their one list; .ci/run installs it before its first step.
+# shellcheck disable=SC2046 # one word per package
+ensure_packages $(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$REPO_ROOT/.ci/packages" | awk '{print $1}')
 
 # 2. The kernel version Debian's linux-image-amd64 currently points at.
 KVER=$(debian_kernel_version)
@@ -172,13 +173,7 @@ done
 
 # 6. The initramfs: one image holding all four siw builds; the kernel command
 #    line picks one (iwarp.variant=).
-GUEST_TOOLS="rping ucmatose udaddy rdma_server rdma_client ib_write_bw ib_read_bw ib_send_bw
-ib_write_lat ib_read_lat ib_send_lat ibv_devices ibv_devinfo ibv_rc_pingpong rdma"
-# For the lossy cases: iproute2's tc (busybox's has no netem) and ethtool
-# (segmentation offloads off, so netem drops frames, not 64 KB GSO packets).
-# They go to /usr/sbin in the guest, where guest-init.sh calls them by path
-# (/bin's busybox applets come first in its PATH).
-NETEM_TOOLS="tc ethtool"
+# GUEST_TOOLS and NETEM_TOOLS (lib.sh) are what the image carries.
 # Uncompressed: unpacking gzip inside a TCG guest costs more than handing
 # qemu a bigger file.
 INITRD=$CACHE/initramfs.cpio
