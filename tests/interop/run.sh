@@ -40,7 +40,8 @@ LOSSY_LIMIT=600
 PEER_GONE_GRACE=20
 # How often a case that did not do what it should is run again, and how
 # often more when its guest's network device stopped transmitting
-# (guest_went_silent in check.sh).
+# (guest_went_silent in check.sh) or its kernel died booting
+# (guest_boot_failed in guest.sh).
 RETRIES=${IWARP_INTEROP_RETRIES:-1}
 STALL_RETRIES=${IWARP_INTEROP_STALL_RETRIES:-2}
 
@@ -410,6 +411,10 @@ run_one() {
 	PASS | XFAIL) ;;
 	*)
 		STALLED=$(guest_went_silent "$dir/case.pcap")
+		for f in "$dir"/server.log "$dir"/client.log; do
+			[ -f "$f" ] || continue
+			STALLED+=$(guest_boot_failed "$f")
+		done
 		[ -z "$STALLED" ] || note+="; ${STALLED//$'\n'/; }"
 		;;
 	esac
@@ -432,8 +437,7 @@ show_failure_logs() {
 	for f in "$dir"/server.log "$dir"/client.log "$dir"/iwarp.log; do
 		[ -f "$f" ] || continue
 		log "$name: the end of $(basename "$f"):"
-		# Kernel boot lines ("[    1.234] ...") say nothing about the case.
-		grep -v '^\[ *[0-9]' "$f" | tail -n 12 | sed 's/^/    /'
+		guest_log_tail "$f" 12 | sed 's/^/    /'
 	done
 }
 

@@ -69,6 +69,14 @@ expect_eq "verdict pass/1240/0 is no hang" "$(verdict pass 1240 0)" FAIL
 # --- guest markers ----------------------------------------------------------
 printf 'boot noise\r\nIWARP-INTEROP-READY\r\nrping output\r\nIWARP-INTEROP-RESULT rc=255\r\n[ 9.1] reboot: Power down\r\n' >"$TMP/g1.log"
 expect_eq "result marker with CRLF" "$(guest_result "$TMP/g1.log")" 255
+printf '[    0.032000] ..MP-BIOS bug: 8254 timer not connected to IO-APIC\r\n[    0.072000] Kernel panic - not syncing: IO-APIC + timer doesn'"'"'t work!\r\n' >"$TMP/panic.log"
+expect_eq "boot panic recognised" "$(guest_boot_failed "$TMP/panic.log")" \
+	"guest kernel panicked while booting: Kernel panic - not syncing: IO-APIC + timer doesn't work!"
+expect_eq "no boot panic after ready" "$(guest_boot_failed "$TMP/g1.log")" ""
+expect_eq "a log of kernel lines only has an empty tail" \
+	"$(set -e -o pipefail; guest_log_tail "$TMP/panic.log" 12; echo "rc=$?")" "rc=0"
+expect_eq "log tail skips kernel lines" "$(guest_log_tail "$TMP/g1.log" 2 | tr -d '\r')" "rping output
+IWARP-INTEROP-RESULT rc=255"
 printf 'IWARP-INTEROP-READY\nhung here\n' >"$TMP/g2.log"
 expect_eq "no result marker" "$(guest_result "$TMP/g2.log")" none
 printf 'IWARP-INTEROP-SETUP-FAILED rdma link add siw0\n' >"$TMP/g3.log"
