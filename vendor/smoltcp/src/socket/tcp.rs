@@ -594,6 +594,9 @@ pub struct Socket<'a> {
     /// The remote window size, relative to local_seq_no
     /// I.e. we're allowed to send octets until local_seq_no+remote_win_len
     remote_win_len: usize,
+    /// MAX.SND.WND (RFC 5961 section 5.2): the largest window the peer has
+    /// advertised. ACKs further below SND.UNA than this are forged or stale.
+    max_remote_win: usize,
     /// The receive window scaling factor for remotes which support RFC 1323, None if unsupported.
     remote_win_scale: Option<u8>,
     /// Whether or not the remote supports selective ACK as described in RFC 2018.
@@ -795,6 +798,7 @@ impl<'a> Socket<'a> {
             remote_last_ack: None,
             remote_last_win: 0,
             remote_win_len: 0,
+            max_remote_win: 0,
             remote_win_shift: rx_cap_log2.saturating_sub(16) as u8,
             remote_win_scale: None,
             remote_has_sack: false,
@@ -1208,6 +1212,7 @@ impl<'a> Socket<'a> {
         self.remote_last_ack = None;
         self.remote_last_win = 0;
         self.remote_win_len = 0;
+        self.max_remote_win = 0;
         self.remote_win_scale = None;
         self.remote_win_shift = rx_cap_log2.saturating_sub(16) as u8;
         self.remote_mss = DEFAULT_MSS;
@@ -2782,18 +2787,18 @@ impl<'a> Socket<'a> {
                         ack_min,
                         ack_max
                     );
-                    // Data with PSH set (the last segment of what the
-                    // peer had queued: a whole small message) is data too.
-                    if repr.payload.is_empty()
-                        || !matches!(repr.control, TcpControl::None | TcpControl::Psh)
-                    {
-                        // Overtaken by a later ACK, its SACK blocks still
-                        // count: a D-SACK in it is the only report of
-                        // that duplicate (Linux reads old ACKs' SACKs too).
-                        if self.remote_has_sack && repr.control == TcpControl::None {
-                            self.process_old_sack(ack_number, repr);
-                        }
-                        return None;
+                    // RFC 5961 section 5.2 (a MAY there; Linux does it): an
+                    // ACK more than the largest window ever advertised
+                    // below SND.UNA comes from no segment the peer can
+                    // still have in flight. Blind data injection guesses
+                    // ACK numbers; drop the segment and answer with an ACK.
+                    // In u32 arithmetic: an ACK 2^31 away is below too, and
+                    // `SeqNumber`'s subtraction would panic on it.
+                    let below = self.local_seq_no.0.wrapping_sub(ack_number.0) as u32;
+                    let max_wnd = self.max_remote_win.max(self.remote_win_len);
+                    if below as usize > max_wnd {
+                        net_debug!("ACK {} below SND.UNA - MAX.SND.WND", ack_number);
+                        return self.challenge_ack_reply(cx, ip_repr, repr);
                     }
                     stale_ack = true;
                 }
@@ -2947,6 +2952,29 @@ impl<'a> Socket<'a> {
                 }
             }
         };
+
+        // A segment whose ACK a later one overtook: its text is kept (RFC
+        // 9293 3.10.7.4 lets the old ACK be ignored), and so are its SACK
+        // blocks, but only now that its sequence number passed the
+        // acceptability test: blocks of a segment that fails it are as
+        // likely forged as not (anyone who knows the 4-tuple can send one).
+        // Data with PSH set (the last segment of what the peer had queued:
+        // a whole small message) is data too.
+        if stale_ack
+            && (repr.payload.is_empty()
+                || !matches!(repr.control, TcpControl::None | TcpControl::Psh))
+        {
+            // Overtaken by a later ACK, its SACK blocks still count: a
+            // D-SACK in it is the only report of that duplicate (Linux
+            // reads old ACKs' SACKs too).
+            if self.remote_has_sack
+                && repr.control == TcpControl::None
+                && let Some(ack_number) = repr.ack_number
+            {
+                self.process_old_sack(ack_number, repr);
+            }
+            return None;
+        }
 
         // Compute the amount of acknowledged octets, removing the SYN and FIN bits
         // from the sequence space.
@@ -3192,6 +3220,7 @@ impl<'a> Socket<'a> {
         // An old ACK's window is old too (RFC 9293 3.10.7.4, SND.WL1/WL2).
         if !stale_ack {
             self.remote_win_len = new_remote_win_len;
+            self.max_remote_win = self.max_remote_win.max(new_remote_win_len);
             self.congestion_controller
                 .inner_mut()
                 .set_remote_window(new_remote_win_len);
@@ -8846,6 +8875,137 @@ mod test {
         let reply = send(&mut s, Instant::from_micros(1_003_000), &sack_ack(0, &[(3, 6)]));
         assert!(reply.is_none());
         assert_eq!(s.stats().spurious_retransmits, 1);
+    }
+
+    /// Blind injection: a segment whose ACK lies below SND.UNA (half of all
+    /// ACK values do) and whose sequence number is outside the receive
+    /// window is not the peer's. Its SACK and D-SACK blocks change nothing.
+    #[test]
+    fn test_sack_blocks_of_an_unacceptable_segment_are_ignored() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        send!(s, time 1001, sack_ack(3, &[]));
+        let forged = |blocks: &[(usize, usize)]| TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 5000,
+            ..sack_ack(0, blocks)
+        };
+        send(&mut s, Instant::from_millis(1002), &forged(&[(6, 12)]));
+        assert!(s.scoreboard.is_empty());
+        assert_eq!(s.stats().sacked_bytes, 0);
+        // A forged D-SACK (below SND.UNA) counts no spurious resend.
+        send(&mut s, Instant::from_millis(1003), &forged(&[(0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        assert!(!s.reordering_seen);
+        // The same blocks in an acceptable old ACK do count.
+        send!(s, time 1004, sack_ack(0, &[(6, 12)]));
+        assert_eq!(s.stats().sacked_bytes, 6);
+    }
+
+    /// RFC 5961 section 5.2: an ACK below SND.UNA - MAX.SND.WND is
+    /// discarded with its data, and answered with an ACK.
+    #[test]
+    fn test_data_with_ack_below_the_max_window_is_dropped() {
+        let mut s = socket_sack_sent(b"aaaBBB", 3);
+        send!(s, time 1001, sack_ack(6, &[]));
+        let reply = send(
+            &mut s,
+            Instant::from_millis(1002),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 6 - 257),
+                payload: &b"xyz"[..],
+                ..SEND_TEMPL
+            },
+        );
+        assert_eq!(s.recv_queue(), 0);
+        assert_eq!(
+            reply.map(|r| (r.seq_number, r.ack_number)),
+            Some((LOCAL_SEQ + 1 + 6, Some(REMOTE_SEQ + 1)))
+        );
+        // Within the bound (a window of 256 below SND.UNA) the data is kept.
+        send(
+            &mut s,
+            Instant::from_millis(1003),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 6 - 256),
+                payload: &b"xyz"[..],
+                ..SEND_TEMPL
+            },
+        );
+        assert_eq!(s.recv_queue(), 3);
+    }
+
+    /// A socket like `socket_sack_sent` whose sequence numbers start at
+    /// `isn`, so that its data can cross 2^32 or 2^31.
+    fn socket_sack_sent_at(isn: TcpSeqNumber, data: &[u8], mss: usize) -> TestSocket {
+        let mut s = socket_established_with_buffer_sizes(256, 64);
+        s.local_seq_no = isn;
+        s.remote_last_seq = isn;
+        s.remote_has_sack = true;
+        s.remote_mss = mss;
+        send!(s, time 0, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(isn),
+            ..SEND_TEMPL
+        });
+        s.send_slice(data).unwrap();
+        for _ in data.chunks(mss) {
+            recv(&mut s, Instant::from_millis(1000), |r| assert!(r.is_ok()));
+        }
+        s
+    }
+
+    /// Forged SACK and D-SACK blocks where SND.UNA sits just below 2^32
+    /// and just below 2^31: ACKs on the far side of the wrap, half the
+    /// space away and exactly 2^31 away are all judged without a panic,
+    /// and none of their blocks reaches the scoreboard or the undo.
+    #[test]
+    fn test_forged_sack_blocks_across_sequence_wraparound() {
+        for isn in [TcpSeqNumber(-4), TcpSeqNumber(i32::MAX - 3)] {
+            let mut s = socket_sack_sent_at(isn, b"aaaBBBcccDDD", 3);
+            let block = |l: usize, r: usize| Some(((isn + l).0 as u32, (isn + r).0 as u32));
+            send!(s, time 1001, TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(isn + 3),
+                ..SEND_TEMPL
+            });
+            let una = isn + 3;
+            let acks = [
+                isn,
+                una - 100,
+                TcpSeqNumber(una.0.wrapping_sub(i32::MAX)),
+                TcpSeqNumber(una.0.wrapping_add(i32::MIN)),
+                TcpSeqNumber(una.0.wrapping_add(1 << 30)),
+            ];
+            for (i, ack) in acks.into_iter().enumerate() {
+                for seq in [REMOTE_SEQ + 1 + 1000, REMOTE_SEQ - 1000] {
+                    let forged = TcpRepr {
+                        seq_number: seq,
+                        ack_number: Some(ack),
+                        sack_ranges: [block(0, 3), block(6, 12), None],
+                        ..SEND_TEMPL
+                    };
+                    send(&mut s, Instant::from_millis(1002 + i as i64), &forged);
+                    let data = TcpRepr {
+                        payload: &b"xyz"[..],
+                        ..forged
+                    };
+                    send(&mut s, Instant::from_millis(1002 + i as i64), &data);
+                }
+            }
+            assert!(s.scoreboard.is_empty(), "isn {isn}");
+            assert_eq!(s.stats().spurious_retransmits, 0, "isn {isn}");
+            assert_eq!(s.local_seq_no, una, "isn {isn}");
+            assert_eq!(s.recv_queue(), 0, "isn {isn}");
+            // The peer's own old ACK, across the wrap, is read.
+            send!(s, time 1010, TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(isn),
+                sack_ranges: [block(6, 12), None, None],
+                ..SEND_TEMPL
+            });
+            assert_eq!(s.stats().sacked_bytes, 6, "isn {isn}");
+        }
     }
 
     /// RFC 3708 with D-SACK (Linux's `tcp_try_undo_dsack`): a recovery
