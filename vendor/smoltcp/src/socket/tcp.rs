@@ -3614,17 +3614,20 @@ impl<'a> Socket<'a> {
                 // holds the window from before the first timeout, as
                 // Linux keeps `undo_marker` in the Loss state.
                 self.frto = Some(Frto::new(self.snd_max()));
+            } else if self.recovery_point.is_some() {
+                // A timeout in fast recovery: a resend was lost, so the
+                // loss is real whatever original data arrives later, and
+                // F-RTO would call it spurious (Linux's `tcp_enter_loss`
+                // runs F-RTO only outside recovery). The recovery's undo
+                // copy is kept, as Linux keeps `undo_marker`: only
+                // D-SACKs of every resend can still undo it.
+                self.frto = None;
             } else if self.remote_has_sack
                 && self.rto_recovery_point.is_none()
                 && una < self.snd_max()
             {
-                // In a fast recovery its undo copy is kept: it holds the
-                // window from before that episode, as Linux keeps
-                // `undo_marker` when a timeout ends a recovery.
-                if self.recovery_point.is_none() || self.undo.is_none() {
-                    let marker = self.rxt_high.map_or(una, |r| r.max(una));
-                    self.undo = Some(Undo::begin(marker, &self.congestion_controller));
-                }
+                let marker = self.rxt_high.map_or(una, |r| r.max(una));
+                self.undo = Some(Undo::begin(marker, &self.congestion_controller));
                 self.frto = Some(Frto::new(self.snd_max()));
             } else {
                 self.undo = None;
@@ -9359,6 +9362,58 @@ mod test {
             payload:    &b"ccc"[..],
             ..RECV_TEMPL
         }]);
+    }
+
+    /// A timeout in fast recovery runs no F-RTO (as Linux, whose
+    /// `tcp_enter_loss` sets `tp->frto` only outside recovery): there the
+    /// resend at SND.UNA was lost too, and data delivered above it says
+    /// nothing about the timeout. The window stays cut.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_timeout_in_fast_recovery_is_not_judged_by_frto() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        let before = s.congestion_controller.inner().window();
+        s.send_slice(b"aaaBBBcccDDDeeeFFF").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDDeeeFFF", 3);
+        // "aaa" is lost; three segments SACKed above it: recovery.
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().fast_recoveries, 1);
+        // The resend is lost, and so are the ACKs SACKing "eeeFFF": the
+        // timeout resends "aaa" again.
+        let rto_at = match s.timer {
+            Timer::Retransmit { expires_at } => expires_at,
+            t => panic!("{t:?}"),
+        };
+        recv!(s, time rto_at.total_millis(), [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 1);
+        // It arrives; everything is acknowledged, "eeeFFF" (never resent)
+        // included. The loss was real all the same.
+        send!(s, time rto_at.total_millis() + 1, sack_ack(18, &[]));
+        assert_eq!(s.stats().spurious_rtos, 0);
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() < before);
     }
 
     /// A D-SACK of the resent head: the original arrived, the timeout was

@@ -596,12 +596,16 @@ fn reordering_on_a_fast_link() {
 
 /// ACKs held up past the RTO (the way back freezes for 3 ms now and then,
 /// on a 10 us link with a 1 ms minimum RTO): every such timeout is
-/// spurious. F-RTO (RFC 5682) finds most of them so from the ACKs that
-/// follow, which cover data never resent, and the sender goes on with new
-/// data instead of resending its window.
+/// spurious. Outside a fast recovery F-RTO (RFC 5682) finds them so from
+/// the ACKs that follow, which cover data never resent, and the sender goes
+/// on with new data instead of resending its window. A stall during a
+/// recovery (the link's jitter starts some) is no case for F-RTO (a resend
+/// may have been lost, as Linux reasons); there the D-SACKs of every resend
+/// undo the episode.
 #[test]
 fn stalled_acks_make_spurious_timeouts_that_are_undone() {
     let (mut timeouts, mut spurious, mut resent, mut total_sent) = (0, 0, 0, 0);
+    let mut undos = 0;
     for seed in 1..=4 {
         let link = Link {
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -628,20 +632,23 @@ fn stalled_acks_make_spurious_timeouts_that_are_undone() {
         let o = transfer(link, socket(), socket(), 4 << 20, seed);
         timeouts += o.stats.timeouts;
         spurious += o.stats.spurious_rtos;
+        undos += o.stats.undos;
         resent += o.stats.retransmitted_bytes;
         total_sent += o.stats.sent_bytes;
     }
     let share = resent as f64 / total_sent as f64;
     std::println!(
-        "stalled ACKs: {timeouts} timeouts, {spurious} found spurious, {share:.4} of the bytes resent"
+        "stalled ACKs: {timeouts} timeouts, {spurious} found spurious, {undos} episodes undone, {share:.4} of the bytes resent"
     );
     // With the 4 holes of the crate's test default the link's own
     // reordering already swamps the sender, as in the tests above.
     if crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
         assert!(timeouts >= 4, "the stalls must outlast the RTO");
-        // Some stalls come right after a fast recovery resent the flight
-        // up to SND.MAX: nothing is left never resent to tell.
-        assert!(spurious * 3 >= timeouts * 2, "{spurious} of {timeouts}");
+        // Most reductions are put back, by F-RTO or by D-SACK.
+        assert!(
+            spurious.max(undos) * 3 >= timeouts * 2,
+            "{spurious} spurious, {undos} undone, of {timeouts}"
+        );
         assert!(share < 0.005, "{share}");
     }
 }
