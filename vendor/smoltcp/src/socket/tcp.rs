@@ -1803,6 +1803,11 @@ impl<'a> Socket<'a> {
         self.update_reo_wnd(ack_number, snd_max, dsack);
 
         if advanced {
+            // A probe due but not sent (the device was full) is moot: the
+            // ACK it was to elicit came, and `arm_tlp` below starts over.
+            // Left set, with nothing in flight, it would ask for a poll
+            // at once for ever, each sending an empty ACK.
+            self.tlp_probe = false;
             self.head_rxt_mark = None;
             self.head_resend = false;
             if self.local_rx_dup_acks > 0 {
@@ -3415,7 +3420,9 @@ impl<'a> Socket<'a> {
     fn seq_to_transmit(&self, cx: &mut Context) -> bool {
         // Retransmissions in recovery; the first one is sent even if
         // congestion checks would disallow it.
-        if self.may_send_data() && (self.tlp_probe || self.retransmit_to_send().is_some()) {
+        if self.may_send_data()
+            && ((self.tlp_probe && self.flight_size() > 0) || self.retransmit_to_send().is_some())
+        {
             return true;
         }
 
@@ -9592,6 +9599,21 @@ mod test {
         send!(s, time 1030, sack_ack(9, &[]));
         assert_eq!(s.stats().timeouts, 0);
         assert_eq!(s.tlp_at, None);
+    }
+
+    /// The probe timer fired but the probe could not be sent (the device
+    /// was full); an ACK of everything then leaves nothing to probe, and
+    /// the socket must not keep asking to be polled for it.
+    #[test]
+    fn test_tail_loss_probe_not_sent_is_forgotten_when_all_is_acked() {
+        let mut s = socket_tlp_sent(b"aaaBBBccc", 3);
+        s.cx.set_now(Instant::from_millis(1020));
+        let sent = s.socket.dispatch(&mut s.cx, |_, _, _| Err::<(), ()>(()));
+        assert_eq!(sent, Err(()));
+        send!(s, time 1021, sack_ack(9, &[]));
+        assert_eq!(s.socket.poll_at(&mut s.cx), PollAt::Ingress);
+        recv_nothing!(s, time 1022);
+        assert_eq!(s.stats().tail_loss_probes, 0);
     }
 
     #[test]
