@@ -1775,11 +1775,12 @@ impl<'a> Socket<'a> {
             )
         });
         let dup_acks_before = self.local_rx_dup_acks;
-        let (newly_sacked, dsack) = if self.remote_has_sack {
+        let (newly_sacked, dsack_block) = if self.remote_has_sack {
             self.update_scoreboard(ack_number, ack_number, snd_max, repr)
         } else {
-            (0, false)
+            (0, None)
         };
+        let dsack = dsack_block.is_some();
         // RFC 8985 section 6.2 step 2: a hole no resend can have filled
         // is now (partly) delivered, below data delivered before it.
         if let Some((region, before, below_edge)) = holes
@@ -2231,16 +2232,19 @@ impl<'a> Socket<'a> {
 
     /// Records the SACK blocks of an incoming ACK (RFC 2018), ignoring those
     /// outside SND.UNA..SND.MAX, and returns how many octets they newly
-    /// reported held.
-    /// Also says whether a D-SACK came. A block below `segment_ack` (the
-    /// segment's own ACK number, which an old ACK has below SND.UNA) is one.
+    /// reported held, and the D-SACK block if one came (RFC 2883: only the
+    /// first block can be one, when it lies below `segment_ack`, the
+    /// segment's own ACK number, which an old ACK has below SND.UNA, or
+    /// inside the second block). A D-SACK further below SND.UNA than the
+    /// largest window the peer advertised is no duplicate of anything
+    /// still remembered, and is ignored.
     fn update_scoreboard(
         &mut self,
         ack_number: TcpSeqNumber,
         segment_ack: TcpSeqNumber,
         snd_max: TcpSeqNumber,
         repr: &TcpRepr,
-    ) -> (usize, bool) {
+    ) -> (usize, Option<(TcpSeqNumber, TcpSeqNumber)>) {
         self.scoreboard.advance(ack_number);
         // A receiver that acknowledged up to a SACKed block's middle has
         // discarded ("reneged on") what it reported: start afresh, as Linux
@@ -2249,7 +2253,7 @@ impl<'a> Socket<'a> {
             net_debug!("SACK reneging detected at {}", ack_number);
             self.scoreboard.clear();
         }
-        let (mut newly, mut dsack) = (0, false);
+        let (mut newly, mut dsack) = (0, None);
         let seqs = |(left, right): (u32, u32)| (TcpSeqNumber(left as i32), TcpSeqNumber(right as i32));
         // RFC 2883 section 4: a first block inside the second reports a
         // duplicate above the cumulative ACK.
@@ -2257,15 +2261,27 @@ impl<'a> Socket<'a> {
             (Some((l1, r1)), Some((l2, r2))) => l2 <= l1 && r1 <= r2,
             _ => false,
         };
-        for (i, &(left, right)) in repr.sack_ranges.iter().flatten().enumerate() {
-            let (left, right) = seqs((left, right));
+        let max_wnd = self.max_remote_win.max(self.remote_win_len);
+        for (i, block) in repr.sack_ranges.iter().enumerate() {
+            let Some((left, right)) = block.map(seqs) else {
+                continue;
+            };
             if left >= right || right > snd_max {
                 continue;
             }
-            if right <= segment_ack || (i == 0 && dsack_above) {
+            let below = right <= segment_ack;
+            if i > 0 && below {
+                // An old block repeated below the cumulative ACK.
+                continue;
+            }
+            if i == 0 && (below || dsack_above) {
+                let below_una = self.local_seq_no.0.wrapping_sub(left.0);
+                if below_una == i32::MIN || (below_una > 0 && below_una as usize > max_wnd) {
+                    continue;
+                }
                 // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly.
                 self.stats.spurious_retransmits += 1;
-                dsack = true;
+                dsack = Some((left, right));
                 let mss = self.remote_mss;
                 if let Some(undo) = &mut self.undo
                     && undo.on_dsack(left, right, mss)
@@ -2287,7 +2303,7 @@ impl<'a> Socket<'a> {
     fn process_old_sack(&mut self, segment_ack: TcpSeqNumber, repr: &TcpRepr) {
         let (una, snd_max) = (self.local_seq_no, self.snd_max());
         let (_, dsack) = self.update_scoreboard(una, segment_ack, snd_max, repr);
-        if dsack {
+        if dsack.is_some() {
             self.reordering_seen = true;
             self.update_reo_wnd(una, snd_max, true);
         }
@@ -4061,7 +4077,7 @@ impl<'a> Socket<'a> {
             self.stats.retransmitted_bytes += repr.payload.len() as u64;
             self.rxt_high = Some(self.rxt_high.map_or(seg_end, |r| r.max(seg_end)));
             if let Some(undo) = &mut self.undo {
-                undo.on_retransmit();
+                undo.on_retransmit(repr.seq_number, seg_end);
             }
             // Karn: no RTT sample from a segment sent twice.
             self.rtte.on_retransmit();
@@ -9055,6 +9071,90 @@ mod test {
         assert_eq!(s.congestion_controller.inner().window(), before);
     }
 
+    /// A SACK socket on Reno whose window has grown past its initial one.
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn socket_reno_grown() -> TestSocket {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        s
+    }
+
+    /// RFC 2883: only the first SACK block can be a D-SACK; a later block
+    /// below the cumulative ACK is merely stale, and undoes nothing.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_dsack_only_in_the_first_block() {
+        let mut s = socket_reno_grown();
+        s.send_slice(b"aaaBBBcccDDDeeeFFF").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDDeeeFFF", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        let cut = s.congestion_controller.inner().window();
+        send!(s, time 1002, sack_ack(12, &[(15, 18), (0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() <= cut);
+    }
+
+    /// A D-SACK undoes the resends it covers, not as many segments as
+    /// it is long: a block over one resend and data never resent leaves
+    /// the other resend of the episode to be reported.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_dsack_credits_only_resent_data() {
+        let mut s = socket_reno_grown();
+        s.send_slice(b"aaaBBBcccDDDeeeFFF").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDDeeeFFF", 3);
+        // "aaa" and "ccc" are missing: both resent.
+        send!(s, time 1001, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        let cut = s.congestion_controller.inner().window();
+        // One duplicate reported, six octets long: "aaa" (resent) and
+        // "BBB" (never resent). "ccc"'s resend filled a real hole.
+        send!(s, time 1002, sack_ack(18, &[(0, 6)]));
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() <= cut + 3);
+        // A D-SACK of data never resent in the episode credits nothing.
+        let mut s = socket_reno_grown();
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1002, sack_ack(12, &[(3, 6)]));
+        assert_eq!(s.stats().undos, 0);
+    }
+
     /// A resend that filled a real hole draws no D-SACK: nothing is undone.
     #[test]
     #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
@@ -9192,9 +9292,20 @@ mod test {
     #[test]
     fn test_sack_blocks_outside_the_window_are_ignored() {
         let mut s = socket_sack_sent(b"aaaBBBccc", 3);
-        // Beyond SND.MAX, inverted, and below SND.UNA (a D-SACK).
+        // Beyond SND.MAX, inverted, and below SND.UNA: not the first
+        // block, so no D-SACK (RFC 2883) but a stale block.
         send!(s, time 1010, sack_ack(3, &[(6, 100), (8, 7), (0, 3)]));
         assert!(s.scoreboard.is_empty());
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        // First, it is one; further below SND.UNA than the peer's largest
+        // window it is not.
+        send!(s, time 1011, sack_ack(3, &[(0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        let far = TcpSeqNumber((LOCAL_SEQ + 1).0.wrapping_sub(1000));
+        send!(s, time 1012, TcpRepr {
+            sack_ranges: [Some((far.0 as u32, (far + 3).0 as u32)), None, None],
+            ..sack_ack(3, &[])
+        });
         assert_eq!(s.stats().spurious_retransmits, 1);
         assert_eq!(s.local_rx_dup_acks, 0);
     }
