@@ -687,6 +687,11 @@ pub struct Socket<'a> {
     tlp_end_seq: Option<TcpSeqNumber>,
     /// The sequence number the outstanding probe started at.
     tlp_seq: TcpSeqNumber,
+    /// The outstanding probe resent data (TLP.is_retrans): if no D-SACK
+    /// reports it duplicate, it repaired a loss (RFC 8985 section 7.4).
+    tlp_retrans: bool,
+    /// FlightSize when the probe was sent, for that loss's reduction.
+    tlp_flight: usize,
     /// Left edges of the SACK blocks last reported, most recent first
     /// (RFC 2018 section 4 repeats them in later ACKs).
     sack_recent: [Option<TcpSeqNumber>; 3],
@@ -832,6 +837,8 @@ impl<'a> Socket<'a> {
             frto: None,
             tlp_at: None,
             tlp_probe: false,
+            tlp_retrans: false,
+            tlp_flight: 0,
             tlp_end_seq: None,
             tlp_seq: TcpSeqNumber::default(),
             ack_delay: Some(ACK_DELAY_DEFAULT),
@@ -1230,6 +1237,8 @@ impl<'a> Socket<'a> {
         self.tlp_at = None;
         self.tlp_probe = false;
         self.tlp_end_seq = None;
+        self.tlp_retrans = false;
+        self.tlp_flight = 0;
         self.rack_edge = None;
         self.reo_wnd_mult = 1;
         self.reo_wnd_persist = 0;
@@ -1950,7 +1959,7 @@ impl<'a> Socket<'a> {
             .filter(|&edge| dup_thresh && edge > self.local_seq_no);
         if let Some(end) = self.tlp_end_seq {
             if ack_number >= end {
-                self.tlp_end_seq = None;
+                self.tlp_episode_ack(now, ack_number, end, advanced, dsack_block, repr);
             } else if self.scoreboard.highest().is_some_and(|h| h >= end)
                 && self.tlp_seq > self.local_seq_no
             {
@@ -2012,6 +2021,38 @@ impl<'a> Socket<'a> {
             self.enter_recovery(now, sack_lost);
         } else if advanced {
             self.arm_tlp(now);
+        }
+    }
+
+    /// RFC 8985 section 7.4.2, for an ACK at or above the probe's end: a
+    /// probe of new data, or one reported duplicate by a D-SACK, or
+    /// answered by a plain duplicate ACK, repaired nothing. An ACK beyond
+    /// the probe with none of those seen means it repaired a loss, which
+    /// MUST be treated as one: the window is cut as fast recovery would
+    /// cut it. An ACK of exactly the probe's end may precede the D-SACK,
+    /// so the episode waits for the next.
+    fn tlp_episode_ack(
+        &mut self,
+        now: Instant,
+        ack_number: TcpSeqNumber,
+        end: TcpSeqNumber,
+        advanced: bool,
+        dsack: Option<(TcpSeqNumber, TcpSeqNumber)>,
+        repr: &TcpRepr,
+    ) {
+        let probe_dsacked = dsack.is_some_and(|(left, right)| left < end && self.tlp_seq < right);
+        let plain_dup = !advanced
+            && repr.payload.is_empty()
+            && repr.sack_ranges.iter().all(Option::is_none);
+        if !self.tlp_retrans || probe_dsacked || plain_dup {
+            self.tlp_end_seq = None;
+        } else if ack_number > end {
+            net_debug!("tail loss probe repaired a loss: window reduced");
+            self.tlp_end_seq = None;
+            let in_flight = self.tlp_flight.max(self.flight_size());
+            self.congestion_controller
+                .inner_mut()
+                .on_repaired_loss(now, in_flight);
         }
     }
 
@@ -2219,6 +2260,8 @@ impl<'a> Socket<'a> {
         self.pending_fast_retransmit = true;
         self.tlp_at = None;
         self.tlp_probe = false;
+        // The recovery's reduction covers whatever the probe repaired.
+        self.tlp_end_seq = None;
         self.stats.fast_recoveries += 1;
         // D-SACKs of data an earlier episode resent must not count for
         // this one: its count starts above all of that.
@@ -4140,6 +4183,8 @@ impl<'a> Socket<'a> {
             self.stats.tail_loss_probes += 1;
             self.tlp_seq = repr.seq_number;
             self.tlp_end_seq = Some(self.snd_max());
+            self.tlp_retrans = repr.seq_number < snd_max;
+            self.tlp_flight = self.flight_size();
             let rto = self.rtte.retransmission_timeout();
             self.timer.set_for_retransmit(cx.now(), rto);
         } else if repr.segment_len() > 0 && seg_end > snd_max {
@@ -9710,6 +9755,43 @@ mod test {
         send!(s, time 1030, sack_ack(9, &[]));
         assert_eq!(s.stats().timeouts, 0);
         assert_eq!(s.tlp_at, None);
+    }
+
+    /// RFC 8985 section 7.4.2: a probe that resent the last segment and
+    /// was not reported duplicate repaired a loss, which MUST get a
+    /// congestion response as fast recovery would give it; once an ACK
+    /// beyond the probe arrives without a D-SACK for it, the window is cut.
+    /// With the D-SACK (original and probe both arrived) it is not.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_loss_repaired_by_the_probe_cuts_the_window() {
+        for dsack in [false, true] {
+            let mut s = socket_reno_grown();
+            s.rtte.sample(10_000);
+            s.send_slice(b"aaaBBBccc").unwrap();
+            recv_segments(&mut s, 1000, 0, b"aaaBBBccc", 3);
+            recv!(s, time 1020, [TcpRepr {
+                seq_number: LOCAL_SEQ + 1 + 6,
+                ack_number: Some(REMOTE_SEQ + 1),
+                payload:    &b"ccc"[..],
+                ..RECV_TEMPL
+            }]);
+            assert_eq!(s.stats().tail_loss_probes, 1);
+            send!(s, time 1030, sack_ack(9, &[]));
+            if dsack {
+                send!(s, time 1031, sack_ack(9, &[(6, 9)]));
+            }
+            let before = s.congestion_controller.inner().window();
+            s.send_slice(b"ddd").unwrap();
+            recv_segments(&mut s, 1032, 9, b"ddd", 3);
+            send!(s, time 1040, sack_ack(12, &[]));
+            let after = s.congestion_controller.inner().window();
+            if dsack {
+                assert!(after >= before, "{after} < {before}");
+            } else {
+                assert!(after < before, "{after} >= {before}");
+            }
+        }
     }
 
     /// The probe timer fired but the probe could not be sent (the device
