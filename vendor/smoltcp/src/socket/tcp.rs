@@ -648,6 +648,9 @@ pub struct Socket<'a> {
     rxt_marks: [Option<(TcpSeqNumber, TcpSeqNumber, TcpSeqNumber)>; RXT_MARKS],
     /// A retransmission above SND.UNA found lost: resend it next.
     rxt_lost: Option<(TcpSeqNumber, TcpSeqNumber)>,
+    /// SND.MAX when a lost retransmission last cut the window again in
+    /// this recovery: resends sent before it share that reduction.
+    rxt_loss_cut: Option<TcpSeqNumber>,
     /// RACK evidence (RFC 8985 section 6): the highest SACKed sequence number
     /// and when it was first seen. Holes below it, sent before it, are lost
     /// once the reordering window has passed since.
@@ -826,6 +829,7 @@ impl<'a> Socket<'a> {
             head_resend: false,
             rxt_marks: [None; RXT_MARKS],
             rxt_lost: None,
+            rxt_loss_cut: None,
             rack_edge: None,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
@@ -1747,6 +1751,7 @@ impl<'a> Socket<'a> {
         self.head_resend = false;
         self.rxt_marks = [None; RXT_MARKS];
         self.rxt_lost = None;
+        self.rxt_loss_cut = None;
         self.pending_fast_retransmit = false;
         self.high_rxt = self.local_seq_no;
         self.lost_end = self.local_seq_no;
@@ -1989,6 +1994,7 @@ impl<'a> Socket<'a> {
             net_debug!("retransmission at {} lost", self.local_seq_no);
             self.head_rxt_mark = None;
             self.head_resend = true;
+            self.on_retransmission_lost(now, mark);
         }
         // The same for a retransmission above SND.UNA, which would
         // otherwise wait until it became the head (or for the RTO).
@@ -2007,6 +2013,7 @@ impl<'a> Socket<'a> {
                     net_debug!("retransmission at {} lost", start);
                     self.rxt_marks[i] = None;
                     self.rxt_lost = Some((start, end));
+                    self.on_retransmission_lost(now, mark);
                     break;
                 }
             }
@@ -2245,6 +2252,26 @@ impl<'a> Socket<'a> {
                 None
             }
         }
+    }
+
+    /// A retransmission sent when SND.MAX was `sent_at` was lost: the loss
+    /// of a retransmission is a second congestion signal, and RFC 5681
+    /// section 4.3 requires cwnd and ssthresh be lowered twice (RFC 8985
+    /// section 9.3 likewise for RACK without PRR; Linux, with PRR, cuts
+    /// again only for a lost retransmission after a timeout). The cut is
+    /// from the current window, not FlightSize, which in recovery still
+    /// counts the whole first episode. One cut per round of resends: a
+    /// resend sent before the last such cut is the same congestion event.
+    fn on_retransmission_lost(&mut self, now: Instant, sent_at: TcpSeqNumber) {
+        if self.rxt_loss_cut.is_some_and(|cut| sent_at <= cut) {
+            return;
+        }
+        self.rxt_loss_cut = Some(self.snd_max());
+        let window = self.congestion_controller.inner().window();
+        let base = self.flight_size().min(window);
+        self.congestion_controller
+            .inner_mut()
+            .on_retransmission_lost(now, base);
     }
 
     /// Starts fast retransmit and fast recovery (RFC 5681 section 3.2,
@@ -9198,6 +9225,43 @@ mod test {
         }]);
         send!(s, time 1002, sack_ack(12, &[(3, 6)]));
         assert_eq!(s.stats().undos, 0);
+    }
+
+    /// RFC 5681 section 4.3: the loss of a retransmission is a second
+    /// congestion signal, and cwnd and ssthresh MUST be lowered twice (RFC
+    /// 8985 section 9.3 asks the same of RACK without PRR). A resend sent
+    /// before that second reduction and found lost after it shares it.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_lost_retransmission_cuts_the_window_again() {
+        let mut s = socket_reno_grown();
+        let data = b"aaaBBBcccDDDeeeFFFgggHHHiiiJJJkkkLLL";
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 36)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        let first = s.congestion_controller.inner().window();
+        s.send_slice(b"mmm").unwrap();
+        recv_segments(&mut s, 1002, 36, b"mmm", 3);
+        // "mmm", sent after the resend, arrives; "aaa" is still missing.
+        send!(s, time 1010, sack_ack(0, &[(3, 39)]));
+        recv!(s, time 1010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        let second = s.congestion_controller.inner().window();
+        assert!(second < first, "{second} >= {first}");
+        assert!(second * 2 <= first + 3, "{second} vs {first}");
+        // Recovery ends: the window is no larger than the second cut.
+        send!(s, time 1020, sack_ack(39, &[]));
+        assert!(s.congestion_controller.inner().window() <= second + 3);
     }
 
     /// A resend that filled a real hole draws no D-SACK: nothing is undone.
