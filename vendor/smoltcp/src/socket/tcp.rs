@@ -312,18 +312,6 @@ impl RttEstimator {
         self.rto_count = 0;
     }
 
-    /// SND.UNA advanced: the path delivers, so the timer's backoff ends.
-    /// RFC 6298 (5.7) ends it with the next RTT sample, but Karn's rule
-    /// allows none while every segment in flight is a resend, as after a
-    /// timeout with a full window: each further timeout then doubled the
-    /// RTO until it passed the user timeout. Linux gets the sample from
-    /// the timestamp the resend echoes; this is the same without one.
-    fn on_progress(&mut self) {
-        if self.srtt > 0 {
-            self.set_rto_from_estimate();
-        }
-    }
-
     fn on_send(&mut self, timestamp: Instant, seq: TcpSeqNumber) {
         if self
             .max_seq_sent
@@ -1830,8 +1818,12 @@ impl<'a> Socket<'a> {
             }
             self.local_rx_dup_acks = 0;
             self.local_rx_last_ack = Some(ack_number);
+            // RFC 6298 (5.7): the timer's backoff ends with the next valid
+            // RTT sample (`sample` recomputes the RTO), never merely
+            // because SND.UNA advanced: Karn's rule takes none from data
+            // sent twice, so after a timeout that is the first ACK of data
+            // sent after the resends (F-RTO sends such data early).
             self.rtte.on_ack(now, ack_number);
-            self.rtte.on_progress();
 
             match self.recovery_point {
                 Some(point) if ack_number < point => {
@@ -12648,6 +12640,56 @@ mod test {
             r.on_rto();
         }
         assert_eq!(r.retransmission_timeout(), Duration::from_secs(60));
+    }
+
+    /// RFC 6298 (5.7 and the note after it) with Karn's rule: the backed-off
+    /// RTO stays until a valid RTT sample, which only an ACK of data sent
+    /// once can give. An ACK of resent data alone keeps the backoff; an
+    /// ACK of new data sent after the timeouts ends it.
+    #[test]
+    fn test_rto_backoff_ends_only_with_a_valid_rtt_sample() {
+        let mut s = socket_established_with_buffer_sizes(256, 64);
+        s.remote_mss = 3;
+        s.set_rto_min(Duration::from_millis(10));
+        s.rtte.sample(10_000);
+        let rto = s.rtte.retransmission_timeout();
+        s.send_slice(b"aaaBBB").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBB", 3);
+        let mut at = Instant::from_millis(1000);
+        for backoff in [2, 4] {
+            at += s.rtte.retransmission_timeout();
+            recv(&mut s, at, |r| assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1)));
+            assert_eq!(s.rtte.retransmission_timeout(), rto * backoff);
+        }
+        assert_eq!(s.stats().timeouts, 2);
+        // The resent "aaa" is acknowledged: no sample (Karn), the backoff
+        // stays.
+        send(&mut s, at + Duration::from_millis(5), &TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
+        // "BBB" goes again, then new data, sent once and acknowledged.
+        recv(&mut s, at + Duration::from_millis(5), |r| {
+            assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 3))
+        });
+        send(&mut s, at + Duration::from_millis(10), &TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 6),
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
+        s.send_slice(b"ccc").unwrap();
+        recv(&mut s, at + Duration::from_millis(10), |r| {
+            assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 6))
+        });
+        send(&mut s, at + Duration::from_millis(20), &TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 9),
+            ..SEND_TEMPL
+        });
+        assert!(s.rtte.retransmission_timeout() < rto * 2);
     }
 
     #[test]
