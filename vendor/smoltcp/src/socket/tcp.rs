@@ -2856,7 +2856,12 @@ impl<'a> Socket<'a> {
 
                 // Acceptable ACK range (both inclusive)
                 let mut ack_min = self.local_seq_no;
-                let ack_max = self.local_seq_no + unacknowledged;
+                // ... and never above SND.MAX (RFC 9293 3.10.7.4, RFC 5961
+                // section 5.2): an ACK of queued data never sent would
+                // drop it from the send buffer. A zero-window probe's
+                // octet is not counted in SND.MAX until acknowledged.
+                let probe = self.timer.is_zero_window_probe() as usize;
+                let ack_max = (self.local_seq_no + unacknowledged).min(self.snd_max() + probe);
 
                 // If we have sent a SYN, it MUST be acknowledged.
                 if sent_syn {
@@ -9023,6 +9028,21 @@ mod test {
             },
         );
         assert_eq!(s.recv_queue(), 3);
+    }
+
+    /// An ACK above SND.MAX, of data queued but never sent, is not
+    /// acceptable (RFC 9293 3.10.7.4, RFC 5961 section 5.2): taken, it
+    /// would drop that data from the send buffer unsent.
+    #[test]
+    fn test_ack_of_unsent_data_is_rejected() {
+        let mut s = socket_sack_sent(b"aaa", 3);
+        s.send_slice(b"BBBccc").unwrap();
+        let reply = send(&mut s, Instant::from_millis(1001), &sack_ack(6, &[]));
+        assert_eq!(s.send_queue(), 9);
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1);
+        assert_eq!(reply.map(|r| r.ack_number), Some(Some(REMOTE_SEQ + 1)));
+        send!(s, time 1002, sack_ack(3, &[]));
+        assert_eq!(s.send_queue(), 6);
     }
 
     /// A socket like `socket_sack_sent` whose sequence numbers start at
