@@ -2286,7 +2286,11 @@ impl<'a> Socket<'a> {
         // this one: its count starts above all of that.
         let marker = self.rxt_high.map_or(snd_una, |r| r.max(snd_una));
         self.undo = Some(Undo::begin(marker, &self.congestion_controller));
-        let in_flight = self.flight_size();
+        // FlightSize counts what the receiver SACKed; with many holes it
+        // exceeds the window, and half of it could raise cwnd. RFC 5681
+        // asks for ssthresh no more than FlightSize / 2; Linux halves cwnd.
+        let window = self.congestion_controller.inner().window();
+        let in_flight = self.flight_size().min(window);
         self.congestion_controller
             .inner_mut()
             .on_recovery(now, in_flight);
@@ -9274,6 +9278,26 @@ mod test {
         // Recovery ends: the window is no larger than the second cut.
         send!(s, time 1020, sack_ack(39, &[]));
         assert!(s.congestion_controller.inner().window() <= second + 3);
+    }
+
+    /// Fast recovery cuts the window it starts with, even when FlightSize
+    /// (which counts SACKed data) is more than twice that window: half of
+    /// FlightSize would then raise it.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_fast_recovery_never_raises_the_window() {
+        let mut s = socket_reno_grown();
+        let data = b"aaaBBBcccDDDeeeFFFgggHHHiiiJJJkkkLLL";
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, 3);
+        // An earlier episode left the window at 12 octets.
+        let controller = s.congestion_controller.inner_mut();
+        controller.on_recovery(Instant::from_millis(1000), 24);
+        controller.on_ack(Instant::from_millis(1000), 3, 24, &RttEstimator::default());
+        assert_eq!(s.congestion_controller.inner().window(), 12);
+        send!(s, time 1001, sack_ack(0, &[(3, 36)]));
+        assert_eq!(s.stats().fast_recoveries, 1);
+        assert!(s.congestion_controller.inner().window() < 12);
     }
 
     /// A resend that filled a real hole draws no D-SACK: nothing is undone.
