@@ -312,18 +312,6 @@ impl RttEstimator {
         self.rto_count = 0;
     }
 
-    /// SND.UNA advanced: the path delivers, so the timer's backoff ends.
-    /// RFC 6298 (5.7) ends it with the next RTT sample, but Karn's rule
-    /// allows none while every segment in flight is a resend, as after a
-    /// timeout with a full window: each further timeout then doubled the
-    /// RTO until it passed the user timeout. Linux gets the sample from
-    /// the timestamp the resend echoes; this is the same without one.
-    fn on_progress(&mut self) {
-        if self.srtt > 0 {
-            self.set_rto_from_estimate();
-        }
-    }
-
     fn on_send(&mut self, timestamp: Instant, seq: TcpSeqNumber) {
         if self
             .max_seq_sent
@@ -594,6 +582,9 @@ pub struct Socket<'a> {
     /// The remote window size, relative to local_seq_no
     /// I.e. we're allowed to send octets until local_seq_no+remote_win_len
     remote_win_len: usize,
+    /// MAX.SND.WND (RFC 5961 section 5.2): the largest window the peer has
+    /// advertised. ACKs further below SND.UNA than this are forged or stale.
+    max_remote_win: usize,
     /// The receive window scaling factor for remotes which support RFC 1323, None if unsupported.
     remote_win_scale: Option<u8>,
     /// Whether or not the remote supports selective ACK as described in RFC 2018.
@@ -645,6 +636,9 @@ pub struct Socket<'a> {
     rxt_marks: [Option<(TcpSeqNumber, TcpSeqNumber, TcpSeqNumber)>; RXT_MARKS],
     /// A retransmission above SND.UNA found lost: resend it next.
     rxt_lost: Option<(TcpSeqNumber, TcpSeqNumber)>,
+    /// SND.MAX when a lost retransmission last cut the window again in
+    /// this recovery: resends sent before it share that reduction.
+    rxt_loss_cut: Option<TcpSeqNumber>,
     /// RACK evidence (RFC 8985 section 6): the highest SACKed sequence number
     /// and when it was first seen. Holes below it, sent before it, are lost
     /// once the reordering window has passed since.
@@ -684,6 +678,11 @@ pub struct Socket<'a> {
     tlp_end_seq: Option<TcpSeqNumber>,
     /// The sequence number the outstanding probe started at.
     tlp_seq: TcpSeqNumber,
+    /// The outstanding probe resent data (TLP.is_retrans): if no D-SACK
+    /// reports it duplicate, it repaired a loss (RFC 8985 section 7.4).
+    tlp_retrans: bool,
+    /// FlightSize when the probe was sent, for that loss's reduction.
+    tlp_flight: usize,
     /// Left edges of the SACK blocks last reported, most recent first
     /// (RFC 2018 section 4 repeats them in later ACKs).
     sack_recent: [Option<TcpSeqNumber>; 3],
@@ -795,6 +794,7 @@ impl<'a> Socket<'a> {
             remote_last_ack: None,
             remote_last_win: 0,
             remote_win_len: 0,
+            max_remote_win: 0,
             remote_win_shift: rx_cap_log2.saturating_sub(16) as u8,
             remote_win_scale: None,
             remote_has_sack: false,
@@ -817,6 +817,7 @@ impl<'a> Socket<'a> {
             head_resend: false,
             rxt_marks: [None; RXT_MARKS],
             rxt_lost: None,
+            rxt_loss_cut: None,
             rack_edge: None,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
@@ -828,6 +829,8 @@ impl<'a> Socket<'a> {
             frto: None,
             tlp_at: None,
             tlp_probe: false,
+            tlp_retrans: false,
+            tlp_flight: 0,
             tlp_end_seq: None,
             tlp_seq: TcpSeqNumber::default(),
             ack_delay: Some(ACK_DELAY_DEFAULT),
@@ -1208,6 +1211,7 @@ impl<'a> Socket<'a> {
         self.remote_last_ack = None;
         self.remote_last_win = 0;
         self.remote_win_len = 0;
+        self.max_remote_win = 0;
         self.remote_win_scale = None;
         self.remote_win_shift = rx_cap_log2.saturating_sub(16) as u8;
         self.remote_mss = DEFAULT_MSS;
@@ -1225,6 +1229,8 @@ impl<'a> Socket<'a> {
         self.tlp_at = None;
         self.tlp_probe = false;
         self.tlp_end_seq = None;
+        self.tlp_retrans = false;
+        self.tlp_flight = 0;
         self.rack_edge = None;
         self.reo_wnd_mult = 1;
         self.reo_wnd_persist = 0;
@@ -1733,6 +1739,7 @@ impl<'a> Socket<'a> {
         self.head_resend = false;
         self.rxt_marks = [None; RXT_MARKS];
         self.rxt_lost = None;
+        self.rxt_loss_cut = None;
         self.pending_fast_retransmit = false;
         self.high_rxt = self.local_seq_no;
         self.lost_end = self.local_seq_no;
@@ -1770,11 +1777,12 @@ impl<'a> Socket<'a> {
             )
         });
         let dup_acks_before = self.local_rx_dup_acks;
-        let (newly_sacked, dsack) = if self.remote_has_sack {
+        let (newly_sacked, dsack_block) = if self.remote_has_sack {
             self.update_scoreboard(ack_number, ack_number, snd_max, repr)
         } else {
-            (0, false)
+            (0, None)
         };
+        let dsack = dsack_block.is_some();
         // RFC 8985 section 6.2 step 2: a hole no resend can have filled
         // is now (partly) delivered, below data delivered before it.
         if let Some((region, before, below_edge)) = holes
@@ -1798,6 +1806,11 @@ impl<'a> Socket<'a> {
         self.update_reo_wnd(ack_number, snd_max, dsack);
 
         if advanced {
+            // A probe due but not sent (the device was full) is moot: the
+            // ACK it was to elicit came, and `arm_tlp` below starts over.
+            // Left set, with nothing in flight, it would ask for a poll
+            // at once for ever, each sending an empty ACK.
+            self.tlp_probe = false;
             self.head_rxt_mark = None;
             self.head_resend = false;
             if self.local_rx_dup_acks > 0 {
@@ -1805,8 +1818,12 @@ impl<'a> Socket<'a> {
             }
             self.local_rx_dup_acks = 0;
             self.local_rx_last_ack = Some(ack_number);
+            // RFC 6298 (5.7): the timer's backoff ends with the next valid
+            // RTT sample (`sample` recomputes the RTO), never merely
+            // because SND.UNA advanced: Karn's rule takes none from data
+            // sent twice, so after a timeout that is the first ACK of data
+            // sent after the resends (F-RTO sends such data early).
             self.rtte.on_ack(now, ack_number);
-            self.rtte.on_progress();
 
             match self.recovery_point {
                 Some(point) if ack_number < point => {
@@ -1939,7 +1956,7 @@ impl<'a> Socket<'a> {
             .filter(|&edge| dup_thresh && edge > self.local_seq_no);
         if let Some(end) = self.tlp_end_seq {
             if ack_number >= end {
-                self.tlp_end_seq = None;
+                self.tlp_episode_ack(now, ack_number, end, advanced, dsack_block, repr);
             } else if self.scoreboard.highest().is_some_and(|h| h >= end)
                 && self.tlp_seq > self.local_seq_no
             {
@@ -1969,6 +1986,7 @@ impl<'a> Socket<'a> {
             net_debug!("retransmission at {} lost", self.local_seq_no);
             self.head_rxt_mark = None;
             self.head_resend = true;
+            self.on_retransmission_lost(now, mark);
         }
         // The same for a retransmission above SND.UNA, which would
         // otherwise wait until it became the head (or for the RTO).
@@ -1987,6 +2005,7 @@ impl<'a> Socket<'a> {
                     net_debug!("retransmission at {} lost", start);
                     self.rxt_marks[i] = None;
                     self.rxt_lost = Some((start, end));
+                    self.on_retransmission_lost(now, mark);
                     break;
                 }
             }
@@ -2001,6 +2020,38 @@ impl<'a> Socket<'a> {
             self.enter_recovery(now, sack_lost);
         } else if advanced {
             self.arm_tlp(now);
+        }
+    }
+
+    /// RFC 8985 section 7.4.2, for an ACK at or above the probe's end: a
+    /// probe of new data, or one reported duplicate by a D-SACK, or
+    /// answered by a plain duplicate ACK, repaired nothing. An ACK beyond
+    /// the probe with none of those seen means it repaired a loss, which
+    /// MUST be treated as one: the window is cut as fast recovery would
+    /// cut it. An ACK of exactly the probe's end may precede the D-SACK,
+    /// so the episode waits for the next.
+    fn tlp_episode_ack(
+        &mut self,
+        now: Instant,
+        ack_number: TcpSeqNumber,
+        end: TcpSeqNumber,
+        advanced: bool,
+        dsack: Option<(TcpSeqNumber, TcpSeqNumber)>,
+        repr: &TcpRepr,
+    ) {
+        let probe_dsacked = dsack.is_some_and(|(left, right)| left < end && self.tlp_seq < right);
+        let plain_dup = !advanced
+            && repr.payload.is_empty()
+            && repr.sack_ranges.iter().all(Option::is_none);
+        if !self.tlp_retrans || probe_dsacked || plain_dup {
+            self.tlp_end_seq = None;
+        } else if ack_number > end {
+            net_debug!("tail loss probe repaired a loss: window reduced");
+            self.tlp_end_seq = None;
+            let in_flight = self.tlp_flight.max(self.flight_size());
+            self.congestion_controller
+                .inner_mut()
+                .on_repaired_loss(now, in_flight);
         }
     }
 
@@ -2195,6 +2246,26 @@ impl<'a> Socket<'a> {
         }
     }
 
+    /// A retransmission sent when SND.MAX was `sent_at` was lost: the loss
+    /// of a retransmission is a second congestion signal, and RFC 5681
+    /// section 4.3 requires cwnd and ssthresh be lowered twice (RFC 8985
+    /// section 9.3 likewise for RACK without PRR; Linux, with PRR, cuts
+    /// again only for a lost retransmission after a timeout). The cut is
+    /// from the current window, not FlightSize, which in recovery still
+    /// counts the whole first episode. One cut per round of resends: a
+    /// resend sent before the last such cut is the same congestion event.
+    fn on_retransmission_lost(&mut self, now: Instant, sent_at: TcpSeqNumber) {
+        if self.rxt_loss_cut.is_some_and(|cut| sent_at <= cut) {
+            return;
+        }
+        self.rxt_loss_cut = Some(self.snd_max());
+        let window = self.congestion_controller.inner().window();
+        let base = self.flight_size().min(window);
+        self.congestion_controller
+            .inner_mut()
+            .on_retransmission_lost(now, base);
+    }
+
     /// Starts fast retransmit and fast recovery (RFC 5681 section 3.2,
     /// RFC 6675 section 5).
     fn enter_recovery(&mut self, now: Instant, sack_lost: Option<TcpSeqNumber>) {
@@ -2208,12 +2279,18 @@ impl<'a> Socket<'a> {
         self.pending_fast_retransmit = true;
         self.tlp_at = None;
         self.tlp_probe = false;
+        // The recovery's reduction covers whatever the probe repaired.
+        self.tlp_end_seq = None;
         self.stats.fast_recoveries += 1;
         // D-SACKs of data an earlier episode resent must not count for
         // this one: its count starts above all of that.
         let marker = self.rxt_high.map_or(snd_una, |r| r.max(snd_una));
         self.undo = Some(Undo::begin(marker, &self.congestion_controller));
-        let in_flight = self.flight_size();
+        // FlightSize counts what the receiver SACKed; with many holes it
+        // exceeds the window, and half of it could raise cwnd. RFC 5681
+        // asks for ssthresh no more than FlightSize / 2; Linux halves cwnd.
+        let window = self.congestion_controller.inner().window();
+        let in_flight = self.flight_size().min(window);
         self.congestion_controller
             .inner_mut()
             .on_recovery(now, in_flight);
@@ -2221,16 +2298,19 @@ impl<'a> Socket<'a> {
 
     /// Records the SACK blocks of an incoming ACK (RFC 2018), ignoring those
     /// outside SND.UNA..SND.MAX, and returns how many octets they newly
-    /// reported held.
-    /// Also says whether a D-SACK came. A block below `segment_ack` (the
-    /// segment's own ACK number, which an old ACK has below SND.UNA) is one.
+    /// reported held, and the D-SACK block if one came (RFC 2883: only the
+    /// first block can be one, when it lies below `segment_ack`, the
+    /// segment's own ACK number, which an old ACK has below SND.UNA, or
+    /// inside the second block). A D-SACK further below SND.UNA than the
+    /// largest window the peer advertised is no duplicate of anything
+    /// still remembered, and is ignored.
     fn update_scoreboard(
         &mut self,
         ack_number: TcpSeqNumber,
         segment_ack: TcpSeqNumber,
         snd_max: TcpSeqNumber,
         repr: &TcpRepr,
-    ) -> (usize, bool) {
+    ) -> (usize, Option<(TcpSeqNumber, TcpSeqNumber)>) {
         self.scoreboard.advance(ack_number);
         // A receiver that acknowledged up to a SACKed block's middle has
         // discarded ("reneged on") what it reported: start afresh, as Linux
@@ -2239,7 +2319,7 @@ impl<'a> Socket<'a> {
             net_debug!("SACK reneging detected at {}", ack_number);
             self.scoreboard.clear();
         }
-        let (mut newly, mut dsack) = (0, false);
+        let (mut newly, mut dsack) = (0, None);
         let seqs = |(left, right): (u32, u32)| (TcpSeqNumber(left as i32), TcpSeqNumber(right as i32));
         // RFC 2883 section 4: a first block inside the second reports a
         // duplicate above the cumulative ACK.
@@ -2247,15 +2327,27 @@ impl<'a> Socket<'a> {
             (Some((l1, r1)), Some((l2, r2))) => l2 <= l1 && r1 <= r2,
             _ => false,
         };
-        for (i, &(left, right)) in repr.sack_ranges.iter().flatten().enumerate() {
-            let (left, right) = seqs((left, right));
+        let max_wnd = self.max_remote_win.max(self.remote_win_len);
+        for (i, block) in repr.sack_ranges.iter().enumerate() {
+            let Some((left, right)) = block.map(seqs) else {
+                continue;
+            };
             if left >= right || right > snd_max {
                 continue;
             }
-            if right <= segment_ack || (i == 0 && dsack_above) {
+            let below = right <= segment_ack;
+            if i > 0 && below {
+                // An old block repeated below the cumulative ACK.
+                continue;
+            }
+            if i == 0 && (below || dsack_above) {
+                let below_una = self.local_seq_no.0.wrapping_sub(left.0);
+                if below_una == i32::MIN || (below_una > 0 && below_una as usize > max_wnd) {
+                    continue;
+                }
                 // D-SACK (RFC 2883): a duplicate arrived; we resent needlessly.
                 self.stats.spurious_retransmits += 1;
-                dsack = true;
+                dsack = Some((left, right));
                 let mss = self.remote_mss;
                 if let Some(undo) = &mut self.undo
                     && undo.on_dsack(left, right, mss)
@@ -2277,7 +2369,7 @@ impl<'a> Socket<'a> {
     fn process_old_sack(&mut self, segment_ack: TcpSeqNumber, repr: &TcpRepr) {
         let (una, snd_max) = (self.local_seq_no, self.snd_max());
         let (_, dsack) = self.update_scoreboard(una, segment_ack, snd_max, repr);
-        if dsack {
+        if dsack.is_some() {
             self.reordering_seen = true;
             self.update_reo_wnd(una, snd_max, true);
         }
@@ -2768,7 +2860,12 @@ impl<'a> Socket<'a> {
 
                 // Acceptable ACK range (both inclusive)
                 let mut ack_min = self.local_seq_no;
-                let ack_max = self.local_seq_no + unacknowledged;
+                // ... and never above SND.MAX (RFC 9293 3.10.7.4, RFC 5961
+                // section 5.2): an ACK of queued data never sent would
+                // drop it from the send buffer. A zero-window probe's
+                // octet is not counted in SND.MAX until acknowledged.
+                let probe = self.timer.is_zero_window_probe() as usize;
+                let ack_max = (self.local_seq_no + unacknowledged).min(self.snd_max() + probe);
 
                 // If we have sent a SYN, it MUST be acknowledged.
                 if sent_syn {
@@ -2782,18 +2879,18 @@ impl<'a> Socket<'a> {
                         ack_min,
                         ack_max
                     );
-                    // Data with PSH set (the last segment of what the
-                    // peer had queued: a whole small message) is data too.
-                    if repr.payload.is_empty()
-                        || !matches!(repr.control, TcpControl::None | TcpControl::Psh)
-                    {
-                        // Overtaken by a later ACK, its SACK blocks still
-                        // count: a D-SACK in it is the only report of
-                        // that duplicate (Linux reads old ACKs' SACKs too).
-                        if self.remote_has_sack && repr.control == TcpControl::None {
-                            self.process_old_sack(ack_number, repr);
-                        }
-                        return None;
+                    // RFC 5961 section 5.2 (a MAY there; Linux does it): an
+                    // ACK more than the largest window ever advertised
+                    // below SND.UNA comes from no segment the peer can
+                    // still have in flight. Blind data injection guesses
+                    // ACK numbers; drop the segment and answer with an ACK.
+                    // In u32 arithmetic: an ACK 2^31 away is below too, and
+                    // `SeqNumber`'s subtraction would panic on it.
+                    let below = self.local_seq_no.0.wrapping_sub(ack_number.0) as u32;
+                    let max_wnd = self.max_remote_win.max(self.remote_win_len);
+                    if below as usize > max_wnd {
+                        net_debug!("ACK {} below SND.UNA - MAX.SND.WND", ack_number);
+                        return self.challenge_ack_reply(cx, ip_repr, repr);
                     }
                     stale_ack = true;
                 }
@@ -2947,6 +3044,29 @@ impl<'a> Socket<'a> {
                 }
             }
         };
+
+        // A segment whose ACK a later one overtook: its text is kept (RFC
+        // 9293 3.10.7.4 lets the old ACK be ignored), and so are its SACK
+        // blocks, but only now that its sequence number passed the
+        // acceptability test: blocks of a segment that fails it are as
+        // likely forged as not (anyone who knows the 4-tuple can send one).
+        // Data with PSH set (the last segment of what the peer had queued:
+        // a whole small message) is data too.
+        if stale_ack
+            && (repr.payload.is_empty()
+                || !matches!(repr.control, TcpControl::None | TcpControl::Psh))
+        {
+            // Overtaken by a later ACK, its SACK blocks still count: a
+            // D-SACK in it is the only report of that duplicate (Linux
+            // reads old ACKs' SACKs too).
+            if self.remote_has_sack
+                && repr.control == TcpControl::None
+                && let Some(ack_number) = repr.ack_number
+            {
+                self.process_old_sack(ack_number, repr);
+            }
+            return None;
+        }
 
         // Compute the amount of acknowledged octets, removing the SYN and FIN bits
         // from the sequence space.
@@ -3192,6 +3312,7 @@ impl<'a> Socket<'a> {
         // An old ACK's window is old too (RFC 9293 3.10.7.4, SND.WL1/WL2).
         if !stale_ack {
             self.remote_win_len = new_remote_win_len;
+            self.max_remote_win = self.max_remote_win.max(new_remote_win_len);
             self.congestion_controller
                 .inner_mut()
                 .set_remote_window(new_remote_win_len);
@@ -3386,7 +3507,9 @@ impl<'a> Socket<'a> {
     fn seq_to_transmit(&self, cx: &mut Context) -> bool {
         // Retransmissions in recovery; the first one is sent even if
         // congestion checks would disallow it.
-        if self.may_send_data() && (self.tlp_probe || self.retransmit_to_send().is_some()) {
+        if self.may_send_data()
+            && ((self.tlp_probe && self.flight_size() > 0) || self.retransmit_to_send().is_some())
+        {
             return true;
         }
 
@@ -3585,17 +3708,20 @@ impl<'a> Socket<'a> {
                 // holds the window from before the first timeout, as
                 // Linux keeps `undo_marker` in the Loss state.
                 self.frto = Some(Frto::new(self.snd_max()));
+            } else if self.recovery_point.is_some() {
+                // A timeout in fast recovery: a resend was lost, so the
+                // loss is real whatever original data arrives later, and
+                // F-RTO would call it spurious (Linux's `tcp_enter_loss`
+                // runs F-RTO only outside recovery). The recovery's undo
+                // copy is kept, as Linux keeps `undo_marker`: only
+                // D-SACKs of every resend can still undo it.
+                self.frto = None;
             } else if self.remote_has_sack
                 && self.rto_recovery_point.is_none()
                 && una < self.snd_max()
             {
-                // In a fast recovery its undo copy is kept: it holds the
-                // window from before that episode, as Linux keeps
-                // `undo_marker` when a timeout ends a recovery.
-                if self.recovery_point.is_none() || self.undo.is_none() {
-                    let marker = self.rxt_high.map_or(una, |r| r.max(una));
-                    self.undo = Some(Undo::begin(marker, &self.congestion_controller));
-                }
+                let marker = self.rxt_high.map_or(una, |r| r.max(una));
+                self.undo = Some(Undo::begin(marker, &self.congestion_controller));
                 self.frto = Some(Frto::new(self.snd_max()));
             } else {
                 self.undo = None;
@@ -4022,7 +4148,7 @@ impl<'a> Socket<'a> {
             self.stats.retransmitted_bytes += repr.payload.len() as u64;
             self.rxt_high = Some(self.rxt_high.map_or(seg_end, |r| r.max(seg_end)));
             if let Some(undo) = &mut self.undo {
-                undo.on_retransmit();
+                undo.on_retransmit(repr.seq_number, seg_end);
             }
             // Karn: no RTT sample from a segment sent twice.
             self.rtte.on_retransmit();
@@ -4085,6 +4211,8 @@ impl<'a> Socket<'a> {
             self.stats.tail_loss_probes += 1;
             self.tlp_seq = repr.seq_number;
             self.tlp_end_seq = Some(self.snd_max());
+            self.tlp_retrans = repr.seq_number < snd_max;
+            self.tlp_flight = self.flight_size();
             let rto = self.rtte.retransmission_timeout();
             self.timer.set_for_retransmit(cx.now(), rto);
         } else if repr.segment_len() > 0 && seg_end > snd_max {
@@ -8848,6 +8976,152 @@ mod test {
         assert_eq!(s.stats().spurious_retransmits, 1);
     }
 
+    /// Blind injection: a segment whose ACK lies below SND.UNA (half of all
+    /// ACK values do) and whose sequence number is outside the receive
+    /// window is not the peer's. Its SACK and D-SACK blocks change nothing.
+    #[test]
+    fn test_sack_blocks_of_an_unacceptable_segment_are_ignored() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDD", 3);
+        send!(s, time 1001, sack_ack(3, &[]));
+        let forged = |blocks: &[(usize, usize)]| TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + 5000,
+            ..sack_ack(0, blocks)
+        };
+        send(&mut s, Instant::from_millis(1002), &forged(&[(6, 12)]));
+        assert!(s.scoreboard.is_empty());
+        assert_eq!(s.stats().sacked_bytes, 0);
+        // A forged D-SACK (below SND.UNA) counts no spurious resend.
+        send(&mut s, Instant::from_millis(1003), &forged(&[(0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        assert!(!s.reordering_seen);
+        // The same blocks in an acceptable old ACK do count.
+        send!(s, time 1004, sack_ack(0, &[(6, 12)]));
+        assert_eq!(s.stats().sacked_bytes, 6);
+    }
+
+    /// RFC 5961 section 5.2: an ACK below SND.UNA - MAX.SND.WND is
+    /// discarded with its data, and answered with an ACK.
+    #[test]
+    fn test_data_with_ack_below_the_max_window_is_dropped() {
+        let mut s = socket_sack_sent(b"aaaBBB", 3);
+        send!(s, time 1001, sack_ack(6, &[]));
+        let reply = send(
+            &mut s,
+            Instant::from_millis(1002),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 6 - 257),
+                payload: &b"xyz"[..],
+                ..SEND_TEMPL
+            },
+        );
+        assert_eq!(s.recv_queue(), 0);
+        assert_eq!(
+            reply.map(|r| (r.seq_number, r.ack_number)),
+            Some((LOCAL_SEQ + 1 + 6, Some(REMOTE_SEQ + 1)))
+        );
+        // Within the bound (a window of 256 below SND.UNA) the data is kept.
+        send(
+            &mut s,
+            Instant::from_millis(1003),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 6 - 256),
+                payload: &b"xyz"[..],
+                ..SEND_TEMPL
+            },
+        );
+        assert_eq!(s.recv_queue(), 3);
+    }
+
+    /// An ACK above SND.MAX, of data queued but never sent, is not
+    /// acceptable (RFC 9293 3.10.7.4, RFC 5961 section 5.2): taken, it
+    /// would drop that data from the send buffer unsent.
+    #[test]
+    fn test_ack_of_unsent_data_is_rejected() {
+        let mut s = socket_sack_sent(b"aaa", 3);
+        s.send_slice(b"BBBccc").unwrap();
+        let reply = send(&mut s, Instant::from_millis(1001), &sack_ack(6, &[]));
+        assert_eq!(s.send_queue(), 9);
+        assert_eq!(s.local_seq_no, LOCAL_SEQ + 1);
+        assert_eq!(reply.map(|r| r.ack_number), Some(Some(REMOTE_SEQ + 1)));
+        send!(s, time 1002, sack_ack(3, &[]));
+        assert_eq!(s.send_queue(), 6);
+    }
+
+    /// A socket like `socket_sack_sent` whose sequence numbers start at
+    /// `isn`, so that its data can cross 2^32 or 2^31.
+    fn socket_sack_sent_at(isn: TcpSeqNumber, data: &[u8], mss: usize) -> TestSocket {
+        let mut s = socket_established_with_buffer_sizes(256, 64);
+        s.local_seq_no = isn;
+        s.remote_last_seq = isn;
+        s.remote_has_sack = true;
+        s.remote_mss = mss;
+        send!(s, time 0, TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(isn),
+            ..SEND_TEMPL
+        });
+        s.send_slice(data).unwrap();
+        for _ in data.chunks(mss) {
+            recv(&mut s, Instant::from_millis(1000), |r| assert!(r.is_ok()));
+        }
+        s
+    }
+
+    /// Forged SACK and D-SACK blocks where SND.UNA sits just below 2^32
+    /// and just below 2^31: ACKs on the far side of the wrap, half the
+    /// space away and exactly 2^31 away are all judged without a panic,
+    /// and none of their blocks reaches the scoreboard or the undo.
+    #[test]
+    fn test_forged_sack_blocks_across_sequence_wraparound() {
+        for isn in [TcpSeqNumber(-4), TcpSeqNumber(i32::MAX - 3)] {
+            let mut s = socket_sack_sent_at(isn, b"aaaBBBcccDDD", 3);
+            let block = |l: usize, r: usize| Some(((isn + l).0 as u32, (isn + r).0 as u32));
+            send!(s, time 1001, TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(isn + 3),
+                ..SEND_TEMPL
+            });
+            let una = isn + 3;
+            let acks = [
+                isn,
+                una - 100,
+                TcpSeqNumber(una.0.wrapping_sub(i32::MAX)),
+                TcpSeqNumber(una.0.wrapping_add(i32::MIN)),
+                TcpSeqNumber(una.0.wrapping_add(1 << 30)),
+            ];
+            for (i, ack) in acks.into_iter().enumerate() {
+                for seq in [REMOTE_SEQ + 1 + 1000, REMOTE_SEQ - 1000] {
+                    let forged = TcpRepr {
+                        seq_number: seq,
+                        ack_number: Some(ack),
+                        sack_ranges: [block(0, 3), block(6, 12), None],
+                        ..SEND_TEMPL
+                    };
+                    send(&mut s, Instant::from_millis(1002 + i as i64), &forged);
+                    let data = TcpRepr {
+                        payload: &b"xyz"[..],
+                        ..forged
+                    };
+                    send(&mut s, Instant::from_millis(1002 + i as i64), &data);
+                }
+            }
+            assert!(s.scoreboard.is_empty(), "isn {isn}");
+            assert_eq!(s.stats().spurious_retransmits, 0, "isn {isn}");
+            assert_eq!(s.local_seq_no, una, "isn {isn}");
+            assert_eq!(s.recv_queue(), 0, "isn {isn}");
+            // The peer's own old ACK, across the wrap, is read.
+            send!(s, time 1010, TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(isn),
+                sack_ranges: [block(6, 12), None, None],
+                ..SEND_TEMPL
+            });
+            assert_eq!(s.stats().sacked_bytes, 6, "isn {isn}");
+        }
+    }
+
     /// RFC 3708 with D-SACK (Linux's `tcp_try_undo_dsack`): a recovery
     /// whose every resend the receiver reports duplicate was no loss, and
     /// the congestion window goes back to what it was.
@@ -8883,6 +9157,147 @@ mod test {
         send!(s, time 1003, sack_ack(12, &[(0, 3)]));
         assert_eq!(s.stats().undos, 1);
         assert_eq!(s.congestion_controller.inner().window(), before);
+    }
+
+    /// A SACK socket on Reno whose window has grown past its initial one.
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn socket_reno_grown() -> TestSocket {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        s
+    }
+
+    /// RFC 2883: only the first SACK block can be a D-SACK; a later block
+    /// below the cumulative ACK is merely stale, and undoes nothing.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_dsack_only_in_the_first_block() {
+        let mut s = socket_reno_grown();
+        s.send_slice(b"aaaBBBcccDDDeeeFFF").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDDeeeFFF", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        let cut = s.congestion_controller.inner().window();
+        send!(s, time 1002, sack_ack(12, &[(15, 18), (0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() <= cut);
+    }
+
+    /// A D-SACK undoes the resends it covers, not as many segments as
+    /// it is long: a block over one resend and data never resent leaves
+    /// the other resend of the episode to be reported.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_dsack_credits_only_resent_data() {
+        let mut s = socket_reno_grown();
+        s.send_slice(b"aaaBBBcccDDDeeeFFF").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDDeeeFFF", 3);
+        // "aaa" and "ccc" are missing: both resent.
+        send!(s, time 1001, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }, TcpRepr {
+            seq_number: LOCAL_SEQ + 1 + 6,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"ccc"[..],
+            ..RECV_TEMPL
+        }]);
+        let cut = s.congestion_controller.inner().window();
+        // One duplicate reported, six octets long: "aaa" (resent) and
+        // "BBB" (never resent). "ccc"'s resend filled a real hole.
+        send!(s, time 1002, sack_ack(18, &[(0, 6)]));
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() <= cut + 3);
+        // A D-SACK of data never resent in the episode credits nothing.
+        let mut s = socket_reno_grown();
+        s.send_slice(b"aaaBBBcccDDD").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDD", 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        send!(s, time 1002, sack_ack(12, &[(3, 6)]));
+        assert_eq!(s.stats().undos, 0);
+    }
+
+    /// RFC 5681 section 4.3: the loss of a retransmission is a second
+    /// congestion signal, and cwnd and ssthresh MUST be lowered twice (RFC
+    /// 8985 section 9.3 asks the same of RACK without PRR). A resend sent
+    /// before that second reduction and found lost after it shares it.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_lost_retransmission_cuts_the_window_again() {
+        let mut s = socket_reno_grown();
+        let data = b"aaaBBBcccDDDeeeFFFgggHHHiiiJJJkkkLLL";
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, 3);
+        send!(s, time 1001, sack_ack(0, &[(3, 36)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        let first = s.congestion_controller.inner().window();
+        s.send_slice(b"mmm").unwrap();
+        recv_segments(&mut s, 1002, 36, b"mmm", 3);
+        // "mmm", sent after the resend, arrives; "aaa" is still missing.
+        send!(s, time 1010, sack_ack(0, &[(3, 39)]));
+        recv!(s, time 1010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        let second = s.congestion_controller.inner().window();
+        assert!(second < first, "{second} >= {first}");
+        assert!(second * 2 <= first + 3, "{second} vs {first}");
+        // Recovery ends: the window is no larger than the second cut.
+        send!(s, time 1020, sack_ack(39, &[]));
+        assert!(s.congestion_controller.inner().window() <= second + 3);
+    }
+
+    /// Fast recovery cuts the window it starts with, even when FlightSize
+    /// (which counts SACKed data) is more than twice that window: half of
+    /// FlightSize would then raise it.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_fast_recovery_never_raises_the_window() {
+        let mut s = socket_reno_grown();
+        let data = b"aaaBBBcccDDDeeeFFFgggHHHiiiJJJkkkLLL";
+        s.send_slice(data).unwrap();
+        recv_segments(&mut s, 1000, 0, data, 3);
+        // An earlier episode left the window at 12 octets.
+        let controller = s.congestion_controller.inner_mut();
+        controller.on_recovery(Instant::from_millis(1000), 24);
+        controller.on_ack(Instant::from_millis(1000), 3, 24, &RttEstimator::default());
+        assert_eq!(s.congestion_controller.inner().window(), 12);
+        send!(s, time 1001, sack_ack(0, &[(3, 36)]));
+        assert_eq!(s.stats().fast_recoveries, 1);
+        assert!(s.congestion_controller.inner().window() < 12);
     }
 
     /// A resend that filled a real hole draws no D-SACK: nothing is undone.
@@ -9022,9 +9437,20 @@ mod test {
     #[test]
     fn test_sack_blocks_outside_the_window_are_ignored() {
         let mut s = socket_sack_sent(b"aaaBBBccc", 3);
-        // Beyond SND.MAX, inverted, and below SND.UNA (a D-SACK).
+        // Beyond SND.MAX, inverted, and below SND.UNA: not the first
+        // block, so no D-SACK (RFC 2883) but a stale block.
         send!(s, time 1010, sack_ack(3, &[(6, 100), (8, 7), (0, 3)]));
         assert!(s.scoreboard.is_empty());
+        assert_eq!(s.stats().spurious_retransmits, 0);
+        // First, it is one; further below SND.UNA than the peer's largest
+        // window it is not.
+        send!(s, time 1011, sack_ack(3, &[(0, 3)]));
+        assert_eq!(s.stats().spurious_retransmits, 1);
+        let far = TcpSeqNumber((LOCAL_SEQ + 1).0.wrapping_sub(1000));
+        send!(s, time 1012, TcpRepr {
+            sack_ranges: [Some((far.0 as u32, (far + 3).0 as u32)), None, None],
+            ..sack_ack(3, &[])
+        });
         assert_eq!(s.stats().spurious_retransmits, 1);
         assert_eq!(s.local_rx_dup_acks, 0);
     }
@@ -9199,6 +9625,58 @@ mod test {
             payload:    &b"ccc"[..],
             ..RECV_TEMPL
         }]);
+    }
+
+    /// A timeout in fast recovery runs no F-RTO (as Linux, whose
+    /// `tcp_enter_loss` sets `tp->frto` only outside recovery): there the
+    /// resend at SND.UNA was lost too, and data delivered above it says
+    /// nothing about the timeout. The window stays cut.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_timeout_in_fast_recovery_is_not_judged_by_frto() {
+        let mut s = socket_sack_sent(b"", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        for i in 0..8 {
+            s.congestion_controller.inner_mut().on_ack(
+                Instant::from_millis(i),
+                3,
+                0,
+                &RttEstimator::default(),
+            );
+        }
+        let before = s.congestion_controller.inner().window();
+        s.send_slice(b"aaaBBBcccDDDeeeFFF").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBBcccDDDeeeFFF", 3);
+        // "aaa" is lost; three segments SACKed above it: recovery.
+        send!(s, time 1001, sack_ack(0, &[(3, 12)]));
+        recv!(s, time 1001, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().fast_recoveries, 1);
+        // The resend is lost, and so are the ACKs SACKing "eeeFFF": the
+        // timeout resends "aaa" again.
+        let rto_at = match s.timer {
+            Timer::Retransmit { expires_at } => expires_at,
+            t => panic!("{t:?}"),
+        };
+        recv!(s, time rto_at.total_millis(), [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        assert_eq!(s.stats().timeouts, 1);
+        // It arrives; everything is acknowledged, "eeeFFF" (never resent)
+        // included. The loss was real all the same.
+        send!(s, time rto_at.total_millis() + 1, sack_ack(18, &[]));
+        assert_eq!(s.stats().spurious_rtos, 0);
+        assert_eq!(s.stats().undos, 0);
+        assert!(s.congestion_controller.inner().window() < before);
     }
 
     /// A D-SACK of the resent head: the original arrived, the timeout was
@@ -9377,6 +9855,58 @@ mod test {
         send!(s, time 1030, sack_ack(9, &[]));
         assert_eq!(s.stats().timeouts, 0);
         assert_eq!(s.tlp_at, None);
+    }
+
+    /// RFC 8985 section 7.4.2: a probe that resent the last segment and
+    /// was not reported duplicate repaired a loss, which MUST get a
+    /// congestion response as fast recovery would give it; once an ACK
+    /// beyond the probe arrives without a D-SACK for it, the window is cut.
+    /// With the D-SACK (original and probe both arrived) it is not.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_loss_repaired_by_the_probe_cuts_the_window() {
+        for dsack in [false, true] {
+            let mut s = socket_reno_grown();
+            s.rtte.sample(10_000);
+            s.send_slice(b"aaaBBBccc").unwrap();
+            recv_segments(&mut s, 1000, 0, b"aaaBBBccc", 3);
+            recv!(s, time 1020, [TcpRepr {
+                seq_number: LOCAL_SEQ + 1 + 6,
+                ack_number: Some(REMOTE_SEQ + 1),
+                payload:    &b"ccc"[..],
+                ..RECV_TEMPL
+            }]);
+            assert_eq!(s.stats().tail_loss_probes, 1);
+            send!(s, time 1030, sack_ack(9, &[]));
+            if dsack {
+                send!(s, time 1031, sack_ack(9, &[(6, 9)]));
+            }
+            let before = s.congestion_controller.inner().window();
+            s.send_slice(b"ddd").unwrap();
+            recv_segments(&mut s, 1032, 9, b"ddd", 3);
+            send!(s, time 1040, sack_ack(12, &[]));
+            let after = s.congestion_controller.inner().window();
+            if dsack {
+                assert!(after >= before, "{after} < {before}");
+            } else {
+                assert!(after < before, "{after} >= {before}");
+            }
+        }
+    }
+
+    /// The probe timer fired but the probe could not be sent (the device
+    /// was full); an ACK of everything then leaves nothing to probe, and
+    /// the socket must not keep asking to be polled for it.
+    #[test]
+    fn test_tail_loss_probe_not_sent_is_forgotten_when_all_is_acked() {
+        let mut s = socket_tlp_sent(b"aaaBBBccc", 3);
+        s.cx.set_now(Instant::from_millis(1020));
+        let sent = s.socket.dispatch(&mut s.cx, |_, _, _| Err::<(), ()>(()));
+        assert_eq!(sent, Err(()));
+        send!(s, time 1021, sack_ack(9, &[]));
+        assert_eq!(s.socket.poll_at(&mut s.cx), PollAt::Ingress);
+        recv_nothing!(s, time 1022);
+        assert_eq!(s.stats().tail_loss_probes, 0);
     }
 
     #[test]
@@ -12154,6 +12684,56 @@ mod test {
             r.on_rto();
         }
         assert_eq!(r.retransmission_timeout(), Duration::from_secs(60));
+    }
+
+    /// RFC 6298 (5.7 and the note after it) with Karn's rule: the backed-off
+    /// RTO stays until a valid RTT sample, which only an ACK of data sent
+    /// once can give. An ACK of resent data alone keeps the backoff; an
+    /// ACK of new data sent after the timeouts ends it.
+    #[test]
+    fn test_rto_backoff_ends_only_with_a_valid_rtt_sample() {
+        let mut s = socket_established_with_buffer_sizes(256, 64);
+        s.remote_mss = 3;
+        s.set_rto_min(Duration::from_millis(10));
+        s.rtte.sample(10_000);
+        let rto = s.rtte.retransmission_timeout();
+        s.send_slice(b"aaaBBB").unwrap();
+        recv_segments(&mut s, 1000, 0, b"aaaBBB", 3);
+        let mut at = Instant::from_millis(1000);
+        for backoff in [2, 4] {
+            at += s.rtte.retransmission_timeout();
+            recv(&mut s, at, |r| assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1)));
+            assert_eq!(s.rtte.retransmission_timeout(), rto * backoff);
+        }
+        assert_eq!(s.stats().timeouts, 2);
+        // The resent "aaa" is acknowledged: no sample (Karn), the backoff
+        // stays.
+        send(&mut s, at + Duration::from_millis(5), &TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 3),
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
+        // "BBB" goes again, then new data, sent once and acknowledged.
+        recv(&mut s, at + Duration::from_millis(5), |r| {
+            assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 3))
+        });
+        send(&mut s, at + Duration::from_millis(10), &TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 6),
+            ..SEND_TEMPL
+        });
+        assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
+        s.send_slice(b"ccc").unwrap();
+        recv(&mut s, at + Duration::from_millis(10), |r| {
+            assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 6))
+        });
+        send(&mut s, at + Duration::from_millis(20), &TcpRepr {
+            seq_number: REMOTE_SEQ + 1,
+            ack_number: Some(LOCAL_SEQ + 1 + 9),
+            ..SEND_TEMPL
+        });
+        assert!(s.rtte.retransmission_timeout() < rto * 2);
     }
 
     #[test]

@@ -41,6 +41,25 @@ pub(super) trait Controller {
         self.on_loss(now, in_flight)
     }
 
+    /// A loss already repaired when it was found (a tail loss probe
+    /// resent the segment, RFC 8985 section 7.4.2): the window is cut as
+    /// fast recovery would cut it, and that recovery is over at once.
+    fn on_repaired_loss(&mut self, now: Instant, in_flight: usize) {
+        self.on_recovery(now, in_flight);
+        self.on_recovery_end();
+    }
+
+    /// Fast recovery ends without an ACK of new data to end it.
+    fn on_recovery_end(&mut self) {}
+
+    /// A retransmission in fast recovery was lost: a second congestion
+    /// signal (RFC 5681 section 4.3), so the window is cut again, from
+    /// `in_flight` (the socket passes no more than the current window).
+    fn on_retransmission_lost(&mut self, now: Instant, in_flight: usize) {
+        self.on_recovery_end();
+        self.on_recovery(now, in_flight);
+    }
+
     fn pre_transmit(&mut self, now: Instant) {}
 
     fn post_transmit(&mut self, now: Instant, len: usize) {}

@@ -254,12 +254,20 @@ fn transfer(
     }
 }
 
+/// Goodput over the virtual time the transfers took, in Gbit/s.
+fn gbit_per_s(bytes: u64, time: Duration) -> f64 {
+    bytes as f64 * 8.0 / time.total_micros().max(1) as f64 / 1e3
+}
+
 fn sweep(loss: f64) -> (TcpStats, Duration) {
     let mut total = TcpStats::default();
     let mut longest_stall = Duration::ZERO;
+    let mut time = Duration::ZERO;
     for seed in 1..=6 {
         let outcome = run(loss, seed);
         let s = outcome.stats;
+        time += outcome.transfer_time;
+        total.sent_bytes += s.sent_bytes;
         total.fast_recoveries += s.fast_recoveries;
         total.timeouts += s.timeouts;
         total.tail_loss_probes += s.tail_loss_probes;
@@ -271,6 +279,13 @@ fn sweep(loss: f64) -> (TcpStats, Duration) {
             "loss {loss} seed {seed}: {s:?}"
         );
     }
+    std::println!(
+        "{}% loss, 500 us each way, 6 x {TOTAL} B: {:.3} Gbit/s of virtual time, {} timeouts, {:.4} of the bytes resent",
+        loss * 100.0,
+        gbit_per_s(6 * TOTAL as u64, time),
+        total.timeouts,
+        total.retransmitted_bytes as f64 / total.sent_bytes.max(1) as f64
+    );
     (total, longest_stall)
 }
 
@@ -403,10 +418,17 @@ fn run_both_ways(loss: f64, seed: u64) -> TcpStats {
 
 #[test]
 fn jitter_both_ways_with_small_rto_keeps_the_connection() {
-    let mut timeouts = 0;
+    let (mut timeouts, mut resent, mut sent) = (0, 0, 0);
     for seed in 1..=12 {
-        timeouts += run_both_ways(0.005, seed).timeouts;
+        let stats = run_both_ways(0.005, seed);
+        timeouts += stats.timeouts;
+        resent += stats.retransmitted_bytes;
+        sent += stats.sent_bytes;
     }
+    std::println!(
+        "0.5% loss, 5 ms +- 3 ms each way, both ways, 12 seeds: {timeouts} timeouts, {:.4} of the bytes resent",
+        resent as f64 / sent.max(1) as f64
+    );
     // Spurious timeouts do happen here (the point of the test); a bound
     // keeps them from silently becoming the only recovery.
     assert!(timeouts < 12 * 20, "{timeouts} timeouts");
@@ -448,24 +470,31 @@ fn run_fast(loss: f64, seed: u64) -> Outcome {
 #[test]
 fn ten_percent_loss_on_a_fast_link_times_out_rarely() {
     let (mut timeouts, mut recoveries, mut time) = (0, 0, Duration::ZERO);
+    let (mut resent, mut sent) = (0, 0);
     for seed in 1..=4 {
         let o = run_fast(0.10, seed);
+        resent += o.stats.retransmitted_bytes;
+        sent += o.stats.sent_bytes;
         timeouts += o.stats.timeouts;
         recoveries += o.stats.fast_recoveries + o.stats.tail_loss_probes;
         time += o.transfer_time;
     }
     std::println!(
-        "10% loss, 10 us each way, 4 x 4 MiB: {timeouts} timeouts, {recoveries} fast recoveries and probes, {:.2} Gbit/s of virtual time",
-        (16u64 << 20) as f64 * 8.0 / time.total_micros() as f64 / 1e3
+        "10% loss, 10 us each way, 4 x 4 MiB: {timeouts} timeouts, {recoveries} fast recoveries and probes, {:.2} Gbit/s of virtual time, {:.4} of the bytes resent",
+        gbit_per_s(16 << 20, time),
+        resent as f64 / sent.max(1) as f64
     );
     // Without a congestion window or with a 4-hole assembler (the crate's
     // defaults) the sender floods the link and SACK information is lost:
     // timeouts are then the rule, quick ACKs or not.
-    // At most one timeout per MiB (75 in all without quick ACKs, 37 with
-    // an ACK for every second segment). Not per recovery: resending a lost
-    // retransmission above the head at once needs fewer recoveries.
+    // Every loss cuts cwnd, so at 10% each way the window stays at a few
+    // segments, too few at times for SACK to report a loss: at most four
+    // timeouts per MiB, and one per ten recoveries and probes.
     if cfg!(feature = "socket-tcp-cubic") && crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
-        assert!(timeouts <= 16, "{timeouts} timeouts, {recoveries} recoveries");
+        assert!(
+            timeouts <= 64 && timeouts * 10 <= recoveries,
+            "{timeouts} timeouts, {recoveries} recoveries"
+        );
     }
 }
 
@@ -570,12 +599,16 @@ fn reordering_on_a_fast_link() {
 
 /// ACKs held up past the RTO (the way back freezes for 3 ms now and then,
 /// on a 10 us link with a 1 ms minimum RTO): every such timeout is
-/// spurious. F-RTO (RFC 5682) finds most of them so from the ACKs that
-/// follow, which cover data never resent, and the sender goes on with new
-/// data instead of resending its window.
+/// spurious. Outside a fast recovery F-RTO (RFC 5682) finds them so from
+/// the ACKs that follow, which cover data never resent, and the sender goes
+/// on with new data instead of resending its window. A stall during a
+/// recovery (the link's jitter starts some) is no case for F-RTO (a resend
+/// may have been lost, as Linux reasons); there the D-SACKs of every resend
+/// undo the episode.
 #[test]
 fn stalled_acks_make_spurious_timeouts_that_are_undone() {
     let (mut timeouts, mut spurious, mut resent, mut total_sent) = (0, 0, 0, 0);
+    let mut undos = 0;
     for seed in 1..=4 {
         let link = Link {
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -602,20 +635,23 @@ fn stalled_acks_make_spurious_timeouts_that_are_undone() {
         let o = transfer(link, socket(), socket(), 4 << 20, seed);
         timeouts += o.stats.timeouts;
         spurious += o.stats.spurious_rtos;
+        undos += o.stats.undos;
         resent += o.stats.retransmitted_bytes;
         total_sent += o.stats.sent_bytes;
     }
     let share = resent as f64 / total_sent as f64;
     std::println!(
-        "stalled ACKs: {timeouts} timeouts, {spurious} found spurious, {share:.4} of the bytes resent"
+        "stalled ACKs: {timeouts} timeouts, {spurious} found spurious, {undos} episodes undone, {share:.4} of the bytes resent"
     );
     // With the 4 holes of the crate's test default the link's own
     // reordering already swamps the sender, as in the tests above.
     if crate::config::ASSEMBLER_MAX_SEGMENT_COUNT >= 16 {
         assert!(timeouts >= 4, "the stalls must outlast the RTO");
-        // Some stalls come right after a fast recovery resent the flight
-        // up to SND.MAX: nothing is left never resent to tell.
-        assert!(spurious * 3 >= timeouts * 2, "{spurious} of {timeouts}");
+        // Most reductions are put back, by F-RTO or by D-SACK.
+        assert!(
+            spurious.max(undos) * 3 >= timeouts * 2,
+            "{spurious} spurious, {undos} undone, of {timeouts}"
+        );
         assert!(share < 0.005, "{share}");
     }
 }

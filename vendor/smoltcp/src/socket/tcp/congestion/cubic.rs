@@ -221,6 +221,14 @@ impl Controller for Cubic {
         }
     }
 
+    fn on_recovery_end(&mut self) {
+        if self.in_fast_recovery {
+            self.in_fast_recovery = false;
+            self.cwnd = self.ssthresh.min(self.rwnd).max(self.mss);
+            self.w_est = self.cwnd as f64;
+        }
+    }
+
     fn on_rto(&mut self, _now: Instant, in_flight: usize) {
         // RFC 5681: when the retransmission timer fires for a segment that has
         // already been retransmitted by the timer (no new data was ACKed since
