@@ -14,6 +14,7 @@ use mpa::{InitiatorConfig, Startup};
 use rdmap::wire::TerminateRepr;
 use rdmap::wire::{Body, Control, MessageRepr, ReadRequestRepr, TermControl, TermLayout};
 use rdmap::Opcode;
+use transport::SplitMix64;
 
 use crate::observe::Observation;
 use crate::script::Learned;
@@ -289,14 +290,10 @@ pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
 
 /// Deterministic bytes from `seed` (SplitMix64), for the random-FPDU case.
 pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed;
+    let mut rng = SplitMix64::new(seed);
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+        out.extend_from_slice(&rng.next_u64().to_le_bytes());
     }
     out.truncate(len);
     out
