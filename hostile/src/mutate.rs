@@ -12,8 +12,8 @@ use mpa::Deframer;
 use transport::SplitMix64;
 
 use crate::build::{self, OUR_SOURCE};
-use crate::catalogue::Target;
 use crate::script::{Mangle, Step};
+use crate::target::Target;
 
 /// A DDP header field, at its offset in the tagged or untagged layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
