@@ -9,7 +9,7 @@
 //! invalid, a [`Memory`](crate::memory::Memory) that refuses a checked write)
 //! are local: they map to the DDP "local catastrophic" code, as siw does.
 
-use crate::memory::{OutOfRange, STag};
+use crate::region::{OutOfRange, STag};
 
 /// The protocol layer that detected an error (RFC 5040 section 4.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -13,6 +13,8 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod memory;
+mod region;
+mod rights;
 pub mod segment;
 pub mod tagged;
 pub mod untagged;

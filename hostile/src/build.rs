@@ -14,8 +14,10 @@ use mpa::{InitiatorConfig, Startup};
 use rdmap::wire::TerminateRepr;
 use rdmap::wire::{Body, Control, MessageRepr, ReadRequestRepr, TermControl, TermLayout};
 use rdmap::Opcode;
+use transport::SplitMix64;
 
 use crate::observe::Observation;
+use crate::rping::RdmaInfo;
 use crate::script::Learned;
 
 /// Untagged queue numbers of RDMAP (RFC 5040 section 5.1).
@@ -172,53 +174,18 @@ pub fn rdmap_control(version: u8, opcode: Opcode) -> Control {
 
 /// The hostile side's pretend source buffer, advertised in rping's first
 /// Send: what a target reading it gets is [`fill`].
-pub const OUR_SOURCE: Advert = Advert {
-    stag: STag(0x0057_a900),
-    to: 0x7f00_0000_1000,
-    len: 64,
+pub const OUR_SOURCE: RdmaInfo = RdmaInfo {
+    rkey: 0x0057_a900,
+    addr: 0x7f00_0000_1000,
+    size: 64,
 };
 /// The pretend sink buffer, advertised in rping's second Send, and the
 /// sink of the hostile side's own Read Requests.
-pub const OUR_SINK: Advert = Advert {
-    stag: STag(0x0057_b100),
-    to: 0x7f00_0000_2000,
-    len: 64,
+pub const OUR_SINK: RdmaInfo = RdmaInfo {
+    rkey: 0x0057_b100,
+    addr: 0x7f00_0000_2000,
+    size: 64,
 };
-
-/// A buffer as an rping peer advertises it (`struct rping_rdma_info`:
-/// address, rkey, size, big-endian).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Advert {
-    /// The buffer's STag.
-    pub stag: STag,
-    /// Its address (tagged offset).
-    pub to: u64,
-    /// Its length.
-    pub len: u32,
-}
-
-impl Advert {
-    /// The 16 octets of rping's message.
-    pub fn to_bytes(self) -> [u8; 16] {
-        let mut out = [0u8; 16];
-        out[..8].copy_from_slice(&self.to.to_be_bytes());
-        out[8..12].copy_from_slice(&self.stag.0.to_be_bytes());
-        out[12..].copy_from_slice(&self.len.to_be_bytes());
-        out
-    }
-
-    /// Reads rping's message (exactly 16 octets).
-    pub fn parse(b: &[u8]) -> Option<Advert> {
-        let b: &[u8; 16] = b.try_into().ok()?;
-        let (to, rest) = b.split_first_chunk::<8>()?;
-        let (stag, len) = rest.split_first_chunk::<4>()?;
-        Some(Advert {
-            stag: STag(u32::from_be_bytes(*stag)),
-            to: u64::from_be_bytes(*to),
-            len: u32::from_be_bytes(len.try_into().ok()?),
-        })
-    }
-}
 
 /// `len` octets of the data the hostile side serves: text ending in a NUL,
 /// as rping's buffers hold (rping's server writes back `strlen` + 1 of
@@ -235,7 +202,7 @@ pub fn fill(len: usize) -> Vec<u8> {
 /// `None` when it has not handed out the buffer needed.
 pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
     let read = obs.read_requests.last();
-    let advert = obs.sends.last().and_then(|s| Advert::parse(s));
+    let advert = obs.sends.last().and_then(|s| RdmaInfo::parse(s).ok());
     Some(match what {
         Learned::AnswerRead => {
             let r = read?;
@@ -257,8 +224,8 @@ pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
             read_request(
                 msn,
                 ReadRequestRepr {
-                    sink_stag: OUR_SINK.stag,
-                    sink_to: OUR_SINK.to,
+                    sink_stag: STag(OUR_SINK.rkey),
+                    sink_to: OUR_SINK.addr,
                     size,
                     source_stag: r.sink_stag,
                     source_to: r.sink_to.wrapping_add(offset),
@@ -267,20 +234,20 @@ pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
         }
         Learned::WriteToAdvert { offset, len } => {
             let a = advert?;
-            let len = if len == 0 { a.len } else { len };
+            let len = if len == 0 { a.size } else { len };
             let len = (len as usize).min(usize::from(u16::MAX) - 64);
-            write(a.stag, a.to.wrapping_add(offset), &fill(len))
+            write(STag(a.rkey), a.addr.wrapping_add(offset), &fill(len))
         }
         Learned::ReadFromAdvert { msn, offset, extra } => {
             let a = advert?;
             read_request(
                 msn,
                 ReadRequestRepr {
-                    sink_stag: OUR_SINK.stag,
-                    sink_to: OUR_SINK.to,
-                    size: a.len.saturating_add(extra),
-                    source_stag: a.stag,
-                    source_to: a.to.wrapping_add(offset),
+                    sink_stag: STag(OUR_SINK.rkey),
+                    sink_to: OUR_SINK.addr,
+                    size: a.size.saturating_add(extra),
+                    source_stag: STag(a.rkey),
+                    source_to: a.addr.wrapping_add(offset),
                 },
             )
         }
@@ -289,14 +256,10 @@ pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
 
 /// Deterministic bytes from `seed` (SplitMix64), for the random-FPDU case.
 pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed;
+    let mut rng = SplitMix64::new(seed);
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+        out.extend_from_slice(&rng.next_u64().to_le_bytes());
     }
     out.truncate(len);
     out

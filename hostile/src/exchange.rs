@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use crate::build::{self, OUR_SINK, OUR_SOURCE};
-use crate::catalogue::Target;
 use crate::script::{Learned, Step, Want};
+use crate::target::Target;
 
 /// The first half of rping's client side, after start-up: our source
 /// advert, the target's Read of it answered, its go-ahead. The target's

@@ -21,8 +21,10 @@
 //! - [`mutate`], [`minimize`]: pure, seeded structure-aware mutants of a
 //!   session, and delta debugging of a failing one.
 //! - [`transcript`]: what a connection carried, to and from pcap.
-//! - [`drive`], [`driver`]: the only I/O, running players over any of the
-//!   project's transports with bounded waits.
+//! - [`rping`]: rping's one message, which the players' rping halves use.
+//! - [`driver`]: the only I/O, running cases and scripts against a target
+//!   ([`driver::conn`] pumps each connection's bytes through its player)
+//!   over any of the project's transports with bounded waits.
 //!
 //! ```no_run
 //! use hostile::{catalogue, driver, Target};
@@ -39,7 +41,6 @@
 
 pub mod build;
 pub mod catalogue;
-pub mod drive;
 pub mod driver;
 pub mod exchange;
 pub mod expect;
@@ -48,17 +49,20 @@ pub mod minimize;
 pub mod mutate;
 pub mod observe;
 pub mod player;
+pub mod rping;
 pub mod script;
+pub mod target;
 pub mod transcript;
 
 #[cfg(test)]
 mod tests;
 
-pub use catalogue::{case, case_in, catalogue, responder_catalogue, Target};
+pub use catalogue::{case, case_in, catalogue, responder_catalogue};
 pub use expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
 pub use judge::{judge, Mismatch, Verdict};
 pub use observe::{Ending, Observation, Observer, ReplySeen, TermSeen};
 pub use player::{Action, Peer, Player};
 pub use script::{Case, Learned, Mangle, Step, Want};
+pub use target::Target;
 #[cfg(test)]
 mod scripted_tests;

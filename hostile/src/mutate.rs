@@ -9,10 +9,11 @@ use core::fmt;
 
 use mpa::wire::FrameRepr;
 use mpa::Deframer;
+use transport::SplitMix64;
 
 use crate::build::{self, OUR_SOURCE};
-use crate::catalogue::Target;
 use crate::script::{Mangle, Step};
+use crate::target::Target;
 
 /// A DDP header field, at its offset in the tagged or untagged layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,23 +160,12 @@ pub fn session_from_streams(t: &Target, initiator: &[u8], responder: &[u8]) -> O
     Some(steps)
 }
 
-/// SplitMix64: a small, reproducible generator.
-struct Rng(u64);
+/// The mutants' draws; a seed replays the same mutants.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
+        self.0.below_by_remainder(n)
     }
     fn bit(&mut self) -> u8 {
         1 << self.below(8)
@@ -208,7 +198,9 @@ fn fpdus(session: &[Step]) -> Vec<usize> {
 /// Iteration `iteration` of the run seeded `seed`: one to three
 /// mutations of `session`, the same ones every time.
 pub fn generate(session: &[Step], seed: u64, iteration: u64) -> Vec<Mutation> {
-    let mut rng = Rng(seed ^ iteration.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut rng = Rng(SplitMix64::new(
+        seed ^ iteration.wrapping_mul(0x2545_f491_4f6c_dd1d),
+    ));
     let n = fpdus(session).len() as u64;
     let count = 1 + rng.below(3);
     (0..count)

@@ -17,7 +17,7 @@
 use core::fmt;
 use core::ops::ControlFlow;
 
-use mpa::crc32c::crc32c;
+use mpa::framing::markers;
 use mpa::wire::{FrameRepr, HEADER_LEN, MAX_PRIVATE_DATA};
 use mpa::Deframer;
 use rdmap::wire::terminate::is_known_cause;
@@ -163,8 +163,8 @@ enum Phase {
     Done,
 }
 
-/// ULPDU_Length, CRC and the largest ULPDU and pad.
-const MAX_FPDU: usize = 2 + 65535 + 3 + 4;
+/// The largest FPDU without markers.
+const MAX_FPDU: usize = markers::content_len(markers::MAX_ULPDU);
 
 /// Builds an [`Observation`] from what arrives.
 pub struct Observer {
@@ -294,14 +294,11 @@ impl Observer {
         let Some(&[hi, lo]) = buf.first_chunk::<2>() else {
             return;
         };
-        let ulpdu = usize::from(u16::from_be_bytes([hi, lo]));
-        let total = (2 + ulpdu).div_ceil(4) * 4 + 4;
-        let Some(fpdu) = buf.get(..total) else {
+        let total = markers::content_len(usize::from(u16::from_be_bytes([hi, lo])));
+        let Some((computed, field)) = buf.get(..total).and_then(markers::crc_of_unmarked) else {
             return;
         };
-        let (body, field) = fpdu.split_at(total - 4);
-        let field = u32::from_le_bytes([field[0], field[1], field[2], field[3]]);
-        let crc = if crc32c(body) == field {
+        let crc = if computed == field {
             true
         } else if field == 0 {
             false

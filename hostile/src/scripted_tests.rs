@@ -14,15 +14,17 @@ use rdmap::term::TermCode;
 use rdmap::wire::{Body, MessageRepr, ReadRequestRepr, TermControl};
 use rdmap::Opcode;
 
-use crate::build::{self, Advert};
-use crate::catalogue::{self, Target};
+use crate::build;
+use crate::catalogue;
 use crate::exchange;
 use crate::judge::judge;
 use crate::minimize::ddmin;
 use crate::mutate::{self, Field, Mutation};
 use crate::observe::{Ending, Observation};
 use crate::player::{Action, Player};
+use crate::rping::RdmaInfo;
 use crate::script::{Mangle, Step};
+use crate::target::Target;
 
 /// The STag a scripted rping server reads into.
 const SERVER_SINK: STag = STag(0x0000_1234);
@@ -168,21 +170,21 @@ impl Target1 {
         match (m.opcode(), m.body) {
             (Opcode::Send, Body::Data(d)) => {
                 self.sends_seen += 1;
-                let Some(a) = Advert::parse(d) else {
+                let Ok(a) = RdmaInfo::parse(d) else {
                     return;
                 };
                 if self.sends_seen == 1 {
                     let rr = ReadRequestRepr {
                         sink_stag: SERVER_SINK,
                         sink_to: 0x1000,
-                        size: a.len,
-                        source_stag: a.stag,
-                        source_to: a.to,
+                        size: a.size,
+                        source_stag: STag(a.rkey),
+                        source_to: a.addr,
                     };
                     self.frame(&build::read_request(1, rr));
                 } else {
-                    let len = a.len.min(4096) as usize;
-                    self.frame(&build::write(a.stag, a.to, &build::fill(len)));
+                    let len = a.size.min(4096) as usize;
+                    self.frame(&build::write(STag(a.rkey), a.addr, &build::fill(len)));
                     self.send(&[0; 16]);
                 }
             }

@@ -10,10 +10,11 @@ use rdmap::wire::{Body, TermControl, TermLayout, TerminateRepr};
 use rdmap::Opcode;
 
 use crate::build;
-use crate::catalogue::{self, Target};
+use crate::catalogue;
 use crate::expect::{Answer, End, Outcome, Terminate};
 use crate::judge::judge;
 use crate::observe::{Ending, Observation, Observer};
+use crate::target::Target;
 
 /// How a scripted target answered.
 struct Answered {

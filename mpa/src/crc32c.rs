@@ -4,7 +4,7 @@
 //! The data path uses the `crc32c-fold` crate: AVX-512 VPCLMULQDQ folding
 //! where the CPU has it (`crc-fast` elsewhere). At an FPDU's size it takes
 //! half the time `crc-fast` takes for one call on its own
-//! (`examples/crc_bench.rs`; the figures are in the workspace README). The
+//! (`examples/crc_bench.rs`; the figures are in docs/performance.md). The
 //! table-driven `crc` crate is the oracle in tests.
 
 /// CRC32c of `data` in one call.

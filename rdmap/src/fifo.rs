@@ -3,9 +3,9 @@
 //!
 //! A `Vec` read from a moving head rather than a `VecDeque`: the push
 //! inlines into its callers, so a record built field by field is stored
-//! straight into its slot. An out-of-line `VecDeque::push_back` took it
-//! through the stack and read it back in wider loads than it was written
-//! with, which stalls on every push.
+//! straight into its slot, instead of going through the stack and being
+//! read back in wider loads than it was written with (a load that stalls
+//! on the narrower stores).
 
 /// First in, first out. Space freed at the front is reclaimed when the
 /// buffer is full and at least half of it is freed space, and all of it

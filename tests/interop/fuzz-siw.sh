@@ -33,7 +33,7 @@ GUEST_LIMIT=900
 SIW_MPA_TIMEOUT=10
 
 # What siw 6.1 does otherwise than the RFCs assign, per build: case names
-# (README.md, "Fuzzing other stacks", says what it does in each).
+# (docs/hostile-peer.md says what it does in each).
 #   unknown-revision           closes without a Reply with R
 #   ulpdu-too-short            no TERMINATE, the connection stays open
 #   huge-ulpdu-then-silence    TERMINATE 1/2/0x02 (no buffer) at once

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use iwarp::decode::{decode_path, Event, Summary};
+use iwarp_decode::{decode_path, Event, Summary};
 
 /// The capture directory beside the repository, if present.
 pub fn captures_dir() -> Option<PathBuf> {

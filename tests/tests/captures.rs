@@ -9,7 +9,7 @@
 //! 1448-byte MSS: 1428 payload bytes per tagged FPDU, 1424 per untagged.
 
 use capture::reassembly::Direction::{self, ClientToServer as C2S, ServerToClient as S2C};
-use iwarp::decode::{ConnectionKind, CrcStatus, Event, NoteKind, Severity, Summary};
+use iwarp_decode::{ConnectionKind, CrcStatus, Event, NoteKind, Severity, Summary};
 use iwarp_tests::captures::{
     all_captures, capture, decode_file, have_captures, our_opcode_counts, tshark_available,
     tshark_opcode_counts,
@@ -343,7 +343,7 @@ fn mpa_start_up_of_each_build() {
     if !have_captures() {
         return;
     }
-    let frames = |file: &str| -> Vec<iwarp::decode::MpaFrame> {
+    let frames = |file: &str| -> Vec<iwarp_decode::MpaFrame> {
         let (events, _) = decode_file(&capture(file).unwrap());
         events
             .iter()

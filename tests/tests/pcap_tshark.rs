@@ -1,6 +1,6 @@
 //! Captures written by the transports' pcap sinks for RDMA runs with CRC
 //! on decode cleanly in tshark (good TCP checksums, good MPA CRCs, no
-//! malformed frames) and in our own `iwarp::decode`, with the message
+//! malformed frames) and in our own `iwarp_decode`, with the message
 //! counts the workload implies. tshark is optional: without it the tshark
 //! half prints a line and skips (CI installs it).
 
@@ -13,7 +13,7 @@ use std::process::Command;
 use common::capture::{fpdus, terminates};
 use common::suite::{guarded, holding, REMOTE};
 use common::*;
-use iwarp::decode::ConnectionKind;
+use iwarp_decode::ConnectionKind;
 use iwarp_tests::captures::{our_opcode_counts, tshark_available, tshark_opcode_counts};
 use rdmap::Opcode;
 use verbs::{wr, Access, STag};
@@ -115,7 +115,7 @@ fn check_our_decode(p: &Pair) {
     }
     assert_eq!(got, expected(), "{}: FPDUs per sender and opcode", p.name);
     let all = fpdus(&events);
-    assert!(all.iter().all(|f| f.crc == iwarp::decode::CrcStatus::Good));
+    assert!(all.iter().all(|f| f.crc == iwarp_decode::CrcStatus::Good));
     assert!(terminates(&events).is_empty());
 }
 

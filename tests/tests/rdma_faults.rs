@@ -13,6 +13,7 @@ use common::capture::terminates;
 use common::suite::{guarded, holding, REMOTE};
 use common::*;
 use ddp::error::TermCode;
+use verbs::transport::SplitMix64;
 use verbs::{
     wr, Access, CmEvent, DisconnectReason, MemoryRegion, WcOpcode, WcStatus, WorkCompletion,
 };
@@ -440,19 +441,11 @@ fn idle_connection_outlives_the_tcp_user_timeout() {
 }
 
 /// A small deterministic generator for the randomized workloads.
-struct SplitMix(u64);
+struct SplitMix(SplitMix64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.below_by_remainder(n.max(1))
     }
 
     /// Sizes spread over every scale: mostly small, sometimes large.
@@ -480,7 +473,7 @@ impl SplitMix {
 #[test]
 fn random_workloads_over_random_links() {
     for seed in 0..6u64 {
-        let mut rng = SplitMix(seed.wrapping_mul(0x1234_5678_9abc));
+        let mut rng = SplitMix(SplitMix64::new(seed.wrapping_mul(0x1234_5678_9abc)));
         let faults = FaultConfig {
             loss: rng.below(30) as f64 / 1000.0,
             latency: Duration::from_micros(rng.below(2000)),

@@ -93,6 +93,7 @@ pub use error::TransportError;
 pub use linger::CLOSE_LINGER;
 pub use loss_stats::TcpLossStats;
 pub use readiness::poll_readable;
+pub use rng::SplitMix64;
 pub use seam::{ListenerId, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};
 pub use wake::{EventFd, Waker};

@@ -1,20 +1,25 @@
-//! A small seeded generator for reproducible fault injection.
+//! The workspace's one small seeded generator: fault injection on the
+//! memory link, STag keys, the hostile peer's mutants and random FPDUs,
+//! the fuzz seeds' mutator and the randomized tests all draw from it, so
+//! a printed seed replays the same run everywhere.
 //!
 //! SplitMix64: one add and three xor-multiplies per draw, every seed
 //! (including 0) gives a full-period, well-mixed sequence. Not for secrets.
 
 /// Deterministic pseudo-random numbers from a 64-bit seed.
 #[derive(Debug, Clone)]
-pub(crate) struct SplitMix64 {
+pub struct SplitMix64 {
     state: u64,
 }
 
 impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
+    /// A generator whose sequence is fixed by `seed`.
+    pub fn new(seed: u64) -> Self {
         SplitMix64 { state: seed }
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    /// The next 64 bits of the sequence.
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -23,12 +28,23 @@ impl SplitMix64 {
     }
 
     /// Uniform in `0..n` (0 when `n` is 0), by multiply-shift.
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
+    /// In `0..n` by remainder (0 when `n` is 0, and then no draw is
+    /// taken). Slightly biased for large `n`; the mutators' recorded seeds
+    /// replay through it, so it stays beside [`below`](Self::below).
+    pub fn below_by_remainder(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+
     /// True with probability `p` (clamped to 0..=1).
-    pub(crate) fn chance(&mut self, p: f64) -> bool {
+    pub fn chance(&mut self, p: f64) -> bool {
         if p <= 0.0 {
             return false;
         }
@@ -66,6 +82,17 @@ mod tests {
     fn known_first_output_for_seed_zero() {
         // Reference value of SplitMix64 (Vigna) for seed 0.
         assert_eq!(SplitMix64::new(0).next_u64(), 0xe220_a839_7b1d_cdaf);
+    }
+
+    #[test]
+    fn remainder_draws_are_the_remainder_of_the_next_draw() {
+        let (mut a, mut b) = (SplitMix64::new(5), SplitMix64::new(5));
+        for n in 1..200 {
+            assert_eq!(a.below_by_remainder(n), b.next_u64() % n);
+        }
+        // No draw for an empty range: the sequences stay in step.
+        assert_eq!(a.below_by_remainder(0), 0);
+        assert_eq!(a.next_u64(), b.next_u64());
     }
 
     #[test]

@@ -73,3 +73,9 @@ pub use types::{ConnectError, MpaFailure, MpaSettingsError, PostListError, Verbs
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The code of the RFC 7306 and verbs extras page, compiled and run as a
+/// doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/rfc7306-and-verbs-extras.md")]
+pub struct ExtrasDoctests;

@@ -9,10 +9,10 @@ use crate::channel::EventChannel;
 use crate::cq::CompletionQueue;
 use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
-use crate::query::QpCap;
 use crate::srq::SharedReceiveQueue;
 use crate::types::{
-    CmEvent, ConnectError, ConnectParams, ConnectionInfo, PostListError, QpLimits, VerbsError,
+    CmEvent, ConnectError, ConnectParams, ConnectionInfo, PostListError, QpCap, QpLimits,
+    VerbsError,
 };
 
 pub use crate::types::QpState;

@@ -6,7 +6,9 @@ use ddp::memory::PdId;
 
 use crate::device::Device;
 use crate::mr::MAX_REGIONS;
-use crate::qp::{QpState, QueuePair};
+use crate::qp::QueuePair;
+pub use crate::types::QpCap;
+use crate::types::QpState;
 
 /// A device's limits and current use (`struct ibv_device_attr`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,22 +34,6 @@ pub struct DeviceAttr {
     /// Whether the transport has a readiness descriptor, so an event loop
     /// can drive the device without a progress thread.
     pub has_readiness_fd: bool,
-}
-
-/// What a queue pair was created with (`struct ibv_qp_cap`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct QpCap {
-    /// Outstanding send work requests.
-    pub sq_depth: usize,
-    /// Posted receive work requests (0 with a shared receive queue).
-    pub rq_depth: usize,
-    /// Scatter/gather entries per send work request.
-    pub max_send_sge: usize,
-    /// Scatter/gather entries per receive work request.
-    pub max_recv_sge: usize,
-    /// Bytes of inline data per send work request.
-    pub max_inline_data: usize,
 }
 
 /// A queue pair's state and capabilities (`struct ibv_qp_attr`).

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use capture::pcap::{CaptureReader, Timestamp};
-use iwarp::decode::{json, text, Decoder, Event, Summary};
+use iwarp_decode::{json, text, Decoder, Event, Summary};
 
 /// Exit status when every FPDU of every iWARP stream decoded.
 const EXIT_OK: u8 = 0;

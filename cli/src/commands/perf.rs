@@ -45,6 +45,8 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use transport::SplitMix64;
+
 pub use client::{run_client, ClientConfig, Limit};
 pub use error::PerfError;
 pub use op::{Op, OpArg};
@@ -371,11 +373,8 @@ fn session_id() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let x = (t.as_nanos() as u64) ^ (u64::from(std::process::id()) << 40);
-    // splitmix64 finaliser: spread the clock's low-entropy bits.
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    // One SplitMix64 draw spreads the clock's low-entropy bits.
+    SplitMix64::new(x).next_u64()
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, PerfError> {

@@ -18,7 +18,6 @@ mod client;
 mod client_driver;
 mod conn;
 mod error;
-mod info;
 mod log;
 mod pattern;
 mod server;

@@ -30,6 +30,7 @@
 //! previous FPDU's header. The two low bits of FPDUPTR are ignored on
 //! receipt, as RFC 5044 requires.
 
+use crate::crc32c::crc32c;
 use crate::seq::{StreamOffset, MARKER_INTERVAL, MARKER_LEN};
 
 /// Octets of FPDU content between two marker slots.
@@ -52,6 +53,19 @@ pub const fn pad_len(ulpdu_len: usize) -> usize {
 #[inline]
 pub const fn content_len(ulpdu_len: usize) -> usize {
     LENGTH_LEN + ulpdu_len + pad_len(ulpdu_len) + CRC_LEN
+}
+
+/// The CRC32c of a whole FPDU without markers (`content_len` octets from
+/// its ULPDU_Length) and the value its CRC field carries, or `None` when
+/// `fpdu` is not one FPDU's length. A field of zero where the two differ
+/// is an FPDU sent with the CRC off.
+pub fn crc_of_unmarked(fpdu: &[u8]) -> Option<(u32, u32)> {
+    let (&[hi, lo], _) = fpdu.split_first_chunk::<LENGTH_LEN>()?;
+    if fpdu.len() != content_len(usize::from(u16::from_be_bytes([hi, lo]))) {
+        return None;
+    }
+    let (covered, field) = fpdu.split_last_chunk::<CRC_LEN>()?;
+    Some((crc32c(covered), u32::from_le_bytes(*field)))
 }
 
 /// Markers inside `content_len` octets of FPDU content that start at
@@ -141,6 +155,26 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crc_of_unmarked_reads_what_the_framer_wrote() {
+        for len in [0usize, 1, 2, 3, 34, 1000] {
+            let payload = vec![0x5a; len];
+            let mut out = [0xa5u8; 1100];
+            for crc in [true, false] {
+                let n = crate::Framer::new(crc, false)
+                    .frame(&[], &payload, &mut out)
+                    .unwrap();
+                assert_eq!(n, content_len(len));
+                let (computed, field) = crc_of_unmarked(&out[..n]).unwrap();
+                assert_eq!(field, if crc { computed } else { 0 });
+                // One octet short or long is not one FPDU.
+                assert_eq!(crc_of_unmarked(&out[..n - 1]), None);
+                assert_eq!(crc_of_unmarked(&out[..n + 1]), None);
+            }
+        }
+        assert_eq!(crc_of_unmarked(&[0]), None);
+    }
 
     #[test]
     fn pad_makes_multiples_of_four() {

@@ -3,30 +3,25 @@
 //! splicing, stacked a few at a time. Seeded, so a failure found in CI
 //! replays exactly from the printed seed.
 
-/// SplitMix64: tiny, fast, and good enough to drive mutations.
+use verbs::transport::SplitMix64;
+
+/// The mutator's draws (the workspace's SplitMix64); a seed replays the
+/// same mutations.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
-    /// Uniform in `0..n`; 0 when `n` is 0.
+    /// In `0..n`; 0 when `n` is 0.
     pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next_u64() % n as u64) as usize
-        }
+        self.0.below_by_remainder(n as u64) as usize
     }
 
     pub fn byte(&mut self) -> u8 {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use capture::pcap::PcapSink;
 use capture::reassembly::Direction;
-use iwarp::decode::{decode, Event, Fpdu, Summary};
+use iwarp_decode::{decode, Event, Fpdu, Summary};
 
 /// A shared byte buffer a [`PcapSink`] writes straight into (no
 /// buffering, so the bytes are complete whenever the test looks).

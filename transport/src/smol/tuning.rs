@@ -87,8 +87,7 @@ impl TcpTuning {
     /// RTT (RTO = SRTT + max(minimum, 4 RTTVAR)), so a link given latency
     /// by fault injection keeps its RTO above its round trip. At 10% loss
     /// timeouts still happen (a flight and all its ACKs lost), and each
-    /// costs this much: 2 ms gave 0.54 Gbit/s of raw TCP there, 1 ms 1.06,
-    /// 500 us 1.41 (32 MiB over the default link, one run each). Below
+    /// costs this much, so a smaller minimum moves more under loss. Below
     /// 1 ms chains of timeouts stretch past eight first RTOs on a link
     /// with 100 us of latency (tests/tests/rdma_lossy.rs), and timeouts a
     /// descheduled process makes spurious grow common; those cost resends,

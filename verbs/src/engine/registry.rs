@@ -13,6 +13,7 @@ use ddp::memory::{
 };
 use ddp::tagged::check;
 use ddp::TaggedError;
+use transport::SplitMix64;
 
 use crate::types::VerbsError;
 
@@ -63,7 +64,9 @@ struct Slots {
     /// Per slot, the odd amount its key moves by on each reuse.
     steps: Vec<u8>,
     free: Vec<u32>,
-    rng: StagRng,
+    /// The registry's own generator for STag keys and index order:
+    /// unpredictable enough to make a blind guess fail, not a secret.
+    rng: SplitMix64,
 }
 
 impl Slots {
@@ -81,7 +84,7 @@ impl Slots {
         for _ in 0..room.min(INDEX_BATCH) {
             self.free.push(self.regions.len() as u32);
             self.regions.push(None);
-            let r = self.rng.next();
+            let r = self.rng.next_u64();
             self.keys.push(r as u8);
             self.steps.push((r >> 8) as u8 | 1);
         }
@@ -95,26 +98,6 @@ pub const MAX_REGIONS: usize = (1 << 24) - 1;
 /// Slots the table grows by when none is free; a new region takes one of
 /// them at random.
 pub const INDEX_BATCH: usize = 64;
-
-/// The registry's own generator for STag keys and index order (SplitMix64:
-/// unpredictable enough to make a blind guess fail, not a secret).
-#[derive(Debug)]
-struct StagRng(u64);
-
-impl StagRng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next()) * n as u128) >> 64) as usize
-    }
-}
 
 /// A seed no other registry shares: the standard library's per-instance
 /// hash keys (random per thread, then stepped), the time, and where this
@@ -154,7 +137,7 @@ impl Registry {
                 keys: Vec::new(),
                 steps: Vec::new(),
                 free: Vec::new(),
-                rng: StagRng(seed),
+                rng: SplitMix64::new(seed),
             }),
             register_lock: Mutex::new(()),
         }
@@ -181,7 +164,7 @@ impl Registry {
             slots.grow()?;
         }
         let free = slots.free.len();
-        let pick = slots.rng.below(free);
+        let pick = slots.rng.below(free as u64) as usize;
         let index = slots.free.swap_remove(pick);
         let key = slots.keys[index as usize];
         let stag = STag::new(index, key);

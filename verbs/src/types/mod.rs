@@ -20,6 +20,6 @@ pub use connection::{
 };
 pub use error::{PostListError, VerbsError};
 pub(crate) use queue_pair::QpLimits;
-pub use queue_pair::QpState;
+pub use queue_pair::{QpCap, QpState};
 pub use srq::{SrqAttr, SrqEvent, SrqInit, MAX_SRQ_SGE, MAX_SRQ_WR};
 pub use work_request::{wr, AtomicArgs, AtomicOp, RecvWr, STag, SendOp, SendWr, Sge};

@@ -26,3 +26,19 @@ pub(crate) struct QpLimits {
     pub(crate) max_recv_sge: usize,
     pub(crate) max_inline_data: usize,
 }
+
+/// What a queue pair was created with (`struct ibv_qp_cap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QpCap {
+    /// Outstanding send work requests.
+    pub sq_depth: usize,
+    /// Posted receive work requests (0 with a shared receive queue).
+    pub rq_depth: usize,
+    /// Scatter/gather entries per send work request.
+    pub max_send_sge: usize,
+    /// Scatter/gather entries per receive work request.
+    pub max_recv_sge: usize,
+    /// Bytes of inline data per send work request.
+    pub max_inline_data: usize,
+}

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use iwarp::decode::json::{quote, Obj};
+use iwarp_decode::json::{quote, Obj};
 
 /// What became of one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

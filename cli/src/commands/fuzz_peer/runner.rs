@@ -4,9 +4,10 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use hostile::driver::conn;
 use hostile::driver::{self, Report as CaseReport, ScriptRun};
 use hostile::transcript::Transcript;
-use hostile::{drive, exchange, Case, Target};
+use hostile::{exchange, Case, Target};
 use transport::{ListenerId, Transport};
 
 /// Which way connections go.
@@ -51,7 +52,7 @@ impl Runner {
                 let start = Instant::now();
                 let mut ids = Vec::new();
                 for _ in 0..case.connections {
-                    match drive::accept(&mut *self.t, l, self.accept_within) {
+                    match conn::accept(&mut *self.t, l, self.accept_within) {
                         Some(id) => ids.push(id),
                         None => break,
                     }
@@ -79,7 +80,7 @@ impl Runner {
     pub fn liveness(&mut self) -> Liveness {
         let patience = self.target.answer_within;
         let (id, script, we_connected) = match self.role {
-            Role::Connect(addr) => match drive::connect(&mut *self.t, addr) {
+            Role::Connect(addr) => match conn::connect(&mut *self.t, addr) {
                 Ok(id) => (id, exchange::client_ping(&self.target), true),
                 Err(e) => {
                     return Liveness {
@@ -89,7 +90,7 @@ impl Runner {
                     }
                 }
             },
-            Role::Listen(l) => match drive::accept(&mut *self.t, l, self.accept_within) {
+            Role::Listen(l) => match conn::accept(&mut *self.t, l, self.accept_within) {
                 Some(id) => (id, exchange::server_ping(&self.target), false),
                 None => {
                     return Liveness {

@@ -11,8 +11,8 @@
 //! After `count` pings (never, when `count` is 0) the client disconnects.
 
 use super::error::{Phase, RpingError};
-use super::info::INFO_LEN;
 use super::pattern::{as_c_str, PingPattern};
+use hostile::rping::INFO_LEN;
 
 /// What the driver should do next.
 #[derive(Debug, Clone, PartialEq, Eq)]

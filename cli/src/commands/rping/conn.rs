@@ -17,8 +17,8 @@ use verbs::{
 };
 
 use super::error::RpingError;
-use super::info::{RdmaInfo, INFO_LEN};
 use super::pattern::echo_len;
+use hostile::rping::{RdmaInfo, INFO_LEN};
 
 /// Send queue depth (`RPING_SQ_DEPTH`).
 pub const SQ_DEPTH: usize = 16;

@@ -13,7 +13,7 @@
 use verbs::DisconnectReason;
 
 use super::error::{Phase, RpingError};
-use super::info::RdmaInfo;
+use hostile::rping::RdmaInfo;
 
 /// What the driver should post next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,10 +14,10 @@ use verbs::{
 
 use super::client_driver::{run_client, ClientConfig, ClientReport};
 use super::error::{Phase, RpingError};
-use super::info::RdmaInfo;
 use super::log::Log;
 use super::server_driver::{run_server, ServerConfig, ServerReport};
 use super::{tcp_stats_line, RPING_IRD_ORD};
+use hostile::rping::RdmaInfo;
 
 const PORT: u16 = 7174;
 /// Bound on every step, so a broken run fails instead of hanging.

@@ -439,7 +439,7 @@ impl Inner {
 
 /// RDMAP's receive queues; with RFC 7306 queue 1 also takes the larger
 /// Atomic Requests and queue 3 the Atomic Responses. Without it a message
-/// on queue 3 is refused as an invalid queue number, as before.
+/// on queue 3 is refused as an invalid queue number.
 fn receive_queues(cfg: &ConnectionConfig) -> UntaggedQueues {
     let mut q = UntaggedQueues::rdmap(cfg.rq_depth, cfg.max_recv_sge);
     if cfg.shared_receive {

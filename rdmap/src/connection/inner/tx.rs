@@ -816,7 +816,7 @@ impl Inner {
     /// header (each segment rewrites only L and the TO in it) and the
     /// check of the source (the rest of the response checked whole; when
     /// that is not valid, each segment is checked on its own, so the
-    /// segment that reaches bad bytes fails as it always did).
+    /// request fails at the segment that reaches the bad bytes).
     fn emit_irq_run<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> Step {
         let Some(p) = self.irq.front().copied() else {
             return Step::Blocked;
@@ -894,7 +894,7 @@ impl Inner {
                             (None, _) => Ok(()),
                         };
                         // The region went away since it was checked: the
-                        // check now says why, as a check per segment did.
+                        // check now says why, for this segment.
                         read.map_err(|e| {
                             check(mem.region(src), pd, src, to, buf.len(), Access::REMOTE_READ)
                                 .err()

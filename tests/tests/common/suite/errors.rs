@@ -555,7 +555,7 @@ pub fn reject_with_private_data(make: MakeNet) {
         let kinds: Vec<_> = summary.connections.iter().map(|c| c.kind).collect();
         assert_eq!(
             kinds,
-            [iwarp::decode::ConnectionKind::Rejected],
+            [iwarp_decode::ConnectionKind::Rejected],
             "{}",
             net.name
         );

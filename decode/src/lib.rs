@@ -4,7 +4,10 @@
 //! MPA frames, FPDU framing, DDP and RDMAP headers are read with the
 //! protocol crates' own parsers (`mpa::wire`, `mpa::Deframer`,
 //! `rdmap::wire::MessageRepr`), so the dissector sees the wire exactly as
-//! the stack does.
+//! the stack does. Reading captures, frame parsing and TCP reassembly come
+//! from the `capture` crate. The `iwarp` tool and the tests share it.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod connection;
 mod direction;
@@ -19,6 +22,8 @@ mod ulpdu;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod testutil;
 
 pub use driver::{decode, decode_path, Decoder};
 pub use event::{

@@ -6,6 +6,8 @@
 //!
 //! [`judge`]: crate::judge::judge
 
+pub mod conn;
+
 use std::io::{self, ErrorKind};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -13,12 +15,12 @@ use std::time::{Duration, Instant};
 use transport::kernel::{KernelConfig, KernelTransport};
 use transport::{StreamId, StreamState, Transport};
 
-use crate::drive::{self, Conn};
 use crate::judge::{judge, Verdict};
 use crate::observe::{Ending, Observation};
 use crate::player::Player;
 use crate::script::{Case, Step};
 use crate::transcript::{Dir, Transcript};
+use conn::Conn;
 
 /// How long a connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -85,7 +87,7 @@ pub fn run_on(
     let start = Instant::now();
     // The first connection shows whether anything listens there at all;
     // the rest of a flood opens once it is up.
-    let first = drive::connect(t, addr).map_err(io::Error::other)?;
+    let first = conn::connect(t, addr).map_err(io::Error::other)?;
     let until = Instant::now() + CONNECT_TIMEOUT;
     while t.state(first) == StreamState::Connecting && Instant::now() < until {
         t.poll(Instant::now());
@@ -97,12 +99,12 @@ pub fn run_on(
         _ => None,
     };
     if let Some((kind, what)) = failed {
-        drive::release(t, std::iter::once(first));
+        conn::release(t, std::iter::once(first));
         return Err(io::Error::new(kind, format!("{addr}: {what}")));
     }
     let mut ids = vec![first];
     for _ in 1..case.connections {
-        match drive::connect(t, addr) {
+        match conn::connect(t, addr) {
             Ok(id) => ids.push(id),
             // Out of sockets: the flood is as large as this host allows.
             Err(_) => break,
@@ -131,7 +133,7 @@ pub fn play_streams(
     // Start-up, each wait and the observation are bounded by the patience;
     // this bounds the whole, whatever the script.
     let hard = now + case.patience * (case.script.len() as u32 + 2) + CONNECT_TIMEOUT;
-    drive::run(t, &mut conns, hard);
+    conn::run(t, &mut conns, hard);
     let unconnected = conns.iter().filter(|c| !c.connected()).count();
     let transcripts: Vec<Transcript> = conns.into_iter().map(|c| c.transcript).collect();
     let observations: Vec<Observation> = players.into_iter().map(Player::finish).collect();
@@ -194,7 +196,7 @@ pub fn run_script(
     let mut player = Player::with_script(script, patience, settle, now);
     let transcript = {
         let mut conns = [Conn::new(t, id, &mut player, we_connected)];
-        drive::run(t, &mut conns, hard);
+        conn::run(t, &mut conns, hard);
         let [c] = conns;
         c.transcript
     };

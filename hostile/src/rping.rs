@@ -11,6 +11,8 @@
 //! The client sends one per phase of a ping (its source buffer, then its
 //! sink buffer); the server's "go ahead" messages are the same 16 bytes,
 //! never filled in by rping (all zero), and only their length is checked.
+//! `iwarp rping` speaks it, and the hostile peer plays rping's halves with
+//! it around its cases.
 
 /// Bytes in every rping message; a receive of any other length is bogus.
 pub const INFO_LEN: usize = 16;

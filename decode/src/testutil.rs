@@ -10,7 +10,7 @@ use mpa::Framer;
 use rdmap::wire::{Control, ReadRequestRepr};
 use rdmap::Opcode;
 
-use crate::decode::{decode, Event, Summary};
+use crate::{decode, Event, Summary};
 use capture::net::build;
 use capture::pcap::{LinkType, PcapWriter, Timestamp};
 use capture::reassembly::Direction;
@@ -266,7 +266,7 @@ pub(crate) fn run(pcap: &[u8]) -> (Vec<Event>, Summary) {
 }
 
 /// The FPDU events only.
-pub(crate) fn fpdus_of(events: &[Event]) -> Vec<&crate::decode::Fpdu> {
+pub(crate) fn fpdus_of(events: &[Event]) -> Vec<&crate::Fpdu> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -277,7 +277,7 @@ pub(crate) fn fpdus_of(events: &[Event]) -> Vec<&crate::decode::Fpdu> {
 }
 
 /// The note events only.
-pub(crate) fn notes_of(events: &[Event]) -> Vec<&crate::decode::Note> {
+pub(crate) fn notes_of(events: &[Event]) -> Vec<&crate::Note> {
     events
         .iter()
         .filter_map(|e| match e {
