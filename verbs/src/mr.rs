@@ -45,20 +45,20 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        // A no-op after `deregister` (the STag no longer matches its slot).
-        self.registry.remove(self.region.stag);
+        // A no-op after `deregister`: the slot no longer holds this region.
+        self.registry.remove(&self.region);
     }
 }
 
 impl MemoryRegion {
     /// The local key, used in scatter/gather entries of local work requests.
     pub fn lkey(&self) -> STag {
-        self.reg.region.stag
+        self.reg.region.stag()
     }
 
     /// The remote key a peer names in RDMA Write and Read.
     pub fn rkey(&self) -> STag {
-        self.reg.region.stag
+        self.reg.region.stag()
     }
 
     /// Tagged offset (virtual address) of the first byte.
@@ -86,9 +86,24 @@ impl MemoryRegion {
         self.reg.region.info.pd
     }
 
-    /// Whether the STag is still valid (not deregistered or invalidated by a peer).
+    /// Whether the STag is still valid (not deregistered or invalidated).
     pub fn is_valid(&self) -> bool {
         self.reg.region.is_valid()
+    }
+
+    /// Makes the region valid again under a fresh STag, as
+    /// `ibv_rereg_mr` does with no change of translation, domain or
+    /// access: after a local invalidate or a peer's Send with Invalidate,
+    /// or to revoke the STag peers hold. The old STag is refused from
+    /// then on; [`lkey`](Self::lkey) and [`rkey`](Self::rkey) give the
+    /// new one (to every handle). The bytes stay as they are.
+    ///
+    /// [`VerbsError::Deregistered`] once the region was deregistered.
+    pub fn reregister(&self) -> Result<STag, VerbsError> {
+        self.reg
+            .registry
+            .reregister(&self.reg.region)
+            .ok_or(VerbsError::Deregistered)
     }
 
     /// A scatter/gather entry covering `len` bytes from `offset`.
@@ -103,7 +118,7 @@ impl MemoryRegion {
                 region_len: self.len(),
             })?;
         Ok(Sge {
-            stag: self.reg.region.stag,
+            stag: self.reg.region.stag(),
             to: self.addr() + range.start as u64,
             len: u32::try_from(len).map_err(|_| VerbsError::TooLong(len))?,
         })
@@ -112,7 +127,7 @@ impl MemoryRegion {
     /// A scatter/gather entry covering the whole region.
     pub fn sge_all(&self) -> Sge {
         Sge {
-            stag: self.reg.region.stag,
+            stag: self.reg.region.stag(),
             to: self.addr(),
             len: self.len().min(u32::MAX as usize) as u32,
         }
@@ -173,7 +188,7 @@ impl MemoryRegion {
     /// every handle of it. Work requests that still name it complete with
     /// a protection error. (Dropping the last handle does the same.)
     pub fn deregister(self) {
-        self.reg.registry.remove(self.reg.region.stag);
+        self.reg.registry.remove(&self.reg.region);
     }
 
     fn checked(&self, offset: usize, len: usize) -> Result<core::ops::Range<usize>, VerbsError> {
@@ -249,29 +264,81 @@ mod tests {
         assert!(all.iter().all(|m| m.rkey().0 != 0 && m.rkey().index() != 0));
     }
 
-    #[test]
-    fn a_slot_gives_no_key_twice_in_256_reuses() {
-        let reg = Registry::with_seed(3);
-        // With every other slot taken, each registration reuses the same one.
+    /// The keys one slot hands out over `n` reuses, every other slot taken.
+    fn keys_of_one_slot(seed: u64, n: usize) -> Vec<u8> {
+        let reg = Registry::with_seed(seed);
         let mut held: Vec<_> = (0..INDEX_BATCH)
             .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
             .collect();
         let mut mr = held.pop().unwrap();
         let index = mr.rkey().index();
-        let mut keys = std::collections::HashSet::new();
-        for _ in 0..256 {
-            assert_eq!(mr.rkey().index(), index);
-            assert!(
-                keys.insert(mr.rkey().key()),
-                "key {} again",
-                mr.rkey().key()
-            );
+        let mut keys = Vec::new();
+        for _ in 0..n {
+            assert_eq!(mr.rkey().index(), index, "the one free slot");
+            keys.push(mr.rkey().key());
             let stale = mr.rkey();
             mr.deregister();
             mr = reg.register(PD, 8, Access::ALL).unwrap();
-            assert!(reg.view().region(stale).is_none());
+            assert!(reg.view().region(stale).is_none(), "stale STag refused");
         }
-        assert_eq!(keys.len(), 256);
+        keys
+    }
+
+    #[test]
+    fn a_reused_slot_never_repeats_its_last_key() {
+        let keys = keys_of_one_slot(3, 2000);
+        assert!(keys.windows(2).all(|w| w[0] != w[1]), "{keys:?}");
+    }
+
+    #[test]
+    fn each_reuse_draws_a_fresh_key_that_past_keys_do_not_predict() {
+        // Two consecutive keys of a slot must not give away the next: the
+        // steps between keys vary, and every key turns up (no short cycle).
+        let keys = keys_of_one_slot(3, 2000);
+        let steps: std::collections::HashSet<u8> =
+            keys.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
+        assert!(steps.len() > 64, "{} distinct steps", steps.len());
+        let seen: std::collections::HashSet<u8> = keys.iter().copied().collect();
+        assert_eq!(seen.len(), 256, "every key is drawn sooner or later");
+        // A key comes back after a random number of reuses, not a fixed one.
+        let gaps: std::collections::HashSet<usize> = keys
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| keys[i + 1..].iter().position(|x| x == k))
+            .collect();
+        assert!(gaps.len() > 16, "{gaps:?}");
+    }
+
+    #[test]
+    fn a_stale_handle_never_reaches_the_region_that_reuses_its_slot() {
+        let reg = Registry::with_seed(9);
+        let held: Vec<_> = (0..INDEX_BATCH - 1)
+            .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+            .collect();
+        let mr = reg.register(PD, 8, Access::ALL).unwrap();
+        let stale_handle = mr.clone();
+        let stale = mr.rkey();
+        mr.deregister();
+        // Reuse the slot until a region there draws the stale key again.
+        let mut newer = reg.register(PD, 8, Access::ALL).unwrap();
+        for _ in 0..100_000 {
+            if newer.rkey() == stale {
+                break;
+            }
+            newer.deregister();
+            newer = reg.register(PD, 8, Access::ALL).unwrap();
+        }
+        assert_eq!(newer.rkey(), stale, "the key comes round again");
+        newer.write(0, &[7]).unwrap();
+        // The old handle's bytes are its own region's, and dropping it
+        // leaves the newer registration alone.
+        assert!(!stale_handle.is_valid());
+        assert_eq!(stale_handle.to_vec()[0], 0);
+        assert!(stale_handle.reregister().is_err(), "deregistered for good");
+        drop(stale_handle);
+        assert!(newer.is_valid());
+        assert!(reg.view().region(stale).is_some());
+        assert_eq!(reg.len(), held.len() + 1);
     }
 
     #[test]
@@ -461,22 +528,79 @@ mod tests {
     fn remote_invalidate_rules() {
         let reg = Registry::new();
         let local_only = reg.register(PD, 4, Access::LOCAL_WRITE).unwrap();
-        let remote = reg.register(PD, 4, Access::REMOTE_WRITE).unwrap();
+        let remote = reg.register(PD, 4, Access::ALL).unwrap();
+        let permitted = reg
+            .register(PD, 4, Access::REMOTE_WRITE | Access::REMOTE_INVALIDATE)
+            .unwrap();
         let mut v = reg.view();
         assert_eq!(
             v.invalidate(local_only.rkey(), PD),
             Err(InvalidateError::NotAllowed)
         );
         assert_eq!(
-            v.invalidate(remote.rkey(), PdId(9)),
+            v.invalidate(remote.rkey(), PD),
+            Err(InvalidateError::NotAllowed),
+            "remote access alone does not let the peer invalidate"
+        );
+        assert!(remote.is_valid());
+        assert_eq!(
+            v.invalidate(permitted.rkey(), PdId(9)),
             Err(InvalidateError::WrongPd)
         );
-        assert_eq!(v.invalidate(remote.rkey(), PD), Ok(()));
-        assert!(!remote.is_valid());
+        assert_eq!(v.invalidate(permitted.rkey(), PD), Ok(()));
+        assert!(!permitted.is_valid());
         assert_eq!(
-            v.invalidate(remote.rkey(), PD),
+            v.invalidate(permitted.rkey(), PD),
             Err(InvalidateError::Invalid)
         );
+    }
+
+    #[test]
+    fn an_invalidated_stag_keeps_its_slot_until_deregistered() {
+        let reg = Registry::with_seed(4);
+        // Every slot of the first batch taken but one, which the
+        // invalidated region holds.
+        let held: Vec<_> = (0..INDEX_BATCH - 1)
+            .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+            .collect();
+        let access = Access::REMOTE_WRITE | Access::REMOTE_INVALIDATE;
+        let mr = reg.register_vec(PD, vec![1, 2, 3], access).unwrap();
+        let stale = mr.rkey();
+        assert_eq!(reg.view().invalidate(stale, PD), Ok(()));
+        assert!(!mr.is_valid());
+        assert_eq!(reg.len(), INDEX_BATCH, "still registered");
+        let next = reg.register(PD, 8, Access::ALL).unwrap();
+        assert_ne!(next.rkey().index(), stale.index(), "the slot is not free");
+        assert!(reg.view().region(stale).is_none());
+        drop(held);
+        // Valid again under a fresh key, bytes untouched.
+        let fresh = mr.reregister().unwrap();
+        assert_eq!((fresh.index(), mr.rkey()), (stale.index(), fresh));
+        assert_ne!(fresh, stale);
+        assert!(
+            reg.view().region(stale).is_none(),
+            "the old key stays refused"
+        );
+        let mut out = [0; 3];
+        reg.view().read(fresh, 0, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3]);
+        // Deregistration frees the slot and ends re-registration.
+        let keep = mr.clone();
+        mr.deregister();
+        assert!(keep.reregister().is_err());
+        assert!(reg.view().region(fresh).is_none());
+    }
+
+    #[test]
+    fn reregistering_a_valid_region_revokes_its_old_stag() {
+        let reg = Registry::new();
+        let mr = reg.register(PD, 8, Access::ALL).unwrap();
+        let old = mr.rkey();
+        let new = mr.reregister().unwrap();
+        assert_ne!(new, old);
+        assert!(mr.is_valid());
+        assert!(reg.view().region(old).is_none());
+        assert!(reg.view().region(new).is_some());
         assert_eq!(reg.len(), 1);
     }
 

@@ -5,7 +5,7 @@
 //! region and the table to deregister from.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ddp::memory::{
@@ -17,19 +17,46 @@ use ddp::TaggedError;
 use crate::types::VerbsError;
 
 /// One registered region.
+///
+/// Its STag and validity are one atomic word, so a view checks both in
+/// one load: invalidation clears the valid bit and leaves the region in
+/// its slot (the slot is not free until deregistration), and
+/// re-registration gives it a fresh key and sets the bit again.
 #[derive(Debug)]
 pub(crate) struct Region {
-    pub(crate) stag: STag,
+    /// The STag in the low 32 bits, [`VALID`] above them.
+    state: AtomicU64,
     pub(crate) info: RegionInfo,
-    valid: AtomicBool,
-    /// Whether a peer's Send with Invalidate may invalidate this STag.
-    remote_invalidate: bool,
     pub(crate) bytes: RwLock<Box<[u8]>>,
 }
 
+/// The valid bit of [`Region::state`].
+const VALID: u64 = 1 << 32;
+
 impl Region {
+    /// The STag the region has now (valid or not).
+    pub(crate) fn stag(&self) -> STag {
+        STag(self.state.load(Ordering::Acquire) as u32)
+    }
+
     pub(crate) fn is_valid(&self) -> bool {
-        self.valid.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) & VALID != 0
+    }
+
+    /// Whether `stag` names this region and the region is valid.
+    #[inline]
+    pub(crate) fn answers_to(&self, stag: STag) -> bool {
+        self.state.load(Ordering::Acquire) == VALID | u64::from(stag.0)
+    }
+
+    /// Whether a peer's Send with Invalidate may invalidate it.
+    fn remote_invalidate(&self) -> bool {
+        self.info.access.contains(Access::REMOTE_INVALIDATE)
+    }
+
+    /// Marks the STag invalid; true if it was valid.
+    fn invalidate(&self) -> bool {
+        self.state.fetch_and(!VALID, Ordering::AcqRel) & VALID != 0
     }
 
     pub(crate) fn range(&self, offset: u64, len: usize) -> Option<core::ops::Range<usize>> {
@@ -46,9 +73,14 @@ impl Region {
 /// (RFC 5042 section 5): each registry draws from its own seeded generator
 /// the key of every fresh slot and the order in which slots are handed out
 /// (the table grows [`INDEX_BATCH`] slots at a time, taken in random
-/// order). Each time a slot is reused its key moves by the slot's own
-/// random odd step, so a stale STag from a deregistered region is refused
-/// for the next 255 reuses of its slot.
+/// order). Each reuse of a slot, and each re-registration of a region,
+/// draws a fresh key from the generator, never the key the slot had last:
+/// the keys one slot gives out tell nothing about its next one, and a stale
+/// STag is refused at once (and after that as often as a guess is).
+///
+/// Handles find their region by identity ([`Arc`]), never by STag value: a
+/// stale handle cannot reach a region that reuses its slot, whatever key
+/// that region drew.
 #[derive(Debug)]
 pub struct Registry {
     slots: RwLock<Slots>,
@@ -59,9 +91,8 @@ pub struct Registry {
 #[derive(Debug)]
 struct Slots {
     regions: Vec<Option<Arc<Region>>>,
+    /// Per slot, the key its next region or re-registration must not take.
     keys: Vec<u8>,
-    /// Per slot, the odd amount its key moves by on each reuse.
-    steps: Vec<u8>,
     free: Vec<u32>,
     rng: StagRng,
 }
@@ -72,7 +103,6 @@ impl Slots {
         if self.regions.is_empty() {
             self.regions.push(None); // index 0 is never handed out
             self.keys.push(0);
-            self.steps.push(1);
         }
         let room = (MAX_REGIONS + 1).saturating_sub(self.regions.len());
         if room == 0 {
@@ -81,11 +111,19 @@ impl Slots {
         for _ in 0..room.min(INDEX_BATCH) {
             self.free.push(self.regions.len() as u32);
             self.regions.push(None);
-            let r = self.rng.next();
-            self.keys.push(r as u8);
-            self.steps.push((r >> 8) as u8 | 1);
+            let key = self.rng.next() as u8;
+            self.keys.push(key);
         }
         Ok(())
+    }
+
+    /// A random key for slot `index` other than the one it had last.
+    fn fresh_key(&mut self, index: usize) -> u8 {
+        let last = self.keys[index];
+        // Uniform over the 255 other keys.
+        let key = last.wrapping_add(1 + self.rng.below(255) as u8);
+        self.keys[index] = key;
+        key
     }
 }
 
@@ -152,7 +190,6 @@ impl Registry {
             slots: RwLock::new(Slots {
                 regions: Vec::new(),
                 keys: Vec::new(),
-                steps: Vec::new(),
                 free: Vec::new(),
                 rng: StagRng(seed),
             }),
@@ -186,11 +223,8 @@ impl Registry {
         let key = slots.keys[index as usize];
         let stag = STag::new(index, key);
         let region = Arc::new(Region {
-            stag,
+            state: AtomicU64::new(VALID | u64::from(stag.0)),
             info,
-            valid: AtomicBool::new(true),
-            remote_invalidate: access.contains(Access::REMOTE_WRITE)
-                || access.contains(Access::REMOTE_READ),
             bytes: RwLock::new(bytes),
         });
         slots.regions[index as usize] = Some(region.clone());
@@ -200,25 +234,51 @@ impl Registry {
     fn lookup(&self, stag: STag) -> Option<Arc<Region>> {
         let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
         let region = slots.regions.get(stag.index() as usize)?.as_ref()?;
-        (region.stag == stag && region.is_valid()).then(|| region.clone())
+        region.answers_to(stag).then(|| region.clone())
     }
 
-    pub(crate) fn remove(&self, stag: STag) -> bool {
+    /// Ends `region`'s registration, if it is still registered: its STag
+    /// becomes invalid and its slot free, under a fresh key. Found by
+    /// identity, so a handle of a region long gone does nothing to the
+    /// region that now has its slot, whatever its key.
+    pub(crate) fn remove(&self, region: &Arc<Region>) -> bool {
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
-        let index = stag.index() as usize;
-        let Some(Some(region)) = slots.regions.get(index) else {
-            return false;
-        };
-        if region.stag != stag {
-            return false;
+        let index = region.stag().index() as usize;
+        match slots.regions.get(index) {
+            Some(Some(r)) if Arc::ptr_eq(r, region) => {}
+            _ => return false,
         }
-        region.valid.store(false, Ordering::Release);
+        region.invalidate();
         slots.regions[index] = None;
-        // The slot's own odd step: 256 reuses before a key comes back.
-        let step = slots.steps[index];
-        slots.keys[index] = slots.keys[index].wrapping_add(step);
+        slots.fresh_key(index);
         slots.free.push(index as u32);
         true
+    }
+
+    /// Invalidates the STag (a local invalidate, or a peer's permitted
+    /// Send with Invalidate): the region keeps its slot and its bytes
+    /// until it is deregistered, and
+    /// [`MemoryRegion::reregister`](crate::MemoryRegion::reregister) can
+    /// make it valid again.
+    pub(crate) fn invalidate(&self, stag: STag) -> bool {
+        self.lookup(stag).is_some_and(|r| r.invalidate())
+    }
+
+    /// Gives a registered `region` a fresh key and makes it valid; the
+    /// STag it had (valid or not) is refused from then on. `None` once
+    /// it was deregistered.
+    pub(crate) fn reregister(&self, region: &Arc<Region>) -> Option<STag> {
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let index = region.stag().index();
+        match slots.regions.get(index as usize) {
+            Some(Some(r)) if Arc::ptr_eq(r, region) => {}
+            _ => return None,
+        }
+        let stag = STag::new(index, slots.fresh_key(index as usize));
+        region
+            .state
+            .store(VALID | u64::from(stag.0), Ordering::Release);
+        Some(stag)
     }
 
     /// Number of live registrations.
@@ -282,7 +342,7 @@ impl RegionCache {
     /// The STag of the region kept, if any.
     #[cfg(test)]
     pub(crate) fn cached(&self) -> Option<STag> {
-        self.0.as_ref().map(|r| r.stag)
+        self.0.as_ref().map(|r| r.stag())
     }
 }
 
@@ -315,7 +375,7 @@ pub struct RegistryView<'a> {
 impl<'a> RegistryView<'a> {
     /// The home region, if `stag` names it and it is still valid.
     fn home_for(&self, stag: STag) -> Option<&'a Region> {
-        self.home.filter(|r| r.stag == stag && r.is_valid())
+        self.home.filter(|r| r.answers_to(stag))
     }
 
     /// Runs `f` on the valid region `stag` names, if any, other than the
@@ -324,7 +384,7 @@ impl<'a> RegistryView<'a> {
         *self.hold.borrow_mut() = Hold::Nothing;
         {
             let last = self.last.borrow();
-            if let Some(r) = last.as_ref().filter(|r| r.stag == stag && r.is_valid()) {
+            if let Some(r) = last.as_ref().filter(|r| r.answers_to(stag)) {
                 return Some(f(r));
             }
         }
@@ -478,12 +538,11 @@ impl Memory for RegistryView<'_> {
         if region.info.pd != pd {
             return Err(InvalidateError::WrongPd);
         }
-        if !region.remote_invalidate {
+        if !region.remote_invalidate() {
             return Err(InvalidateError::NotAllowed);
         }
-        *self.last.get_mut() = None;
         *self.hold.get_mut() = Hold::Nothing;
-        self.registry.remove(stag);
+        region.invalidate();
         Ok(())
     }
 
@@ -536,7 +595,7 @@ mod tests {
             .expect("registers");
         let mut cache = RegionCache(Some(home.clone()));
         registry.with_cached_view(&mut cache, |view| {
-            for (stag, src) in [(home.stag, &bytes[..]), (other.stag, &bytes[1000..])] {
+            for (stag, src) in [(home.stag(), &bytes[..]), (other.stag(), &bytes[1000..])] {
                 for (offset, len) in [(0usize, 0usize), (1, 1), (3, 257), (100, 1460)] {
                     let want = src[offset..offset + len].to_vec();
                     let mut out = vec![0u8; len];
@@ -564,23 +623,23 @@ mod tests {
         let home = reg.insert(PD, vec![0; 32], Access::REMOTE_WRITE).unwrap();
         let other = reg.insert(PD, vec![0; 32], Access::LOCAL_WRITE).unwrap();
         let gone = reg.insert(PD, vec![0; 32], Access::ALL).unwrap();
-        reg.remove(gone.stag);
+        reg.remove(&gone);
         let (hb, ob) = (home.info.base, other.info.base);
-        let stale = STag::new(home.stag.index(), home.stag.key().wrapping_add(1));
+        let stale = STag::new(home.stag().index(), home.stag().key().wrapping_add(1));
         let cases = [
-            (home.stag, PD, hb, 32, Access::REMOTE_WRITE),
-            (home.stag, PD, hb + 31, 1, Access::REMOTE_WRITE),
-            (home.stag, PD, hb + 31, 2, Access::REMOTE_WRITE),
-            (home.stag, PD, hb - 1, 1, Access::REMOTE_WRITE),
-            (home.stag, PD, u64::MAX, 2, Access::REMOTE_WRITE),
-            (home.stag, PdId(2), hb, 4, Access::REMOTE_WRITE),
-            (home.stag, PD, hb, 4, Access::LOCAL_WRITE),
-            (home.stag, PD, hb, 0, Access::REMOTE_READ),
+            (home.stag(), PD, hb, 32, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb + 31, 1, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb + 31, 2, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb - 1, 1, Access::REMOTE_WRITE),
+            (home.stag(), PD, u64::MAX, 2, Access::REMOTE_WRITE),
+            (home.stag(), PdId(2), hb, 4, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb, 4, Access::LOCAL_WRITE),
+            (home.stag(), PD, hb, 0, Access::REMOTE_READ),
             (stale, PD, hb, 4, Access::REMOTE_WRITE),
-            (other.stag, PD, ob + 8, 8, Access::LOCAL_WRITE),
-            (other.stag, PD, ob + 30, 4, Access::LOCAL_WRITE),
-            (other.stag, PD, ob, 4, Access::REMOTE_WRITE),
-            (gone.stag, PD, gone.info.base, 4, Access::REMOTE_WRITE),
+            (other.stag(), PD, ob + 8, 8, Access::LOCAL_WRITE),
+            (other.stag(), PD, ob + 30, 4, Access::LOCAL_WRITE),
+            (other.stag(), PD, ob, 4, Access::REMOTE_WRITE),
+            (gone.stag(), PD, gone.info.base, 4, Access::REMOTE_WRITE),
         ];
         for (i, &(stag, pd, to, len, need)) in cases.iter().enumerate() {
             let data = vec![i as u8 + 1; len];
@@ -602,7 +661,7 @@ mod tests {
             assert_eq!(fast, slow, "case {i}");
             assert_eq!(after_fast, after_slow, "case {i}: the same bytes written");
             if fast.is_ok() && len > 0 {
-                let r = if stag == home.stag { &home } else { &other };
+                let r = if stag == home.stag() { &home } else { &other };
                 let at = (to - r.info.base) as usize;
                 assert_eq!(r.bytes.read().unwrap()[at..at + len], data[..], "case {i}");
             }
@@ -624,12 +683,12 @@ mod tests {
         let mut cache = RegionCache(Some(home.clone()));
         let base = home.info.base;
         reg.with_cached_view(&mut cache, |v| {
-            v.place_checked(home.stag, PD, base, &[1], Access::REMOTE_WRITE)
+            v.place_checked(home.stag(), PD, base, &[1], Access::REMOTE_WRITE)
                 .unwrap();
-            reg.remove(home.stag);
+            reg.remove(&home);
             assert_eq!(
-                v.place_checked(home.stag, PD, base, &[2], Access::REMOTE_WRITE),
-                Err(TaggedError::InvalidStag(home.stag.0))
+                v.place_checked(home.stag(), PD, base, &[2], Access::REMOTE_WRITE),
+                Err(TaggedError::InvalidStag(home.stag().0))
             );
         });
         assert_eq!(home.bytes.read().unwrap()[0], 1);

@@ -29,6 +29,10 @@ pub enum VerbsError {
     /// The registration table is full.
     #[error("no more memory regions can be registered")]
     TooManyRegions,
+    /// The memory region was deregistered; its handle can no longer
+    /// re-register it.
+    #[error("the memory region was deregistered")]
+    Deregistered,
     /// A protection domain of one device used with another.
     #[error("the protection domain belongs to another device")]
     WrongDevice,
