@@ -94,6 +94,17 @@ pub enum VerbsError {
         /// The most allowed.
         max: usize,
     },
+    /// A queue pair size beyond the device's limit (`ibv_create_qp`'s
+    /// `EINVAL`).
+    #[error("queue pair {field} of {value} is out of range (at most {max})")]
+    QpSize {
+        /// Which parameter.
+        field: &'static str,
+        /// What was asked for.
+        value: usize,
+        /// The most allowed.
+        max: usize,
+    },
     /// An event channel's descriptor failed (async API).
     #[error("event channel: {0}")]
     Io(#[source] std::io::Error),
