@@ -11,10 +11,10 @@ use std::time::Duration;
 use ddp::STag;
 use mpa::{InitiatorConfig, ResponderConfig, RtrSet};
 use rdmap::term::TermCode;
-use rdmap::wire::{ReadRequestRepr, TermControl};
+use rdmap::wire::{Body, ReadRequestRepr, TermControl};
 use rdmap::Opcode;
 
-use crate::build;
+use crate::build::{self, qn};
 use crate::exchange;
 use crate::expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
 use crate::script::{Case, Learned, Mangle, Step};
@@ -109,6 +109,8 @@ pub fn catalogue(t: &Target) -> Vec<Case> {
         fin_mid_fpdu(t),
         write_beyond_region(t),
         read_beyond_region(t),
+        opcode_changes_inside_a_send(t),
+        invalidate_a_shared_region(t),
     ]
 }
 
@@ -151,6 +153,7 @@ pub fn responder_catalogue(t: &Target) -> Vec<Case> {
                     Learned::WriteToReadSink { offset, len } => {
                         Learned::WriteToAdvert { offset, len }
                     }
+                    Learned::InvalidateReadSink { msn } => Learned::InvalidateAdvert { msn },
                     // Our first half used Read Request message 1.
                     Learned::ReadFromReadSink { msn, offset, size } => Learned::ReadFromAdvert {
                         msn: msn + 1,
@@ -811,6 +814,47 @@ pub fn read_beyond_region(t: &Target) -> Case {
         Expectation::only(Outcome::terminated(TermMatch::any_code_of(
             TermCode::RDMAP_INVALID_STAG,
         ))),
+    )
+}
+
+/// The `opcode-changes-inside-a-send` case: a two-segment Send whose last
+/// segment says Send with Solicited Event (RFC 5040 4.1: every segment of
+/// a message carries its opcode; 4.8: 0/2/6).
+pub fn opcode_changes_inside_a_send(t: &Target) -> Case {
+    let (head, tail) = SMALL.split_at(8);
+    after_startup(
+        t,
+        "opcode-changes-inside-a-send",
+        "a two-segment Send whose last segment says Send with Solicited Event (RFC 5040 4.1, 4.8: 0/2/6)",
+        vec![
+            build::untagged(Opcode::Send, qn::SEND, 1, 0, false, Body::Data(head)),
+            build::untagged(Opcode::SendSolicited, qn::SEND, 1, 8, true, Body::Data(tail)),
+        ],
+        terminated(TermCode::RDMAP_UNEXPECTED_OPCODE),
+    )
+}
+
+/// The `invalidate-a-shared-region` case: a Send with Invalidate naming
+/// the buffer the target handed out (rping registers it with remote rights
+/// only). A region the program did not open to remote invalidation (an
+/// MR, as libibverbs sees it, rather than a type-2 window) stays valid,
+/// and the Send gets a cannot-invalidate TERMINATE (RFC 5040 4.8: 0/2/9,
+/// or 0/1/9 as a protection error). siw lets a peer invalidate any MR of
+/// the stream's domain, so it fails this case by design.
+pub fn invalidate_a_shared_region(t: &Target) -> Case {
+    after_learning(
+        t,
+        "invalidate-a-shared-region",
+        "a Send with Invalidate naming a buffer the target handed out without remote invalidation (RFC 5040 4.8: 0/2/9)",
+        Learned::InvalidateReadSink { msn: 2 },
+        Expectation::any_of(&[
+            Outcome::terminated(TermMatch::exactly(
+                TermCode::RDMAP_OPERATION_CANNOT_INVALIDATE,
+            )),
+            Outcome::terminated(TermMatch::exactly(
+                TermCode::RDMAP_PROTECTION_CANNOT_INVALIDATE,
+            )),
+        ]),
     )
 }
 

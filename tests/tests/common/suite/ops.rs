@@ -172,8 +172,14 @@ pub fn send_with_invalidate(make: MakeNet) {
     p.client_qp
         .post_send(wr::write(4, vec![asrc.sge_all()], fresh, target.addr()))
         .unwrap();
-    let c = p.client_completions(1);
-    assert!(c[0].is_success(), "{c:?}");
+    // A Send after the Write: its arrival means the Write has landed.
+    p.server_qp
+        .post_recv(wr::recv(5, vec![rx.sge_all()]))
+        .unwrap();
+    p.client_qp.post_send(wr::send(6, vec![])).unwrap();
+    let c = p.client_completions(2);
+    assert!(c.iter().all(|w| w.is_success()), "{c:?}");
+    assert!(p.server_completions(1)[0].is_success());
     let mut got = [0u8; 50];
     target.read(0, &mut got).unwrap();
     assert_eq!(&got[..], &again[..], "valid again under its fresh STag");
