@@ -282,7 +282,6 @@ pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
             )
         }
         Learned::InvalidateReadSink { msn } => send_invalidate(msn, read?.sink_stag, &[]),
-        Learned::InvalidateAdvert { msn } => send_invalidate(msn, advert?.stag, &[]),
         Learned::WriteToAdvert { offset, len } => {
             let a = advert?;
             let len = if len == 0 { a.len } else { len };

@@ -117,8 +117,8 @@ pub fn catalogue(t: &Target) -> Vec<Case> {
 /// The cases played as the Responder, for a target that connects to us:
 /// the Request-phase cases become their Reply-phase twins (a bad Reply,
 /// no Reply), the FPDU cases follow a valid Reply instead of a valid
-/// Request, and the idle flood is left out (a client opens one
-/// connection at a time).
+/// Request, and the idle flood (a client opens one connection at a time)
+/// and invalidate-a-shared-region are left out.
 pub fn responder_catalogue(t: &Target) -> Vec<Case> {
     let mut out = vec![
         garbage_reply(t),
@@ -127,16 +127,20 @@ pub fn responder_catalogue(t: &Target) -> Vec<Case> {
         huge_reply_private_data(t),
         silent_responder(t),
     ];
-    let request_phase = [
+    let left_out = [
         "garbage-request",
         "bad-key",
         "unknown-revision",
         "huge-private-data",
         "silence",
         "idle-flood",
+        // rping's client has no receive posted for a second Send right
+        // after our go-ahead: the Send would be refused for want of a
+        // buffer before any invalidation is tried.
+        "invalidate-a-shared-region",
     ];
     for mut c in catalogue(t) {
-        if request_phase.contains(&c.name) {
+        if left_out.contains(&c.name) {
             continue;
         }
         for step in &mut c.script {
@@ -153,7 +157,6 @@ pub fn responder_catalogue(t: &Target) -> Vec<Case> {
                     Learned::WriteToReadSink { offset, len } => {
                         Learned::WriteToAdvert { offset, len }
                     }
-                    Learned::InvalidateReadSink { msn } => Learned::InvalidateAdvert { msn },
                     // Our first half used Read Request message 1.
                     Learned::ReadFromReadSink { msn, offset, size } => Learned::ReadFromAdvert {
                         msn: msn + 1,

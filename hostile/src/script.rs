@@ -161,12 +161,6 @@ pub enum Learned {
         /// The Send's MSN on queue 0.
         msn: u32,
     },
-    /// Send with Invalidate `msn` naming the STag of the buffer the
-    /// target's latest advert names.
-    InvalidateAdvert {
-        /// The Send's MSN on queue 0.
-        msn: u32,
-    },
     /// Read Request `msn` for the advertised size plus `extra` octets from
     /// the buffer of the target's latest advert, `offset` past its start.
     ReadFromAdvert {
