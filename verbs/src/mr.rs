@@ -2,7 +2,10 @@
 //! itself, which placement writes through, belongs to the engine and is
 //! re-exported here).
 //!
-//! The memory model: a region's bytes are owned by the library, behind a
+//! The memory model: a region is registered over a buffer the program hands
+//! over ([`Registry::register_buffer`]: a `Vec<u8>`, a `BytesMut`, any
+//! [`RegionBuffer`]), used in place and handed back by
+//! [`MemoryRegion::deregister_into`]. While registered it sits behind a
 //! per-region lock. A peer's RDMA Write lands while the program runs, so the
 //! program never holds a plain `&mut [u8]` that a remote write could race
 //! with; it reads and writes through copy accessors ([`MemoryRegion::read`],
@@ -23,6 +26,7 @@ use ddp::memory::{Access, PdId, STag};
 use ddp::untagged::Sge;
 
 use crate::engine::Region;
+use crate::mr_buffer::RegionBuffer;
 use crate::types::VerbsError;
 
 pub use crate::engine::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
@@ -136,13 +140,17 @@ impl MemoryRegion {
     /// Copies `out.len()` bytes from `offset` into `out`.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), VerbsError> {
         let range = self.checked(offset, out.len())?;
+        let bytes = self
+            .reg
+            .region
+            .bytes
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         out.copy_from_slice(
-            &self
-                .reg
-                .region
-                .bytes
-                .read()
-                .unwrap_or_else(|e| e.into_inner())[range],
+            bytes
+                .bytes()
+                .get(range)
+                .ok_or(self.out_of(offset, out.len()))?,
         );
         Ok(())
     }
@@ -150,33 +158,41 @@ impl MemoryRegion {
     /// Copies `data` into the region at `offset`.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), VerbsError> {
         let range = self.checked(offset, data.len())?;
-        self.reg
+        let mut bytes = self
+            .reg
             .region
             .bytes
             .write()
-            .unwrap_or_else(|e| e.into_inner())[range]
+            .unwrap_or_else(|e| e.into_inner());
+        bytes
+            .bytes_mut()
+            .get_mut(range)
+            .ok_or(self.out_of(offset, data.len()))?
             .copy_from_slice(data);
         Ok(())
     }
 
-    /// Runs `f` over the bytes while holding off placement.
+    /// Runs `f` over the bytes, in place, while holding off placement.
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        f(&self
+        f(self
             .reg
             .region
             .bytes
             .read()
-            .unwrap_or_else(|e| e.into_inner()))
+            .unwrap_or_else(|e| e.into_inner())
+            .bytes())
     }
 
-    /// Runs `f` over the bytes, mutably, while holding off placement.
+    /// Runs `f` over the bytes, mutably and in place, while holding off
+    /// placement.
     pub fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        f(&mut self
+        f(self
             .reg
             .region
             .bytes
             .write()
-            .unwrap_or_else(|e| e.into_inner()))
+            .unwrap_or_else(|e| e.into_inner())
+            .bytes_mut())
     }
 
     /// A copy of the whole region.
@@ -189,6 +205,45 @@ impl MemoryRegion {
     /// a protection error. (Dropping the last handle does the same.)
     pub fn deregister(self) {
         self.reg.registry.remove(&self.reg.region);
+    }
+
+    /// Deregisters the region and hands back the buffer it was registered
+    /// over, as the `B` it was given as: the same allocation, with what
+    /// placement wrote into it.
+    ///
+    /// Only the last handle can take the buffer (`Err(self)` while other
+    /// handles exist, or if the buffer is not a `B`); the region is then
+    /// deregistered as [`deregister`](Self::deregister) does, and a
+    /// placement still under way finishes before the buffer leaves.
+    pub fn deregister_into<B: RegionBuffer>(self) -> Result<B, MemoryRegion> {
+        let region = &self.reg.region;
+        let is_b = region
+            .bytes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_a(core::any::TypeId::of::<B>());
+        if !is_b || Arc::strong_count(&self.reg) != 1 {
+            return Err(self);
+        }
+        self.reg.registry.remove(region);
+        // No view reaches an invalid region's bytes, so none will miss them.
+        let buffer = core::mem::replace(
+            &mut *region.bytes.write().unwrap_or_else(|e| e.into_inner()),
+            Box::new(Vec::new()),
+        );
+        match buffer.into_any().downcast::<B>() {
+            Ok(b) => Ok(*b),
+            // Checked above; nothing to give back otherwise.
+            Err(_) => Err(self),
+        }
+    }
+
+    fn out_of(&self, offset: usize, len: usize) -> VerbsError {
+        VerbsError::OutOfBounds {
+            offset,
+            len,
+            region_len: self.len(),
+        }
     }
 
     fn checked(&self, offset: usize, len: usize) -> Result<core::ops::Range<usize>, VerbsError> {
@@ -217,14 +272,26 @@ impl Registry {
         self.register_vec(pd, vec![0; len], access)
     }
 
-    /// Registers `bytes`, taking ownership of them.
+    /// Registers `bytes` in place (no copy, no reallocation), taking
+    /// ownership of them.
     pub fn register_vec(
         self: &Arc<Self>,
         pd: PdId,
         bytes: Vec<u8>,
         access: Access,
     ) -> Result<MemoryRegion, VerbsError> {
-        let region = self.insert(pd, bytes, access)?;
+        self.register_buffer(pd, bytes, access)
+    }
+
+    /// Registers `buffer` in place, taking ownership of it until
+    /// [`MemoryRegion::deregister_into`] hands it back.
+    pub fn register_buffer<B: RegionBuffer>(
+        self: &Arc<Self>,
+        pd: PdId,
+        buffer: B,
+        access: Access,
+    ) -> Result<MemoryRegion, VerbsError> {
+        let region = self.insert(pd, Box::new(buffer), access)?;
         Ok(MemoryRegion {
             reg: Arc::new(Registration {
                 region,
@@ -627,6 +694,72 @@ mod tests {
         let newer = reg.register(PD, 16, Access::ALL).unwrap();
         drop(keep);
         assert!(reg.view().region(newer.rkey()).is_some());
+    }
+
+    #[test]
+    fn a_vec_is_registered_in_place_and_handed_back() {
+        let reg = Registry::new();
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(&[1, 2, 3, 4]);
+        let at = v.as_ptr();
+        let mr = reg.register_vec(PD, v, Access::ALL).unwrap();
+        assert_eq!(mr.addr(), at as u64, "no copy, no reallocation");
+        reg.view().write(mr.rkey(), 1, &[9]).unwrap();
+        let stag = mr.rkey();
+        let back: Vec<u8> = mr.deregister_into().unwrap();
+        assert_eq!((back.as_ptr(), back.capacity()), (at, 64));
+        assert_eq!(back, [1, 9, 3, 4], "placement went into it");
+        assert!(reg.view().region(stag).is_none(), "deregistered");
+        assert!(reg.is_empty());
+    }
+
+    #[test]
+    fn a_bytes_mut_comes_back_as_itself() {
+        let reg = Registry::new();
+        let buf = bytes::BytesMut::zeroed(4096);
+        let at = buf.as_ptr();
+        let mr = reg.register_buffer(PD, buf, Access::ALL).unwrap();
+        assert_eq!(mr.addr(), at as u64);
+        reg.view().write(mr.rkey(), 4000, b"placed").unwrap();
+        let back: bytes::BytesMut = mr.deregister_into().unwrap();
+        assert_eq!(back.as_ptr(), at);
+        assert_eq!(&back[4000..4006], b"placed");
+    }
+
+    /// A buffer type of the program's own, standing for mmap'd or
+    /// huge-page memory.
+    #[derive(Debug)]
+    struct Pages(Box<[u8; 8192]>);
+
+    impl AsRef<[u8]> for Pages {
+        fn as_ref(&self) -> &[u8] {
+            &self.0[..]
+        }
+    }
+
+    impl AsMut<[u8]> for Pages {
+        fn as_mut(&mut self) -> &mut [u8] {
+            &mut self.0[..]
+        }
+    }
+
+    #[test]
+    fn a_buffer_of_its_own_type_is_handed_back_only_whole_and_as_itself() {
+        let reg = Registry::new();
+        let mr = reg
+            .register_buffer(PD, Pages(Box::new([0; 8192])), Access::ALL)
+            .unwrap();
+        assert_eq!(mr.len(), 8192);
+        let mr = mr.deregister_into::<Vec<u8>>().unwrap_err();
+        assert!(mr.is_valid(), "the wrong type leaves it registered");
+        let clone = mr.clone();
+        let mr = mr.deregister_into::<Pages>().unwrap_err();
+        assert!(mr.is_valid(), "another handle leaves it registered");
+        drop(clone);
+        mr.write(8191, &[5]).unwrap();
+        let pages: Pages = mr.deregister_into().unwrap();
+        assert_eq!(pages.0[8191], 5);
+        assert!(reg.is_empty());
     }
 
     #[test]

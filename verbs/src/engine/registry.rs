@@ -14,6 +14,7 @@ use ddp::memory::{
 use ddp::tagged::check;
 use ddp::TaggedError;
 
+use crate::mr_buffer::RegionBuffer;
 use crate::types::VerbsError;
 
 /// One registered region.
@@ -22,12 +23,22 @@ use crate::types::VerbsError;
 /// one load: invalidation clears the valid bit and leaves the region in
 /// its slot (the slot is not free until deregistration), and
 /// re-registration gives it a fresh key and sets the bit again.
-#[derive(Debug)]
 pub(crate) struct Region {
     /// The STag in the low 32 bits, [`VALID`] above them.
     state: AtomicU64,
     pub(crate) info: RegionInfo,
-    pub(crate) bytes: RwLock<Box<[u8]>>,
+    /// The program's buffer, placed into in place.
+    pub(crate) bytes: RwLock<Box<dyn RegionBuffer>>,
+}
+
+impl core::fmt::Debug for Region {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Region")
+            .field("stag", &self.stag())
+            .field("valid", &self.is_valid())
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The valid bit of [`Region::state`].
@@ -201,16 +212,14 @@ impl Registry {
     pub(crate) fn insert(
         &self,
         pd: PdId,
-        bytes: Vec<u8>,
+        bytes: Box<dyn RegionBuffer>,
         access: Access,
     ) -> Result<Arc<Region>, VerbsError> {
         let _serial = self.register_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let bytes = bytes.into_boxed_slice();
-        let base = bytes.as_ptr() as u64;
         let info = RegionInfo {
             pd,
-            base,
-            len: bytes.len() as u64,
+            base: bytes.bytes().as_ptr() as u64,
+            len: bytes.bytes().len() as u64,
             access,
         };
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
@@ -350,8 +359,8 @@ impl RegionCache {
 #[derive(Debug)]
 enum Hold<'a> {
     Nothing,
-    Read(RwLockReadGuard<'a, Box<[u8]>>),
-    Write(RwLockWriteGuard<'a, Box<[u8]>>),
+    Read(RwLockReadGuard<'a, Box<dyn RegionBuffer>>),
+    Write(RwLockWriteGuard<'a, Box<dyn RegionBuffer>>),
 }
 
 /// [`Memory`] over a [`Registry`], for the duration of one protocol call.
@@ -403,7 +412,7 @@ impl<'a> RegistryView<'a> {
             *hold = Hold::Write(home.bytes.write().unwrap_or_else(|e| e.into_inner()));
         }
         match hold {
-            Hold::Write(g) => g,
+            Hold::Write(g) => g.bytes_mut(),
             // Just taken above.
             Hold::Read(_) | Hold::Nothing => &mut [],
         }
@@ -454,8 +463,8 @@ impl<'a> RegistryView<'a> {
                 *hold = Hold::Read(home.bytes.read().unwrap_or_else(|e| e.into_inner()));
             }
             let bytes: &[u8] = match &*hold {
-                Hold::Read(g) => g,
-                Hold::Write(g) => g,
+                Hold::Read(g) => g.bytes(),
+                Hold::Write(g) => g.bytes(),
                 Hold::Nothing => &[],
             };
             return Ok(copy(out, bytes.get(range).ok_or(err)?));
@@ -463,7 +472,7 @@ impl<'a> RegistryView<'a> {
         self.with_region(stag, |region| {
             let range = region.range(offset, out.len()).ok_or(err)?;
             let bytes = region.bytes.read().unwrap_or_else(|e| e.into_inner());
-            Ok(copy(out, bytes.get(range).ok_or(err)?))
+            Ok(copy(out, bytes.bytes().get(range).ok_or(err)?))
         })
         .unwrap_or(Err(err))
     }
@@ -488,7 +497,12 @@ impl Memory for RegistryView<'_> {
         };
         self.with_region(stag, |region| {
             let range = region.range(offset, data.len()).ok_or(err)?;
-            region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
+            let mut bytes = region.bytes.write().unwrap_or_else(|e| e.into_inner());
+            bytes
+                .bytes_mut()
+                .get_mut(range)
+                .ok_or(err)?
+                .copy_from_slice(data);
             Ok(())
         })
         .unwrap_or(Err(err))
@@ -528,7 +542,7 @@ impl Memory for RegistryView<'_> {
             // atomics from any queue pair, and the program's own writes,
             // see the update whole.
             let mut bytes = region.bytes.write().unwrap_or_else(|e| e.into_inner());
-            update(&mut bytes, range)
+            update(bytes.bytes_mut(), range)
         })
         .unwrap_or(Err(err))
     }
@@ -588,10 +602,10 @@ mod tests {
         let registry = Registry::with_seed(7);
         let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 29 + 3) as u8).collect();
         let home = registry
-            .insert(PdId(1), bytes.clone(), Access::LOCAL_WRITE)
+            .insert(PdId(1), Box::new(bytes.clone()), Access::LOCAL_WRITE)
             .expect("registers");
         let other = registry
-            .insert(PdId(1), bytes[1000..].to_vec(), Access::NONE)
+            .insert(PdId(1), Box::new(bytes[1000..].to_vec()), Access::NONE)
             .expect("registers");
         let mut cache = RegionCache(Some(home.clone()));
         registry.with_cached_view(&mut cache, |view| {
@@ -620,9 +634,13 @@ mod tests {
     #[test]
     fn place_checked_answers_as_the_two_steps_do() {
         let reg = Registry::with_seed(5);
-        let home = reg.insert(PD, vec![0; 32], Access::REMOTE_WRITE).unwrap();
-        let other = reg.insert(PD, vec![0; 32], Access::LOCAL_WRITE).unwrap();
-        let gone = reg.insert(PD, vec![0; 32], Access::ALL).unwrap();
+        let home = reg
+            .insert(PD, Box::new(vec![0; 32]), Access::REMOTE_WRITE)
+            .unwrap();
+        let other = reg
+            .insert(PD, Box::new(vec![0; 32]), Access::LOCAL_WRITE)
+            .unwrap();
+        let gone = reg.insert(PD, Box::new(vec![0; 32]), Access::ALL).unwrap();
         reg.remove(&gone);
         let (hb, ob) = (home.info.base, other.info.base);
         let stale = STag::new(home.stag().index(), home.stag().key().wrapping_add(1));
@@ -647,39 +665,45 @@ mod tests {
             let fast =
                 reg.with_cached_view(&mut cache, |v| v.place_checked(stag, pd, to, &data, need));
             let after_fast = (
-                home.bytes.read().unwrap().to_vec(),
-                other.bytes.read().unwrap().to_vec(),
+                home.bytes.read().unwrap().bytes().to_vec(),
+                other.bytes.read().unwrap().bytes().to_vec(),
             );
             let mut cache = RegionCache(Some(home.clone()));
             let slow = reg.with_cached_view(&mut cache, |v| {
                 place_in_two_steps(v, stag, pd, to, &data, need)
             });
             let after_slow = (
-                home.bytes.read().unwrap().to_vec(),
-                other.bytes.read().unwrap().to_vec(),
+                home.bytes.read().unwrap().bytes().to_vec(),
+                other.bytes.read().unwrap().bytes().to_vec(),
             );
             assert_eq!(fast, slow, "case {i}");
             assert_eq!(after_fast, after_slow, "case {i}: the same bytes written");
             if fast.is_ok() && len > 0 {
                 let r = if stag == home.stag() { &home } else { &other };
                 let at = (to - r.info.base) as usize;
-                assert_eq!(r.bytes.read().unwrap()[at..at + len], data[..], "case {i}");
+                assert_eq!(
+                    r.bytes.read().unwrap().bytes()[at..at + len],
+                    data[..],
+                    "case {i}"
+                );
             }
         }
         // Only the accepted cases wrote: 0 (all of `home`), 1 (its last
         // byte) and 9 (`other`'s bytes 8..16).
         let mut want = [1u8; 32];
         want[31] = 2;
-        assert_eq!(home.bytes.read().unwrap()[..], want[..]);
+        assert_eq!(home.bytes.read().unwrap().bytes()[..], want[..]);
         let mut want = [0u8; 32];
         want[8..16].fill(10);
-        assert_eq!(other.bytes.read().unwrap()[..], want[..]);
+        assert_eq!(other.bytes.read().unwrap().bytes()[..], want[..]);
     }
 
     #[test]
     fn place_checked_refuses_a_home_region_deregistered_mid_view() {
         let reg = Registry::with_seed(9);
-        let home = reg.insert(PD, vec![0; 8], Access::REMOTE_WRITE).unwrap();
+        let home = reg
+            .insert(PD, Box::new(vec![0; 8]), Access::REMOTE_WRITE)
+            .unwrap();
         let mut cache = RegionCache(Some(home.clone()));
         let base = home.info.base;
         reg.with_cached_view(&mut cache, |v| {
@@ -691,6 +715,6 @@ mod tests {
                 Err(TaggedError::InvalidStag(home.stag().0))
             );
         });
-        assert_eq!(home.bytes.read().unwrap()[0], 1);
+        assert_eq!(home.bytes.read().unwrap().bytes()[0], 1);
     }
 }
