@@ -119,7 +119,7 @@ fn run_placement(data: &[u8]) -> (RegionTable, usize, usize) {
             _ => input.u64(),
         };
         let access = match input.u8() {
-            a if a % 4 == 0 => Access::from_bits_truncate(a >> 2),
+            a if a % 4 == 0 => Access::from_bits_truncate(u32::from(a >> 2)),
             _ => Access::ALL,
         };
         let pd = PdId(u32::from(input.u8() % 4 == 0));

@@ -30,8 +30,12 @@ impl STag {
 pub struct PdId(pub u32);
 
 /// Access rights of a registered region. Local read is always allowed.
+///
+/// The bits are libibverbs' `IBV_ACCESS_*` where it has the right, so a
+/// program's flags carry over unchanged; [`Access::REMOTE_INVALIDATE`] is
+/// this stack's own (libibverbs has none, see there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Access(u8);
+pub struct Access(u32);
 
 impl Access {
     /// No rights: a region only the local side reads.
@@ -46,14 +50,28 @@ impl Access {
     pub const ALL: Access = Access(7);
     /// The target of RFC 7306 atomic operations (`IBV_ACCESS_REMOTE_ATOMIC`).
     pub const REMOTE_ATOMIC: Access = Access(8);
+    /// The peer may invalidate the region's STag with a Send with
+    /// Invalidate (RFC 5040 section 6.10.2).
+    ///
+    /// Without it a peer's invalidation is refused with a TERMINATE: a
+    /// region shared by several connections must not be taken away by one
+    /// of them. libibverbs has no such flag because it lets a peer
+    /// invalidate only type-2 memory windows (and kernel fast-registered
+    /// regions); this bit, unused by `IBV_ACCESS_*` (its flags stop at bit
+    /// 9, its optional range starts at bit 20), lets a program opt a
+    /// region in instead.
+    pub const REMOTE_INVALIDATE: Access = Access(1 << 16);
+
+    /// Every bit that names a right.
+    const KNOWN: u32 = 15 | Self::REMOTE_INVALIDATE.0;
 
     /// The rights as the bit set `IBV_ACCESS_*` uses.
-    pub const fn bits(self) -> u8 {
+    pub const fn bits(self) -> u32 {
         self.0
     }
     /// Rights from bits; bits that name no right are dropped.
-    pub const fn from_bits_truncate(bits: u8) -> Self {
-        Access(bits & 15)
+    pub const fn from_bits_truncate(bits: u32) -> Self {
+        Access(bits & Self::KNOWN)
     }
     /// Whether every right of `other` is granted.
     pub const fn contains(self, other: Access) -> bool {

@@ -96,6 +96,22 @@ pub fn send(msn: u32, data: &[u8], last: bool) -> Vec<u8> {
     untagged(Opcode::Send, qn::SEND, msn, 0, last, Body::Data(data))
 }
 
+/// A one-segment Send with Invalidate of `data` as message `msn`, naming
+/// `stag`.
+pub fn send_invalidate(msn: u32, stag: STag, data: &[u8]) -> Vec<u8> {
+    emit(MessageRepr {
+        ddp: SegmentRepr::Untagged(UntaggedRepr::new(
+            true,
+            Control::new(Opcode::SendInvalidate).0,
+            stag.0,
+            qn::SEND,
+            msn,
+            0,
+        )),
+        body: Body::Data(data),
+    })
+}
+
 /// An RDMA Write of `data` to `stag` at `to`.
 pub fn write(stag: STag, to: u64, data: &[u8]) -> Vec<u8> {
     tagged(Opcode::RdmaWrite, stag, to, data)
@@ -232,6 +248,7 @@ pub fn learned(what: Learned, obs: &Observation) -> Option<Vec<u8>> {
                 },
             )
         }
+        Learned::InvalidateReadSink { msn } => send_invalidate(msn, read?.sink_stag, &[]),
         Learned::WriteToAdvert { offset, len } => {
             let a = advert?;
             let len = if len == 0 { a.size } else { len };

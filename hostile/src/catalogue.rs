@@ -9,10 +9,10 @@
 use ddp::STag;
 
 use rdmap::term::TermCode;
-use rdmap::wire::{ReadRequestRepr, TermControl};
+use rdmap::wire::{Body, ReadRequestRepr, TermControl};
 use rdmap::Opcode;
 
-use crate::build;
+use crate::build::{self, qn};
 use crate::exchange;
 use crate::expect::{Answer, End, Expectation, Outcome, TermMatch, Terminate};
 use crate::script::{Case, Learned, Mangle, Step};
@@ -50,14 +50,16 @@ pub fn catalogue(t: &Target) -> Vec<Case> {
         fin_mid_fpdu(t),
         write_beyond_region(t),
         read_beyond_region(t),
+        opcode_changes_inside_a_send(t),
+        invalidate_a_shared_region(t),
     ]
 }
 
 /// The cases played as the Responder, for a target that connects to us:
 /// the Request-phase cases become their Reply-phase twins (a bad Reply,
 /// no Reply), the FPDU cases follow a valid Reply instead of a valid
-/// Request, and the idle flood is left out (a client opens one
-/// connection at a time).
+/// Request, and the idle flood (a client opens one connection at a time)
+/// and invalidate-a-shared-region are left out.
 pub fn responder_catalogue(t: &Target) -> Vec<Case> {
     let mut out = vec![
         garbage_reply(t),
@@ -66,16 +68,20 @@ pub fn responder_catalogue(t: &Target) -> Vec<Case> {
         huge_reply_private_data(t),
         silent_responder(t),
     ];
-    let request_phase = [
+    let left_out = [
         "garbage-request",
         "bad-key",
         "unknown-revision",
         "huge-private-data",
         "silence",
         "idle-flood",
+        // rping's client has no receive posted for a second Send right
+        // after our go-ahead: the Send would be refused for want of a
+        // buffer before any invalidation is tried.
+        "invalidate-a-shared-region",
     ];
     for mut c in catalogue(t) {
-        if request_phase.contains(&c.name) {
+        if left_out.contains(&c.name) {
             continue;
         }
         for step in &mut c.script {
@@ -752,6 +758,47 @@ pub fn read_beyond_region(t: &Target) -> Case {
         Expectation::only(Outcome::terminated(TermMatch::any_code_of(
             TermCode::RDMAP_INVALID_STAG,
         ))),
+    )
+}
+
+/// The `opcode-changes-inside-a-send` case: a two-segment Send whose last
+/// segment says Send with Solicited Event (RFC 5040 4.1: every segment of
+/// a message carries its opcode; 4.8: 0/2/6).
+pub fn opcode_changes_inside_a_send(t: &Target) -> Case {
+    let (head, tail) = SMALL.split_at(8);
+    after_startup(
+        t,
+        "opcode-changes-inside-a-send",
+        "a two-segment Send whose last segment says Send with Solicited Event (RFC 5040 4.1, 4.8: 0/2/6)",
+        vec![
+            build::untagged(Opcode::Send, qn::SEND, 1, 0, false, Body::Data(head)),
+            build::untagged(Opcode::SendSolicited, qn::SEND, 1, 8, true, Body::Data(tail)),
+        ],
+        terminated(TermCode::RDMAP_UNEXPECTED_OPCODE),
+    )
+}
+
+/// The `invalidate-a-shared-region` case: a Send with Invalidate naming
+/// the buffer the target handed out (rping registers it with remote rights
+/// only). A region the program did not open to remote invalidation (an
+/// MR, as libibverbs sees it, rather than a type-2 window) stays valid,
+/// and the Send gets a cannot-invalidate TERMINATE (RFC 5040 4.8: 0/2/9,
+/// or 0/1/9 as a protection error). siw lets a peer invalidate any MR of
+/// the stream's domain, so it fails this case by design.
+pub fn invalidate_a_shared_region(t: &Target) -> Case {
+    after_learning(
+        t,
+        "invalidate-a-shared-region",
+        "a Send with Invalidate naming a buffer the target handed out without remote invalidation (RFC 5040 4.8: 0/2/9)",
+        Learned::InvalidateReadSink { msn: 2 },
+        Expectation::any_of(&[
+            Outcome::terminated(TermMatch::exactly(
+                TermCode::RDMAP_OPERATION_CANNOT_INVALIDATE,
+            )),
+            Outcome::terminated(TermMatch::exactly(
+                TermCode::RDMAP_PROTECTION_CANNOT_INVALIDATE,
+            )),
+        ]),
     )
 }
 

@@ -155,6 +155,12 @@ pub enum Learned {
         /// Octets written (0: the advertised size).
         len: u32,
     },
+    /// Send with Invalidate `msn` naming the STag of the target's latest
+    /// Read Request sink.
+    InvalidateReadSink {
+        /// The Send's MSN on queue 0.
+        msn: u32,
+    },
     /// Read Request `msn` for the advertised size plus `extra` octets from
     /// the buffer of the target's latest advert, `offset` past its start.
     ReadFromAdvert {

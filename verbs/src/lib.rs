@@ -46,6 +46,7 @@ mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mr;
+mod mr_buffer;
 pub mod pd;
 pub mod qp;
 mod query;
@@ -63,6 +64,7 @@ pub use cq::{CompletionQueue, NotifyOn, WcOpcode, WcStatus, WorkCompletion};
 pub use ddp::memory::{Access, PdId, STag};
 pub use device::{Device, DeviceStats, ProgressThread};
 pub use mr::MemoryRegion;
+pub use mr_buffer::RegionBuffer;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, AtomicArgs, AtomicOp, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
 pub use query::{DeviceAttr, QpAttr, QpCap};

@@ -2,7 +2,10 @@
 //! itself, which placement writes through, belongs to the engine and is
 //! re-exported here).
 //!
-//! The memory model: a region's bytes are owned by the library, behind a
+//! The memory model: a region is registered over a buffer the program hands
+//! over ([`Registry::register_buffer`]: a `Vec<u8>`, a `BytesMut`, any
+//! [`RegionBuffer`]), used in place and handed back by
+//! [`MemoryRegion::deregister_into`]. While registered it sits behind a
 //! per-region lock. A peer's RDMA Write lands while the program runs, so the
 //! program never holds a plain `&mut [u8]` that a remote write could race
 //! with; it reads and writes through copy accessors ([`MemoryRegion::read`],
@@ -23,6 +26,7 @@ use ddp::memory::{Access, PdId, STag};
 use ddp::untagged::Sge;
 
 use crate::engine::Region;
+use crate::mr_buffer::RegionBuffer;
 use crate::types::VerbsError;
 
 pub use crate::engine::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
@@ -45,20 +49,20 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        // A no-op after `deregister` (the STag no longer matches its slot).
-        self.registry.remove(self.region.stag);
+        // A no-op after `deregister`: the slot no longer holds this region.
+        self.registry.remove(&self.region);
     }
 }
 
 impl MemoryRegion {
     /// The local key, used in scatter/gather entries of local work requests.
     pub fn lkey(&self) -> STag {
-        self.reg.region.stag
+        self.reg.region.stag()
     }
 
     /// The remote key a peer names in RDMA Write and Read.
     pub fn rkey(&self) -> STag {
-        self.reg.region.stag
+        self.reg.region.stag()
     }
 
     /// Tagged offset (virtual address) of the first byte.
@@ -86,9 +90,24 @@ impl MemoryRegion {
         self.reg.region.info.pd
     }
 
-    /// Whether the STag is still valid (not deregistered or invalidated by a peer).
+    /// Whether the STag is still valid (not deregistered or invalidated).
     pub fn is_valid(&self) -> bool {
         self.reg.region.is_valid()
+    }
+
+    /// Makes the region valid again under a fresh STag, as
+    /// `ibv_rereg_mr` does with no change of translation, domain or
+    /// access: after a local invalidate or a peer's Send with Invalidate,
+    /// or to revoke the STag peers hold. The old STag is refused from
+    /// then on; [`lkey`](Self::lkey) and [`rkey`](Self::rkey) give the
+    /// new one (to every handle). The bytes stay as they are.
+    ///
+    /// [`VerbsError::Deregistered`] once the region was deregistered.
+    pub fn reregister(&self) -> Result<STag, VerbsError> {
+        self.reg
+            .registry
+            .reregister(&self.reg.region)
+            .ok_or(VerbsError::Deregistered)
     }
 
     /// A scatter/gather entry covering `len` bytes from `offset`.
@@ -103,7 +122,7 @@ impl MemoryRegion {
                 region_len: self.len(),
             })?;
         Ok(Sge {
-            stag: self.reg.region.stag,
+            stag: self.reg.region.stag(),
             to: self.addr() + range.start as u64,
             len: u32::try_from(len).map_err(|_| VerbsError::TooLong(len))?,
         })
@@ -112,7 +131,7 @@ impl MemoryRegion {
     /// A scatter/gather entry covering the whole region.
     pub fn sge_all(&self) -> Sge {
         Sge {
-            stag: self.reg.region.stag,
+            stag: self.reg.region.stag(),
             to: self.addr(),
             len: self.len().min(u32::MAX as usize) as u32,
         }
@@ -121,13 +140,17 @@ impl MemoryRegion {
     /// Copies `out.len()` bytes from `offset` into `out`.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), VerbsError> {
         let range = self.checked(offset, out.len())?;
+        let bytes = self
+            .reg
+            .region
+            .bytes
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         out.copy_from_slice(
-            &self
-                .reg
-                .region
-                .bytes
-                .read()
-                .unwrap_or_else(|e| e.into_inner())[range],
+            bytes
+                .bytes()
+                .get(range)
+                .ok_or(self.out_of(offset, out.len()))?,
         );
         Ok(())
     }
@@ -135,33 +158,41 @@ impl MemoryRegion {
     /// Copies `data` into the region at `offset`.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), VerbsError> {
         let range = self.checked(offset, data.len())?;
-        self.reg
+        let mut bytes = self
+            .reg
             .region
             .bytes
             .write()
-            .unwrap_or_else(|e| e.into_inner())[range]
+            .unwrap_or_else(|e| e.into_inner());
+        bytes
+            .bytes_mut()
+            .get_mut(range)
+            .ok_or(self.out_of(offset, data.len()))?
             .copy_from_slice(data);
         Ok(())
     }
 
-    /// Runs `f` over the bytes while holding off placement.
+    /// Runs `f` over the bytes, in place, while holding off placement.
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        f(&self
+        f(self
             .reg
             .region
             .bytes
             .read()
-            .unwrap_or_else(|e| e.into_inner()))
+            .unwrap_or_else(|e| e.into_inner())
+            .bytes())
     }
 
-    /// Runs `f` over the bytes, mutably, while holding off placement.
+    /// Runs `f` over the bytes, mutably and in place, while holding off
+    /// placement.
     pub fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        f(&mut self
+        f(self
             .reg
             .region
             .bytes
             .write()
-            .unwrap_or_else(|e| e.into_inner()))
+            .unwrap_or_else(|e| e.into_inner())
+            .bytes_mut())
     }
 
     /// A copy of the whole region.
@@ -173,7 +204,46 @@ impl MemoryRegion {
     /// every handle of it. Work requests that still name it complete with
     /// a protection error. (Dropping the last handle does the same.)
     pub fn deregister(self) {
-        self.reg.registry.remove(self.reg.region.stag);
+        self.reg.registry.remove(&self.reg.region);
+    }
+
+    /// Deregisters the region and hands back the buffer it was registered
+    /// over, as the `B` it was given as: the same allocation, with what
+    /// placement wrote into it.
+    ///
+    /// Only the last handle can take the buffer (`Err(self)` while other
+    /// handles exist, or if the buffer is not a `B`); the region is then
+    /// deregistered as [`deregister`](Self::deregister) does, and a
+    /// placement still under way finishes before the buffer leaves.
+    pub fn deregister_into<B: RegionBuffer>(self) -> Result<B, MemoryRegion> {
+        let region = &self.reg.region;
+        let is_b = region
+            .bytes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_a(core::any::TypeId::of::<B>());
+        if !is_b || Arc::strong_count(&self.reg) != 1 {
+            return Err(self);
+        }
+        self.reg.registry.remove(region);
+        // No view reaches an invalid region's bytes, so none will miss them.
+        let buffer = core::mem::replace(
+            &mut *region.bytes.write().unwrap_or_else(|e| e.into_inner()),
+            Box::new(Vec::new()),
+        );
+        match buffer.into_any().downcast::<B>() {
+            Ok(b) => Ok(*b),
+            // Checked above; nothing to give back otherwise.
+            Err(_) => Err(self),
+        }
+    }
+
+    fn out_of(&self, offset: usize, len: usize) -> VerbsError {
+        VerbsError::OutOfBounds {
+            offset,
+            len,
+            region_len: self.len(),
+        }
     }
 
     fn checked(&self, offset: usize, len: usize) -> Result<core::ops::Range<usize>, VerbsError> {
@@ -202,14 +272,26 @@ impl Registry {
         self.register_vec(pd, vec![0; len], access)
     }
 
-    /// Registers `bytes`, taking ownership of them.
+    /// Registers `bytes` in place (no copy, no reallocation), taking
+    /// ownership of them.
     pub fn register_vec(
         self: &Arc<Self>,
         pd: PdId,
         bytes: Vec<u8>,
         access: Access,
     ) -> Result<MemoryRegion, VerbsError> {
-        let region = self.insert(pd, bytes, access)?;
+        self.register_buffer(pd, bytes, access)
+    }
+
+    /// Registers `buffer` in place, taking ownership of it until
+    /// [`MemoryRegion::deregister_into`] hands it back.
+    pub fn register_buffer<B: RegionBuffer>(
+        self: &Arc<Self>,
+        pd: PdId,
+        buffer: B,
+        access: Access,
+    ) -> Result<MemoryRegion, VerbsError> {
+        let region = self.insert(pd, Box::new(buffer), access)?;
         Ok(MemoryRegion {
             reg: Arc::new(Registration {
                 region,
@@ -249,29 +331,81 @@ mod tests {
         assert!(all.iter().all(|m| m.rkey().0 != 0 && m.rkey().index() != 0));
     }
 
-    #[test]
-    fn a_slot_gives_no_key_twice_in_256_reuses() {
-        let reg = Registry::with_seed(3);
-        // With every other slot taken, each registration reuses the same one.
+    /// The keys one slot hands out over `n` reuses, every other slot taken.
+    fn keys_of_one_slot(seed: u64, n: usize) -> Vec<u8> {
+        let reg = Registry::with_seed(seed);
         let mut held: Vec<_> = (0..INDEX_BATCH)
             .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
             .collect();
         let mut mr = held.pop().unwrap();
         let index = mr.rkey().index();
-        let mut keys = std::collections::HashSet::new();
-        for _ in 0..256 {
-            assert_eq!(mr.rkey().index(), index);
-            assert!(
-                keys.insert(mr.rkey().key()),
-                "key {} again",
-                mr.rkey().key()
-            );
+        let mut keys = Vec::new();
+        for _ in 0..n {
+            assert_eq!(mr.rkey().index(), index, "the one free slot");
+            keys.push(mr.rkey().key());
             let stale = mr.rkey();
             mr.deregister();
             mr = reg.register(PD, 8, Access::ALL).unwrap();
-            assert!(reg.view().region(stale).is_none());
+            assert!(reg.view().region(stale).is_none(), "stale STag refused");
         }
-        assert_eq!(keys.len(), 256);
+        keys
+    }
+
+    #[test]
+    fn a_reused_slot_never_repeats_its_last_key() {
+        let keys = keys_of_one_slot(3, 2000);
+        assert!(keys.windows(2).all(|w| w[0] != w[1]), "{keys:?}");
+    }
+
+    #[test]
+    fn each_reuse_draws_a_fresh_key_that_past_keys_do_not_predict() {
+        // Two consecutive keys of a slot must not give away the next: the
+        // steps between keys vary, and every key turns up (no short cycle).
+        let keys = keys_of_one_slot(3, 2000);
+        let steps: std::collections::HashSet<u8> =
+            keys.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
+        assert!(steps.len() > 64, "{} distinct steps", steps.len());
+        let seen: std::collections::HashSet<u8> = keys.iter().copied().collect();
+        assert_eq!(seen.len(), 256, "every key is drawn sooner or later");
+        // A key comes back after a random number of reuses, not a fixed one.
+        let gaps: std::collections::HashSet<usize> = keys
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| keys[i + 1..].iter().position(|x| x == k))
+            .collect();
+        assert!(gaps.len() > 16, "{gaps:?}");
+    }
+
+    #[test]
+    fn a_stale_handle_never_reaches_the_region_that_reuses_its_slot() {
+        let reg = Registry::with_seed(9);
+        let held: Vec<_> = (0..INDEX_BATCH - 1)
+            .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+            .collect();
+        let mr = reg.register(PD, 8, Access::ALL).unwrap();
+        let stale_handle = mr.clone();
+        let stale = mr.rkey();
+        mr.deregister();
+        // Reuse the slot until a region there draws the stale key again.
+        let mut newer = reg.register(PD, 8, Access::ALL).unwrap();
+        for _ in 0..100_000 {
+            if newer.rkey() == stale {
+                break;
+            }
+            newer.deregister();
+            newer = reg.register(PD, 8, Access::ALL).unwrap();
+        }
+        assert_eq!(newer.rkey(), stale, "the key comes round again");
+        newer.write(0, &[7]).unwrap();
+        // The old handle's bytes are its own region's, and dropping it
+        // leaves the newer registration alone.
+        assert!(!stale_handle.is_valid());
+        assert_eq!(stale_handle.to_vec()[0], 0);
+        assert!(stale_handle.reregister().is_err(), "deregistered for good");
+        drop(stale_handle);
+        assert!(newer.is_valid());
+        assert!(reg.view().region(stale).is_some());
+        assert_eq!(reg.len(), held.len() + 1);
     }
 
     #[test]
@@ -461,22 +595,79 @@ mod tests {
     fn remote_invalidate_rules() {
         let reg = Registry::new();
         let local_only = reg.register(PD, 4, Access::LOCAL_WRITE).unwrap();
-        let remote = reg.register(PD, 4, Access::REMOTE_WRITE).unwrap();
+        let remote = reg.register(PD, 4, Access::ALL).unwrap();
+        let permitted = reg
+            .register(PD, 4, Access::REMOTE_WRITE | Access::REMOTE_INVALIDATE)
+            .unwrap();
         let mut v = reg.view();
         assert_eq!(
             v.invalidate(local_only.rkey(), PD),
             Err(InvalidateError::NotAllowed)
         );
         assert_eq!(
-            v.invalidate(remote.rkey(), PdId(9)),
+            v.invalidate(remote.rkey(), PD),
+            Err(InvalidateError::NotAllowed),
+            "remote access alone does not let the peer invalidate"
+        );
+        assert!(remote.is_valid());
+        assert_eq!(
+            v.invalidate(permitted.rkey(), PdId(9)),
             Err(InvalidateError::WrongPd)
         );
-        assert_eq!(v.invalidate(remote.rkey(), PD), Ok(()));
-        assert!(!remote.is_valid());
+        assert_eq!(v.invalidate(permitted.rkey(), PD), Ok(()));
+        assert!(!permitted.is_valid());
         assert_eq!(
-            v.invalidate(remote.rkey(), PD),
+            v.invalidate(permitted.rkey(), PD),
             Err(InvalidateError::Invalid)
         );
+    }
+
+    #[test]
+    fn an_invalidated_stag_keeps_its_slot_until_deregistered() {
+        let reg = Registry::with_seed(4);
+        // Every slot of the first batch taken but one, which the
+        // invalidated region holds.
+        let held: Vec<_> = (0..INDEX_BATCH - 1)
+            .map(|_| reg.register(PD, 8, Access::ALL).unwrap())
+            .collect();
+        let access = Access::REMOTE_WRITE | Access::REMOTE_INVALIDATE;
+        let mr = reg.register_vec(PD, vec![1, 2, 3], access).unwrap();
+        let stale = mr.rkey();
+        assert_eq!(reg.view().invalidate(stale, PD), Ok(()));
+        assert!(!mr.is_valid());
+        assert_eq!(reg.len(), INDEX_BATCH, "still registered");
+        let next = reg.register(PD, 8, Access::ALL).unwrap();
+        assert_ne!(next.rkey().index(), stale.index(), "the slot is not free");
+        assert!(reg.view().region(stale).is_none());
+        drop(held);
+        // Valid again under a fresh key, bytes untouched.
+        let fresh = mr.reregister().unwrap();
+        assert_eq!((fresh.index(), mr.rkey()), (stale.index(), fresh));
+        assert_ne!(fresh, stale);
+        assert!(
+            reg.view().region(stale).is_none(),
+            "the old key stays refused"
+        );
+        let mut out = [0; 3];
+        reg.view().read(fresh, 0, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3]);
+        // Deregistration frees the slot and ends re-registration.
+        let keep = mr.clone();
+        mr.deregister();
+        assert!(keep.reregister().is_err());
+        assert!(reg.view().region(fresh).is_none());
+    }
+
+    #[test]
+    fn reregistering_a_valid_region_revokes_its_old_stag() {
+        let reg = Registry::new();
+        let mr = reg.register(PD, 8, Access::ALL).unwrap();
+        let old = mr.rkey();
+        let new = mr.reregister().unwrap();
+        assert_ne!(new, old);
+        assert!(mr.is_valid());
+        assert!(reg.view().region(old).is_none());
+        assert!(reg.view().region(new).is_some());
         assert_eq!(reg.len(), 1);
     }
 
@@ -503,6 +694,72 @@ mod tests {
         let newer = reg.register(PD, 16, Access::ALL).unwrap();
         drop(keep);
         assert!(reg.view().region(newer.rkey()).is_some());
+    }
+
+    #[test]
+    fn a_vec_is_registered_in_place_and_handed_back() {
+        let reg = Registry::new();
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(&[1, 2, 3, 4]);
+        let at = v.as_ptr();
+        let mr = reg.register_vec(PD, v, Access::ALL).unwrap();
+        assert_eq!(mr.addr(), at as u64, "no copy, no reallocation");
+        reg.view().write(mr.rkey(), 1, &[9]).unwrap();
+        let stag = mr.rkey();
+        let back: Vec<u8> = mr.deregister_into().unwrap();
+        assert_eq!((back.as_ptr(), back.capacity()), (at, 64));
+        assert_eq!(back, [1, 9, 3, 4], "placement went into it");
+        assert!(reg.view().region(stag).is_none(), "deregistered");
+        assert!(reg.is_empty());
+    }
+
+    #[test]
+    fn a_bytes_mut_comes_back_as_itself() {
+        let reg = Registry::new();
+        let buf = bytes::BytesMut::zeroed(4096);
+        let at = buf.as_ptr();
+        let mr = reg.register_buffer(PD, buf, Access::ALL).unwrap();
+        assert_eq!(mr.addr(), at as u64);
+        reg.view().write(mr.rkey(), 4000, b"placed").unwrap();
+        let back: bytes::BytesMut = mr.deregister_into().unwrap();
+        assert_eq!(back.as_ptr(), at);
+        assert_eq!(&back[4000..4006], b"placed");
+    }
+
+    /// A buffer type of the program's own, standing for mmap'd or
+    /// huge-page memory.
+    #[derive(Debug)]
+    struct Pages(Box<[u8; 8192]>);
+
+    impl AsRef<[u8]> for Pages {
+        fn as_ref(&self) -> &[u8] {
+            &self.0[..]
+        }
+    }
+
+    impl AsMut<[u8]> for Pages {
+        fn as_mut(&mut self) -> &mut [u8] {
+            &mut self.0[..]
+        }
+    }
+
+    #[test]
+    fn a_buffer_of_its_own_type_is_handed_back_only_whole_and_as_itself() {
+        let reg = Registry::new();
+        let mr = reg
+            .register_buffer(PD, Pages(Box::new([0; 8192])), Access::ALL)
+            .unwrap();
+        assert_eq!(mr.len(), 8192);
+        let mr = mr.deregister_into::<Vec<u8>>().unwrap_err();
+        assert!(mr.is_valid(), "the wrong type leaves it registered");
+        let clone = mr.clone();
+        let mr = mr.deregister_into::<Pages>().unwrap_err();
+        assert!(mr.is_valid(), "another handle leaves it registered");
+        drop(clone);
+        mr.write(8191, &[5]).unwrap();
+        let pages: Pages = mr.deregister_into().unwrap();
+        assert_eq!(pages.0[8191], 5);
+        assert!(reg.is_empty());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use ddp::memory::{Access, PdId};
 
 use crate::device::{Device, DeviceShared};
 use crate::mr::MemoryRegion;
+use crate::mr_buffer::RegionBuffer;
 use crate::types::VerbsError;
 
 impl Device {
@@ -38,8 +39,22 @@ impl ProtectionDomain {
         self.device.registry.register(self.id, len, access)
     }
 
-    /// Registers `bytes`, taking ownership of them.
+    /// Registers `bytes` in place (no copy), taking ownership of them.
     pub fn register_vec(&self, bytes: Vec<u8>, access: Access) -> Result<MemoryRegion, VerbsError> {
         self.device.registry.register_vec(self.id, bytes, access)
+    }
+
+    /// Registers `buffer` in place: placement writes straight into it, and
+    /// [`MemoryRegion::deregister_into`] hands it back. Any owned
+    /// `AsRef<[u8]> + AsMut<[u8]>` buffer will do (`Vec<u8>`,
+    /// `bytes::BytesMut`, a memory map); see [`RegionBuffer`].
+    pub fn register_buffer<B: RegionBuffer>(
+        &self,
+        buffer: B,
+        access: Access,
+    ) -> Result<MemoryRegion, VerbsError> {
+        self.device
+            .registry
+            .register_buffer(self.id, buffer, access)
     }
 }

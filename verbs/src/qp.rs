@@ -90,12 +90,39 @@ impl QpInit {
     }
 }
 
+/// Most work requests one queue pair's send or receive queue holds
+/// (`max_qp_wr`; siw's `SIW_MAX_QP_WR`): the queues, and the connection's
+/// event queue sized by their sum, may grow to their depths, so a depth
+/// without bound would let the program ask for unbounded memory.
+pub const MAX_QP_WR: usize = 32 * 1024;
+
+/// Most scatter/gather entries per work request (`max_sge`; siw's
+/// `SIW_MAX_SGE`).
+pub const MAX_QP_SGE: usize = 6;
+
+/// Refuses a size above `max`, as `ibv_create_qp` does (`EINVAL`).
+fn check_qp_size(field: &'static str, value: usize, max: usize) -> Result<(), VerbsError> {
+    if value > max {
+        return Err(VerbsError::QpSize { field, value, max });
+    }
+    Ok(())
+}
+
 impl Device {
     /// A queue pair in `pd`, reporting into the completion queues of `init`.
+    ///
+    /// Depths above [`MAX_QP_WR`] and scatter/gather counts above
+    /// [`MAX_QP_SGE`] are refused with [`VerbsError::QpSize`]; a post
+    /// beyond the depth a queue pair was created with is refused with
+    /// `PostError::QueueFull` (libibverbs' `ENOMEM`).
     pub fn create_qp(&self, pd: &ProtectionDomain, init: QpInit) -> Result<QueuePair, VerbsError> {
         if !Arc::ptr_eq(&pd.device, &self.shared) {
             return Err(VerbsError::WrongDevice);
         }
+        check_qp_size("sq_depth", init.sq_depth, MAX_QP_WR)?;
+        check_qp_size("rq_depth", init.rq_depth, MAX_QP_WR)?;
+        check_qp_size("max_send_sge", init.max_send_sge, MAX_QP_SGE)?;
+        check_qp_size("max_recv_sge", init.max_recv_sge, MAX_QP_SGE)?;
         let limits = QpLimits {
             sq_depth: init.sq_depth,
             rq_depth: init.rq_depth,

@@ -27,6 +27,10 @@ pub struct DeviceAttr {
     pub qps: usize,
     /// Memory regions registered now.
     pub regions: usize,
+    /// Work requests a queue pair's send or receive queue holds at most.
+    pub max_qp_wr: usize,
+    /// Scatter/gather entries per queue pair work request.
+    pub max_sge: usize,
     /// Work requests a shared receive queue holds at most.
     pub max_srq_wr: usize,
     /// Scatter/gather entries per shared receive work request.
@@ -62,6 +66,8 @@ impl Device {
             max_private_data: mpa::wire::MAX_PRIVATE_DATA,
             qps: self.shared.with_engine(|e| e.qp_count()),
             regions: self.region_count(),
+            max_qp_wr: crate::qp::MAX_QP_WR,
+            max_sge: crate::qp::MAX_QP_SGE,
             max_srq_wr: crate::srq::MAX_SRQ_WR,
             max_srq_sge: crate::srq::MAX_SRQ_SGE,
             has_readiness_fd: self.with_transport(|t| t.has_readiness_fd()),

@@ -344,3 +344,51 @@ fn one_queue_for_both_directions_keeps_the_order_completions_happened_in() {
     assert!(wcs[..n].iter().all(|w| w.is_success()));
     assert_eq!(&sink.to_vec()[..12], b"send\0\0\0\0resp");
 }
+
+#[test]
+fn queue_pair_sizes_beyond_the_device_limits_are_refused() {
+    let cfg = MemoryLinkConfig::default();
+    let (a, _b) = MemoryLink::pair(&cfg).unwrap();
+    let device = Device::new(Box::new(a));
+    let pd = device.alloc_pd();
+    let cq = device.create_cq(8);
+    let attr = device.query();
+    let max = attr.max_qp_wr;
+    for (sq, rq, field) in [
+        (usize::MAX, 1, "sq_depth"),
+        (1, usize::MAX, "rq_depth"),
+        (max + 1, 1, "sq_depth"),
+        (1, max + 1, "rq_depth"),
+    ] {
+        let err = device
+            .create_qp(&pd, QpInit::new(&cq).with_depths(sq, rq))
+            .unwrap_err();
+        assert!(
+            matches!(err, VerbsError::QpSize { field: f, max: m, .. } if f == field && m == max),
+            "{sq}/{rq}: {err:?}"
+        );
+    }
+    let err = device
+        .create_qp(&pd, QpInit::new(&cq).with_max_sge(attr.max_sge + 1, 1))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            VerbsError::QpSize {
+                field: "max_send_sge",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // The limits themselves are accepted.
+    let qp = device
+        .create_qp(
+            &pd,
+            QpInit::new(&cq)
+                .with_depths(max, max)
+                .with_max_sge(attr.max_sge, attr.max_sge),
+        )
+        .unwrap();
+    assert_eq!(qp.query().cap.sq_depth, max);
+}

@@ -89,6 +89,8 @@ struct Active {
     buffer: Option<Posted>,
     placed: u32,
     cursor: Cursor,
+    /// RsvdULP and RsvdULP2 of the message's first segment.
+    ulp: (u8, u32),
 }
 
 /// One untagged queue (RFC 5041 section 5.3) with siw's strictness: the
@@ -124,6 +126,15 @@ impl RecvQueue {
     /// How its messages are delivered.
     pub fn mode(&self) -> QueueMode {
         self.mode
+    }
+
+    /// The RsvdULP and RsvdULP2 fields of the first segment of the message
+    /// being assembled, if one is. They belong to the ULP, which carries
+    /// them in every segment of a message (RDMAP: its opcode and the STag
+    /// to invalidate); DDP keeps the first pair so the ULP can refuse a
+    /// later segment that changes them.
+    pub fn message_ulp_fields(&self) -> Option<(u8, u32)> {
+        self.active.as_ref().map(|a| a.ulp)
     }
 
     /// MSN of the message the queue expects (or is assembling).
@@ -248,6 +259,7 @@ impl RecvQueue {
                 buffer: Some(b),
                 placed: 0,
                 cursor: Cursor::default(),
+                ulp: (repr.rsvd_ulp, repr.rsvd_ulp2),
             });
         }
 
@@ -306,6 +318,7 @@ impl RecvQueue {
                         buffer,
                         placed,
                         cursor,
+                        ulp: (repr.rsvd_ulp, repr.rsvd_ulp2),
                     });
                 }
                 id

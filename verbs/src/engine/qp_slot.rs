@@ -683,7 +683,7 @@ fn send_fpdus(
     // before anything after it is sent.
     let mut invalidated = false;
     while let Some(stag) = conn.take_local_invalidate() {
-        registry.remove(stag);
+        registry.invalidate(stag);
         invalidated = true;
     }
     sent || invalidated

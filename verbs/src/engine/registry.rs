@@ -5,7 +5,7 @@
 //! region and the table to deregister from.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ddp::memory::{
@@ -15,22 +15,60 @@ use ddp::tagged::check;
 use ddp::TaggedError;
 use transport::SplitMix64;
 
+use crate::mr_buffer::RegionBuffer;
 use crate::types::VerbsError;
 
 /// One registered region.
-#[derive(Debug)]
+///
+/// Its STag and validity are one atomic word, so a view checks both in
+/// one load: invalidation clears the valid bit and leaves the region in
+/// its slot (the slot is not free until deregistration), and
+/// re-registration gives it a fresh key and sets the bit again.
 pub(crate) struct Region {
-    pub(crate) stag: STag,
+    /// The STag in the low 32 bits, [`VALID`] above them.
+    state: AtomicU64,
     pub(crate) info: RegionInfo,
-    valid: AtomicBool,
-    /// Whether a peer's Send with Invalidate may invalidate this STag.
-    remote_invalidate: bool,
-    pub(crate) bytes: RwLock<Box<[u8]>>,
+    /// The program's buffer, placed into in place.
+    pub(crate) bytes: RwLock<Box<dyn RegionBuffer>>,
 }
 
+impl core::fmt::Debug for Region {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Region")
+            .field("stag", &self.stag())
+            .field("valid", &self.is_valid())
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The valid bit of [`Region::state`].
+const VALID: u64 = 1 << 32;
+
 impl Region {
+    /// The STag the region has now (valid or not).
+    pub(crate) fn stag(&self) -> STag {
+        STag(self.state.load(Ordering::Acquire) as u32)
+    }
+
     pub(crate) fn is_valid(&self) -> bool {
-        self.valid.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) & VALID != 0
+    }
+
+    /// Whether `stag` names this region and the region is valid.
+    #[inline]
+    pub(crate) fn answers_to(&self, stag: STag) -> bool {
+        self.state.load(Ordering::Acquire) == VALID | u64::from(stag.0)
+    }
+
+    /// Whether a peer's Send with Invalidate may invalidate it.
+    fn remote_invalidate(&self) -> bool {
+        self.info.access.contains(Access::REMOTE_INVALIDATE)
+    }
+
+    /// Marks the STag invalid; true if it was valid.
+    fn invalidate(&self) -> bool {
+        self.state.fetch_and(!VALID, Ordering::AcqRel) & VALID != 0
     }
 
     pub(crate) fn range(&self, offset: u64, len: usize) -> Option<core::ops::Range<usize>> {
@@ -47,9 +85,14 @@ impl Region {
 /// (RFC 5042 section 5): each registry draws from its own seeded generator
 /// the key of every fresh slot and the order in which slots are handed out
 /// (the table grows [`INDEX_BATCH`] slots at a time, taken in random
-/// order). Each time a slot is reused its key moves by the slot's own
-/// random odd step, so a stale STag from a deregistered region is refused
-/// for the next 255 reuses of its slot.
+/// order). Each reuse of a slot, and each re-registration of a region,
+/// draws a fresh key from the generator, never the key the slot had last:
+/// the keys one slot gives out tell nothing about its next one, and a stale
+/// STag is refused at once (and after that as often as a guess is).
+///
+/// Handles find their region by identity ([`Arc`]), never by STag value: a
+/// stale handle cannot reach a region that reuses its slot, whatever key
+/// that region drew.
 #[derive(Debug)]
 pub struct Registry {
     slots: RwLock<Slots>,
@@ -60,9 +103,8 @@ pub struct Registry {
 #[derive(Debug)]
 struct Slots {
     regions: Vec<Option<Arc<Region>>>,
+    /// Per slot, the key its next region or re-registration must not take.
     keys: Vec<u8>,
-    /// Per slot, the odd amount its key moves by on each reuse.
-    steps: Vec<u8>,
     free: Vec<u32>,
     /// The registry's own generator for STag keys and index order:
     /// unpredictable enough to make a blind guess fail, not a secret.
@@ -75,7 +117,6 @@ impl Slots {
         if self.regions.is_empty() {
             self.regions.push(None); // index 0 is never handed out
             self.keys.push(0);
-            self.steps.push(1);
         }
         let room = (MAX_REGIONS + 1).saturating_sub(self.regions.len());
         if room == 0 {
@@ -84,11 +125,19 @@ impl Slots {
         for _ in 0..room.min(INDEX_BATCH) {
             self.free.push(self.regions.len() as u32);
             self.regions.push(None);
-            let r = self.rng.next_u64();
-            self.keys.push(r as u8);
-            self.steps.push((r >> 8) as u8 | 1);
+            let key = self.rng.next_u64() as u8;
+            self.keys.push(key);
         }
         Ok(())
+    }
+
+    /// A random key for slot `index` other than the one it had last.
+    fn fresh_key(&mut self, index: usize) -> u8 {
+        let last = self.keys[index];
+        // Uniform over the 255 other keys.
+        let key = last.wrapping_add(1 + self.rng.below(255) as u8);
+        self.keys[index] = key;
+        key
     }
 }
 
@@ -135,7 +184,6 @@ impl Registry {
             slots: RwLock::new(Slots {
                 regions: Vec::new(),
                 keys: Vec::new(),
-                steps: Vec::new(),
                 free: Vec::new(),
                 rng: SplitMix64::new(seed),
             }),
@@ -147,16 +195,14 @@ impl Registry {
     pub(crate) fn insert(
         &self,
         pd: PdId,
-        bytes: Vec<u8>,
+        bytes: Box<dyn RegionBuffer>,
         access: Access,
     ) -> Result<Arc<Region>, VerbsError> {
         let _serial = self.register_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let bytes = bytes.into_boxed_slice();
-        let base = bytes.as_ptr() as u64;
         let info = RegionInfo {
             pd,
-            base,
-            len: bytes.len() as u64,
+            base: bytes.bytes().as_ptr() as u64,
+            len: bytes.bytes().len() as u64,
             access,
         };
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
@@ -169,11 +215,8 @@ impl Registry {
         let key = slots.keys[index as usize];
         let stag = STag::new(index, key);
         let region = Arc::new(Region {
-            stag,
+            state: AtomicU64::new(VALID | u64::from(stag.0)),
             info,
-            valid: AtomicBool::new(true),
-            remote_invalidate: access.contains(Access::REMOTE_WRITE)
-                || access.contains(Access::REMOTE_READ),
             bytes: RwLock::new(bytes),
         });
         slots.regions[index as usize] = Some(region.clone());
@@ -183,25 +226,51 @@ impl Registry {
     fn lookup(&self, stag: STag) -> Option<Arc<Region>> {
         let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
         let region = slots.regions.get(stag.index() as usize)?.as_ref()?;
-        (region.stag == stag && region.is_valid()).then(|| region.clone())
+        region.answers_to(stag).then(|| region.clone())
     }
 
-    pub(crate) fn remove(&self, stag: STag) -> bool {
+    /// Ends `region`'s registration, if it is still registered: its STag
+    /// becomes invalid and its slot free, under a fresh key. Found by
+    /// identity, so a handle of a region long gone does nothing to the
+    /// region that now has its slot, whatever its key.
+    pub(crate) fn remove(&self, region: &Arc<Region>) -> bool {
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
-        let index = stag.index() as usize;
-        let Some(Some(region)) = slots.regions.get(index) else {
-            return false;
-        };
-        if region.stag != stag {
-            return false;
+        let index = region.stag().index() as usize;
+        match slots.regions.get(index) {
+            Some(Some(r)) if Arc::ptr_eq(r, region) => {}
+            _ => return false,
         }
-        region.valid.store(false, Ordering::Release);
+        region.invalidate();
         slots.regions[index] = None;
-        // The slot's own odd step: 256 reuses before a key comes back.
-        let step = slots.steps[index];
-        slots.keys[index] = slots.keys[index].wrapping_add(step);
+        slots.fresh_key(index);
         slots.free.push(index as u32);
         true
+    }
+
+    /// Invalidates the STag (a local invalidate, or a peer's permitted
+    /// Send with Invalidate): the region keeps its slot and its bytes
+    /// until it is deregistered, and
+    /// [`MemoryRegion::reregister`](crate::MemoryRegion::reregister) can
+    /// make it valid again.
+    pub(crate) fn invalidate(&self, stag: STag) -> bool {
+        self.lookup(stag).is_some_and(|r| r.invalidate())
+    }
+
+    /// Gives a registered `region` a fresh key and makes it valid; the
+    /// STag it had (valid or not) is refused from then on. `None` once
+    /// it was deregistered.
+    pub(crate) fn reregister(&self, region: &Arc<Region>) -> Option<STag> {
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let index = region.stag().index();
+        match slots.regions.get(index as usize) {
+            Some(Some(r)) if Arc::ptr_eq(r, region) => {}
+            _ => return None,
+        }
+        let stag = STag::new(index, slots.fresh_key(index as usize));
+        region
+            .state
+            .store(VALID | u64::from(stag.0), Ordering::Release);
+        Some(stag)
     }
 
     /// Number of live registrations.
@@ -265,7 +334,7 @@ impl RegionCache {
     /// The STag of the region kept, if any.
     #[cfg(test)]
     pub(crate) fn cached(&self) -> Option<STag> {
-        self.0.as_ref().map(|r| r.stag)
+        self.0.as_ref().map(|r| r.stag())
     }
 }
 
@@ -273,8 +342,8 @@ impl RegionCache {
 #[derive(Debug)]
 enum Hold<'a> {
     Nothing,
-    Read(RwLockReadGuard<'a, Box<[u8]>>),
-    Write(RwLockWriteGuard<'a, Box<[u8]>>),
+    Read(RwLockReadGuard<'a, Box<dyn RegionBuffer>>),
+    Write(RwLockWriteGuard<'a, Box<dyn RegionBuffer>>),
 }
 
 /// [`Memory`] over a [`Registry`], for the duration of one protocol call.
@@ -298,7 +367,7 @@ pub struct RegistryView<'a> {
 impl<'a> RegistryView<'a> {
     /// The home region, if `stag` names it and it is still valid.
     fn home_for(&self, stag: STag) -> Option<&'a Region> {
-        self.home.filter(|r| r.stag == stag && r.is_valid())
+        self.home.filter(|r| r.answers_to(stag))
     }
 
     /// Runs `f` on the valid region `stag` names, if any, other than the
@@ -307,7 +376,7 @@ impl<'a> RegistryView<'a> {
         *self.hold.borrow_mut() = Hold::Nothing;
         {
             let last = self.last.borrow();
-            if let Some(r) = last.as_ref().filter(|r| r.stag == stag && r.is_valid()) {
+            if let Some(r) = last.as_ref().filter(|r| r.answers_to(stag)) {
                 return Some(f(r));
             }
         }
@@ -326,7 +395,7 @@ impl<'a> RegistryView<'a> {
             *hold = Hold::Write(home.bytes.write().unwrap_or_else(|e| e.into_inner()));
         }
         match hold {
-            Hold::Write(g) => g,
+            Hold::Write(g) => g.bytes_mut(),
             // Just taken above.
             Hold::Read(_) | Hold::Nothing => &mut [],
         }
@@ -377,8 +446,8 @@ impl<'a> RegistryView<'a> {
                 *hold = Hold::Read(home.bytes.read().unwrap_or_else(|e| e.into_inner()));
             }
             let bytes: &[u8] = match &*hold {
-                Hold::Read(g) => g,
-                Hold::Write(g) => g,
+                Hold::Read(g) => g.bytes(),
+                Hold::Write(g) => g.bytes(),
                 Hold::Nothing => &[],
             };
             return Ok(copy(out, bytes.get(range).ok_or(err)?));
@@ -386,7 +455,7 @@ impl<'a> RegistryView<'a> {
         self.with_region(stag, |region| {
             let range = region.range(offset, out.len()).ok_or(err)?;
             let bytes = region.bytes.read().unwrap_or_else(|e| e.into_inner());
-            Ok(copy(out, bytes.get(range).ok_or(err)?))
+            Ok(copy(out, bytes.bytes().get(range).ok_or(err)?))
         })
         .unwrap_or(Err(err))
     }
@@ -411,7 +480,12 @@ impl Memory for RegistryView<'_> {
         };
         self.with_region(stag, |region| {
             let range = region.range(offset, data.len()).ok_or(err)?;
-            region.bytes.write().unwrap_or_else(|e| e.into_inner())[range].copy_from_slice(data);
+            let mut bytes = region.bytes.write().unwrap_or_else(|e| e.into_inner());
+            bytes
+                .bytes_mut()
+                .get_mut(range)
+                .ok_or(err)?
+                .copy_from_slice(data);
             Ok(())
         })
         .unwrap_or(Err(err))
@@ -451,7 +525,7 @@ impl Memory for RegistryView<'_> {
             // atomics from any queue pair, and the program's own writes,
             // see the update whole.
             let mut bytes = region.bytes.write().unwrap_or_else(|e| e.into_inner());
-            update(&mut bytes, range)
+            update(bytes.bytes_mut(), range)
         })
         .unwrap_or(Err(err))
     }
@@ -461,12 +535,11 @@ impl Memory for RegistryView<'_> {
         if region.info.pd != pd {
             return Err(InvalidateError::WrongPd);
         }
-        if !region.remote_invalidate {
+        if !region.remote_invalidate() {
             return Err(InvalidateError::NotAllowed);
         }
-        *self.last.get_mut() = None;
         *self.hold.get_mut() = Hold::Nothing;
-        self.registry.remove(stag);
+        region.invalidate();
         Ok(())
     }
 
@@ -512,14 +585,14 @@ mod tests {
         let registry = Registry::with_seed(7);
         let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 29 + 3) as u8).collect();
         let home = registry
-            .insert(PdId(1), bytes.clone(), Access::LOCAL_WRITE)
+            .insert(PdId(1), Box::new(bytes.clone()), Access::LOCAL_WRITE)
             .expect("registers");
         let other = registry
-            .insert(PdId(1), bytes[1000..].to_vec(), Access::NONE)
+            .insert(PdId(1), Box::new(bytes[1000..].to_vec()), Access::NONE)
             .expect("registers");
         let mut cache = RegionCache(Some(home.clone()));
         registry.with_cached_view(&mut cache, |view| {
-            for (stag, src) in [(home.stag, &bytes[..]), (other.stag, &bytes[1000..])] {
+            for (stag, src) in [(home.stag(), &bytes[..]), (other.stag(), &bytes[1000..])] {
                 for (offset, len) in [(0usize, 0usize), (1, 1), (3, 257), (100, 1460)] {
                     let want = src[offset..offset + len].to_vec();
                     let mut out = vec![0u8; len];
@@ -544,26 +617,30 @@ mod tests {
     #[test]
     fn place_checked_answers_as_the_two_steps_do() {
         let reg = Registry::with_seed(5);
-        let home = reg.insert(PD, vec![0; 32], Access::REMOTE_WRITE).unwrap();
-        let other = reg.insert(PD, vec![0; 32], Access::LOCAL_WRITE).unwrap();
-        let gone = reg.insert(PD, vec![0; 32], Access::ALL).unwrap();
-        reg.remove(gone.stag);
+        let home = reg
+            .insert(PD, Box::new(vec![0; 32]), Access::REMOTE_WRITE)
+            .unwrap();
+        let other = reg
+            .insert(PD, Box::new(vec![0; 32]), Access::LOCAL_WRITE)
+            .unwrap();
+        let gone = reg.insert(PD, Box::new(vec![0; 32]), Access::ALL).unwrap();
+        reg.remove(&gone);
         let (hb, ob) = (home.info.base, other.info.base);
-        let stale = STag::new(home.stag.index(), home.stag.key().wrapping_add(1));
+        let stale = STag::new(home.stag().index(), home.stag().key().wrapping_add(1));
         let cases = [
-            (home.stag, PD, hb, 32, Access::REMOTE_WRITE),
-            (home.stag, PD, hb + 31, 1, Access::REMOTE_WRITE),
-            (home.stag, PD, hb + 31, 2, Access::REMOTE_WRITE),
-            (home.stag, PD, hb - 1, 1, Access::REMOTE_WRITE),
-            (home.stag, PD, u64::MAX, 2, Access::REMOTE_WRITE),
-            (home.stag, PdId(2), hb, 4, Access::REMOTE_WRITE),
-            (home.stag, PD, hb, 4, Access::LOCAL_WRITE),
-            (home.stag, PD, hb, 0, Access::REMOTE_READ),
+            (home.stag(), PD, hb, 32, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb + 31, 1, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb + 31, 2, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb - 1, 1, Access::REMOTE_WRITE),
+            (home.stag(), PD, u64::MAX, 2, Access::REMOTE_WRITE),
+            (home.stag(), PdId(2), hb, 4, Access::REMOTE_WRITE),
+            (home.stag(), PD, hb, 4, Access::LOCAL_WRITE),
+            (home.stag(), PD, hb, 0, Access::REMOTE_READ),
             (stale, PD, hb, 4, Access::REMOTE_WRITE),
-            (other.stag, PD, ob + 8, 8, Access::LOCAL_WRITE),
-            (other.stag, PD, ob + 30, 4, Access::LOCAL_WRITE),
-            (other.stag, PD, ob, 4, Access::REMOTE_WRITE),
-            (gone.stag, PD, gone.info.base, 4, Access::REMOTE_WRITE),
+            (other.stag(), PD, ob + 8, 8, Access::LOCAL_WRITE),
+            (other.stag(), PD, ob + 30, 4, Access::LOCAL_WRITE),
+            (other.stag(), PD, ob, 4, Access::REMOTE_WRITE),
+            (gone.stag(), PD, gone.info.base, 4, Access::REMOTE_WRITE),
         ];
         for (i, &(stag, pd, to, len, need)) in cases.iter().enumerate() {
             let data = vec![i as u8 + 1; len];
@@ -571,50 +648,56 @@ mod tests {
             let fast =
                 reg.with_cached_view(&mut cache, |v| v.place_checked(stag, pd, to, &data, need));
             let after_fast = (
-                home.bytes.read().unwrap().to_vec(),
-                other.bytes.read().unwrap().to_vec(),
+                home.bytes.read().unwrap().bytes().to_vec(),
+                other.bytes.read().unwrap().bytes().to_vec(),
             );
             let mut cache = RegionCache(Some(home.clone()));
             let slow = reg.with_cached_view(&mut cache, |v| {
                 place_in_two_steps(v, stag, pd, to, &data, need)
             });
             let after_slow = (
-                home.bytes.read().unwrap().to_vec(),
-                other.bytes.read().unwrap().to_vec(),
+                home.bytes.read().unwrap().bytes().to_vec(),
+                other.bytes.read().unwrap().bytes().to_vec(),
             );
             assert_eq!(fast, slow, "case {i}");
             assert_eq!(after_fast, after_slow, "case {i}: the same bytes written");
             if fast.is_ok() && len > 0 {
-                let r = if stag == home.stag { &home } else { &other };
+                let r = if stag == home.stag() { &home } else { &other };
                 let at = (to - r.info.base) as usize;
-                assert_eq!(r.bytes.read().unwrap()[at..at + len], data[..], "case {i}");
+                assert_eq!(
+                    r.bytes.read().unwrap().bytes()[at..at + len],
+                    data[..],
+                    "case {i}"
+                );
             }
         }
         // Only the accepted cases wrote: 0 (all of `home`), 1 (its last
         // byte) and 9 (`other`'s bytes 8..16).
         let mut want = [1u8; 32];
         want[31] = 2;
-        assert_eq!(home.bytes.read().unwrap()[..], want[..]);
+        assert_eq!(home.bytes.read().unwrap().bytes()[..], want[..]);
         let mut want = [0u8; 32];
         want[8..16].fill(10);
-        assert_eq!(other.bytes.read().unwrap()[..], want[..]);
+        assert_eq!(other.bytes.read().unwrap().bytes()[..], want[..]);
     }
 
     #[test]
     fn place_checked_refuses_a_home_region_deregistered_mid_view() {
         let reg = Registry::with_seed(9);
-        let home = reg.insert(PD, vec![0; 8], Access::REMOTE_WRITE).unwrap();
+        let home = reg
+            .insert(PD, Box::new(vec![0; 8]), Access::REMOTE_WRITE)
+            .unwrap();
         let mut cache = RegionCache(Some(home.clone()));
         let base = home.info.base;
         reg.with_cached_view(&mut cache, |v| {
-            v.place_checked(home.stag, PD, base, &[1], Access::REMOTE_WRITE)
+            v.place_checked(home.stag(), PD, base, &[1], Access::REMOTE_WRITE)
                 .unwrap();
-            reg.remove(home.stag);
+            reg.remove(&home);
             assert_eq!(
-                v.place_checked(home.stag, PD, base, &[2], Access::REMOTE_WRITE),
-                Err(TaggedError::InvalidStag(home.stag.0))
+                v.place_checked(home.stag(), PD, base, &[2], Access::REMOTE_WRITE),
+                Err(TaggedError::InvalidStag(home.stag().0))
             );
         });
-        assert_eq!(home.bytes.read().unwrap()[0], 1);
+        assert_eq!(home.bytes.read().unwrap().bytes()[0], 1);
     }
 }

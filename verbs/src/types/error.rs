@@ -29,6 +29,10 @@ pub enum VerbsError {
     /// The registration table is full.
     #[error("no more memory regions can be registered")]
     TooManyRegions,
+    /// The memory region was deregistered; its handle can no longer
+    /// re-register it.
+    #[error("the memory region was deregistered")]
+    Deregistered,
     /// A protection domain of one device used with another.
     #[error("the protection domain belongs to another device")]
     WrongDevice,
@@ -83,6 +87,17 @@ pub enum VerbsError {
         "shared receive queue {field} of {value} is out of range (at most {max}; sizes at least 1)"
     )]
     SrqSize {
+        /// Which parameter.
+        field: &'static str,
+        /// What was asked for.
+        value: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// A queue pair size beyond the device's limit (`ibv_create_qp`'s
+    /// `EINVAL`).
+    #[error("queue pair {field} of {value} is out of range (at most {max})")]
+    QpSize {
         /// Which parameter.
         field: &'static str,
         /// What was asked for.

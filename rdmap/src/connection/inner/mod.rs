@@ -108,7 +108,7 @@ impl Inner {
             local_invalidate: None,
             rq_head_status: None,
             events: Fifo::default(),
-            event_cap: cfg.sq_depth + cfg.rq_depth + 4,
+            event_cap: cfg.sq_depth.saturating_add(cfg.rq_depth).saturating_add(4),
         }
     }
 

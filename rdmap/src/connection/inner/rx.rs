@@ -187,6 +187,9 @@ impl Inner {
             return;
         }
         let seen = UntaggedRepr { msn, ..*u };
+        if let Err(refused) = self.continues_its_message(&seen) {
+            return self.refuse_continuation(refused, ulpdu);
+        }
         match self.rq.place_with(mem, self.pd, &seen, payload, srq) {
             Ok(Placed::Complete(c)) => {
                 let opcode = Control(c.rsvd_ulp).opcode();
@@ -229,6 +232,51 @@ impl Inner {
         }
     }
 
+    /// Checks a segment on queue 0 against the message it continues, if
+    /// it continues one: RDMAP carries its Control Field (opcode, and with
+    /// it the solicited flag) and, for a Send with Invalidate, the STag to
+    /// invalidate in every segment of the message (RFC 5040 section 4.1),
+    /// so a later segment must carry the first one's. Otherwise the
+    /// message's kind would be taken from its last segment: an Immediate
+    /// Data segment could complete a half-received Send as a RecvImm.
+    ///
+    /// A changed opcode is refused as RFC 5040 section 4.8 refuses an
+    /// opcode not allowed where it arrives (remote operation error,
+    /// unexpected opcode); a changed STag as one that cannot be
+    /// invalidated (remote operation error). The receive being filled
+    /// completes with the matching error. A segment of another message is
+    /// left to DDP, which refuses it.
+    #[inline(always)]
+    fn continues_its_message(&self, u: &UntaggedRepr) -> Result<(), (TermCode, WcStatus)> {
+        let Some(q) = self.rq.queue(QN_SEND) else {
+            return Ok(());
+        };
+        let Some((control, stag)) = q.message_ulp_fields() else {
+            return Ok(());
+        };
+        if u.msn != q.expected_msn() {
+            return Ok(());
+        }
+        if u.rsvd_ulp != control {
+            return Err((TermCode::RDMAP_UNEXPECTED_OPCODE, WcStatus::RemOpErr));
+        }
+        if Control(control).opcode().invalidates() && u.rsvd_ulp2 != stag {
+            return Err((
+                TermCode::RDMAP_OPERATION_CANNOT_INVALIDATE,
+                WcStatus::RemInvReqErr,
+            ));
+        }
+        Ok(())
+    }
+
+    /// A segment that changed its message's RDMAP fields: the receive
+    /// being filled fails and the stream ends.
+    #[inline(never)]
+    fn refuse_continuation(&mut self, (code, status): (TermCode, WcStatus), ulpdu: &[u8]) {
+        self.rq_head_status = Some(status);
+        self.terminate_local(TermCause::with_attach(code, Attach::Ddp), ulpdu);
+    }
+
     /// A message on queue 0 could not land: the receive it was filling
     /// gets a matching status and the stream ends.
     fn receive_failed(&mut self, e: UntaggedError, ulpdu: &[u8]) {
@@ -256,6 +304,9 @@ impl Inner {
             msn: u.msn.wrapping_sub(self.send_msn_skip),
             ..*u
         };
+        if let Err(refused) = self.continues_its_message(&seen) {
+            return self.refuse_continuation(refused, ulpdu);
+        }
         match self.rq.place_with(mem, self.pd, &seen, &[], srq) {
             Ok(Placed::Complete(c)) => self.events.push(Event::Completion(WorkCompletion {
                 wr_id: c.id,

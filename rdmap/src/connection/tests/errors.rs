@@ -774,3 +774,20 @@ fn a_terminate_needs_room_like_any_fpdu() {
     assert_eq!(p.b.conn.poll_transmit(&p.b.mem, &mut exact), 48);
     assert!(!p.b.conn.wants_write());
 }
+
+#[test]
+fn queue_depths_at_the_top_of_usize_do_not_overflow() {
+    // The event queue is sized by both depths; a caller that does not
+    // bound them must not make that sum wrap or panic.
+    let mut p = Pair::new(Setup {
+        sq_depth: usize::MAX,
+        rq_depth: usize::MAX,
+        ..Setup::default()
+    });
+    let r = p.b.register(Access::LOCAL_WRITE, vec![0; 8]);
+    let s = p.b.sge(r);
+    p.b.recv(1, vec![s]);
+    p.a.send(2, vec![]);
+    p.drive();
+    assert_eq!(p.b.completions()[0].status, WcStatus::Success);
+}

@@ -7,6 +7,7 @@ mod util;
 mod errors;
 mod fence_inline;
 mod fused_crc;
+mod message_fields;
 mod model;
 mod operations;
 mod ordering;

@@ -731,26 +731,43 @@ pub fn peer_exits_mid_transfer(make: MakeNet) {
 /// receive fails (remote invalid request) and the stream is terminated
 /// (RDMAP remote operation error, cannot invalidate); the region stays.
 pub fn invalidate_a_local_only_region(make: MakeNet) {
-    invalidate_refused(make, false, TermCode::RDMAP_OPERATION_CANNOT_INVALIDATE);
+    invalidate_refused(
+        make,
+        false,
+        Access::LOCAL_WRITE,
+        TermCode::RDMAP_OPERATION_CANNOT_INVALIDATE,
+    );
+}
+
+/// A Send with Invalidate naming a region with every remote right but
+/// not `REMOTE_INVALIDATE`: refused as a local-only one is, so one peer
+/// cannot take a shared region away from the others.
+pub fn invalidate_a_region_not_opted_in(make: MakeNet) {
+    invalidate_refused(
+        make,
+        false,
+        REMOTE,
+        TermCode::RDMAP_OPERATION_CANNOT_INVALIDATE,
+    );
 }
 
 /// The same for a region of another protection domain: RDMAP remote
 /// protection error, cannot invalidate.
 pub fn invalidate_a_region_of_another_pd(make: MakeNet) {
-    invalidate_refused(make, true, TermCode::RDMAP_PROTECTION_CANNOT_INVALIDATE);
+    invalidate_refused(
+        make,
+        true,
+        REMOTE | Access::REMOTE_INVALIDATE,
+        TermCode::RDMAP_PROTECTION_CANNOT_INVALIDATE,
+    );
 }
 
-fn invalidate_refused(make: MakeNet, other_pd: bool, code: TermCode) {
+fn invalidate_refused(make: MakeNet, other_pd: bool, access: Access, code: TermCode) {
     let p = connect(make(), Opts::default());
     let pd = if other_pd {
         p.server.alloc_pd()
     } else {
         p.server_pd.clone()
-    };
-    let access = if other_pd {
-        REMOTE
-    } else {
-        Access::LOCAL_WRITE
     };
     let victim = guarded(&pd, 64, access);
     let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
@@ -770,7 +787,7 @@ fn invalidate_refused(make: MakeNet, other_pd: bool, code: TermCode) {
 /// naming it is refused (invalid STag) and nothing lands.
 pub fn write_after_remote_invalidate(make: MakeNet) {
     let p = connect(make(), Opts::default());
-    let target = guarded(&p.server_pd, 64, REMOTE);
+    let target = guarded(&p.server_pd, 64, REMOTE | Access::REMOTE_INVALIDATE);
     let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
     p.server_qp
         .post_recv(wr::recv(1, vec![rx.sge_all()]))
@@ -811,6 +828,7 @@ macro_rules! error_cases {
     reject_with_private_data,
     initiator_times_out,
     invalidate_a_local_only_region,
+    invalidate_a_region_not_opted_in,
     invalidate_a_region_of_another_pd,
     write_after_remote_invalidate,
         );

@@ -130,13 +130,13 @@ pub fn solicited_event(make: MakeNet) {
     assert!(p.client_completions(4).iter().all(|w| w.is_success()));
 }
 
-/// Send with Invalidate: the named STag of the target is invalidated
-/// before the receive completes, which reports it; the region can no
-/// longer be written remotely, a region of another PD or without remote
-/// rights cannot be invalidated.
+/// Send with Invalidate: the named STag of a region registered with
+/// `REMOTE_INVALIDATE` is invalidated before the receive completes, which
+/// reports it; the region stays registered, invalid, until the program
+/// re-registers it under a fresh STag, which the peer can write again.
 pub fn send_with_invalidate(make: MakeNet) {
     let p = connect(make(), Opts::default());
-    let target = guarded(&p.server_pd, 256, REMOTE);
+    let target = guarded(&p.server_pd, 256, REMOTE | Access::REMOTE_INVALIDATE);
     let rx = guarded(&p.server_pd, 64, Access::LOCAL_WRITE);
     let src = holding(&p.client_pd, 0, b"done with it", 0, Access::NONE);
     // First use the region, then invalidate it with the message.
@@ -163,7 +163,26 @@ pub fn send_with_invalidate(make: MakeNet) {
     assert_exactly(&target, 0, &data, "written before the invalidate");
     let c = p.client_completions(2);
     assert!(c.iter().all(|w| w.is_success()), "{c:?}");
-    assert_eq!(p.server.region_count(), 1, "the invalidated region is gone");
+    assert_eq!(p.server.region_count(), 2, "invalid, not deregistered");
+    let old = target.rkey();
+    let fresh = target.reregister().unwrap();
+    assert_ne!(fresh, old);
+    let again = pattern(50, 4);
+    let asrc = holding(&p.client_pd, 0, &again, 0, Access::NONE);
+    p.client_qp
+        .post_send(wr::write(4, vec![asrc.sge_all()], fresh, target.addr()))
+        .unwrap();
+    // A Send after the Write: its arrival means the Write has landed.
+    p.server_qp
+        .post_recv(wr::recv(5, vec![rx.sge_all()]))
+        .unwrap();
+    p.client_qp.post_send(wr::send(6, vec![])).unwrap();
+    let c = p.client_completions(2);
+    assert!(c.iter().all(|w| w.is_success()), "{c:?}");
+    assert!(p.server_completions(1)[0].is_success());
+    let mut got = [0u8; 50];
+    target.read(0, &mut got).unwrap();
+    assert_eq!(&got[..], &again[..], "valid again under its fresh STag");
 }
 
 /// Scatter/gather: a Send gathered from three regions lands across three
