@@ -284,29 +284,21 @@ fn fill_port(attr: &mut sys::ibv_port_attr) {
     attr.link_layer = sys::IBV_LINK_LAYER_ETHERNET as u8;
 }
 
-/// `ibv_query_port` (the exported symbol, with the short compat struct,
-/// which is the header's struct up to `link_layer`).
+/// `ibv_query_port`, the exported symbol: programs built against older
+/// headers pass the struct of their day, which ended at `link_layer` (and
+/// a reserved byte), so only that prefix is written. (The `_compat` type
+/// is opaque in the header.)
 pub extern "C" fn query_port(
     ctx: *mut sys::ibv_context,
     port: u8,
     attr: *mut sys::_compat_ibv_port_attr,
 ) -> c_int {
-    guard("ibv_query_port", libc::EIO, || {
-        // SAFETY: the caller passes a context of ours.
-        if unsafe { context(ctx) }.is_none() || attr.is_null() || port != 1 {
-            return libc::EINVAL;
-        }
-        // SAFETY: the compat struct is a prefix of ibv_port_attr
-        // (checked by the layout test); only that prefix is written.
-        let mut full: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
-        fill_port(&mut full);
-        let n = size_of::<sys::_compat_ibv_port_attr>();
-        // SAFETY: `attr` has room for `n` bytes; `full` is larger.
-        unsafe {
-            std::ptr::copy_nonoverlapping(&full as *const _ as *const u8, attr as *mut u8, n)
-        };
-        0
-    })
+    query_port_ex(
+        ctx,
+        port,
+        attr as *mut sys::ibv_port_attr,
+        offset_of!(sys::ibv_port_attr, link_layer) + 1,
+    )
 }
 
 /// The context's `query_port` op, which the header's `ibv_query_port`
