@@ -11,6 +11,7 @@
 //! the descriptor readable while more wait.
 
 pub mod addr;
+pub mod addrinfo;
 mod events;
 pub mod ids;
 
