@@ -7,6 +7,10 @@
 //!   smoltcp host on that TAP interface (needs CAP_NET_ADMIN).
 //! * `IWARP_CRC=off|on|required|never`: the MPA CRC policy (default `on`:
 //!   offered, and used when the peer agrees).
+//! * `IWARP_RESPONDER_SENDS_FIRST=0|1`: whether an accepted connection
+//!   may send before the initiator's first FPDU arrives. Default 1, as
+//!   siw does (perftest's write latency test needs it); 0 waits, as RFC
+//!   5044 section 7.1.2 says.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
@@ -76,6 +80,15 @@ impl Config {
             Some("never") => CrcPolicy::Never,
             Some(other) => {
                 return Err(format!("IWARP_CRC={other}: expected off|on|required|never"))
+            }
+        };
+        mpa.responder_sends_first = match get("IWARP_RESPONDER_SENDS_FIRST").as_deref() {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(other) => {
+                return Err(format!(
+                    "IWARP_RESPONDER_SENDS_FIRST={other}: expected 0 or 1"
+                ))
             }
         };
         let tap = match get("IWARP_TRANSPORT").as_deref() {
@@ -158,6 +171,14 @@ mod tests {
         assert_eq!(c.mpa.crc, CrcPolicy::Off);
         assert!(config(&[("IWARP_TRANSPORT", "rxe")]).is_err());
         assert!(config(&[("IWARP_CRC", "maybe")]).is_err());
+        assert!(config(&[]).unwrap().mpa.responder_sends_first);
+        assert!(
+            !config(&[("IWARP_RESPONDER_SENDS_FIRST", "0")])
+                .unwrap()
+                .mpa
+                .responder_sends_first
+        );
+        assert!(config(&[("IWARP_RESPONDER_SENDS_FIRST", "yes")]).is_err());
         assert!(config(&[
             ("IWARP_TRANSPORT", "tap"),
             ("IWARP_TAP", "t0"),

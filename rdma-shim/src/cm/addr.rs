@@ -6,15 +6,21 @@ use crate::sys;
 
 /// The address at `p` (IPv4 or IPv6), if it is one.
 ///
+/// Programs may hand in addresses at any alignment (inside packed
+/// structs, at odd offsets of a buffer): every read is unaligned.
+///
 /// # Safety
 /// `p` is null or points to a `sockaddr` of the size its family implies.
 pub unsafe fn read(p: *const sys::sockaddr) -> Option<SocketAddr> {
-    // SAFETY: per the contract; the family decides how much is read.
-    let family = unsafe { p.as_ref()? }.sa_family as i32;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract; `sa_family` is the first field.
+    let family = unsafe { std::ptr::read_unaligned(p as *const libc::sa_family_t) } as i32;
     match family {
         libc::AF_INET => {
             // SAFETY: an AF_INET address is a sockaddr_in.
-            let s = unsafe { &*(p as *const libc::sockaddr_in) };
+            let s = unsafe { std::ptr::read_unaligned(p as *const libc::sockaddr_in) };
             Some(SocketAddr::V4(SocketAddrV4::new(
                 Ipv4Addr::from(u32::from_be(s.sin_addr.s_addr)),
                 u16::from_be(s.sin_port),
@@ -22,7 +28,7 @@ pub unsafe fn read(p: *const sys::sockaddr) -> Option<SocketAddr> {
         }
         libc::AF_INET6 => {
             // SAFETY: an AF_INET6 address is a sockaddr_in6.
-            let s = unsafe { &*(p as *const libc::sockaddr_in6) };
+            let s = unsafe { std::ptr::read_unaligned(p as *const libc::sockaddr_in6) };
             Some(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(s.sin6_addr.s6_addr),
                 u16::from_be(s.sin6_port),
@@ -91,5 +97,21 @@ mod tests {
         }
         // SAFETY: NULL is allowed.
         assert_eq!(unsafe { read(std::ptr::null()) }, None);
+        // At an odd address, as inside a packed struct.
+        let a: SocketAddr = "10.1.2.3:4791".parse().unwrap();
+        // SAFETY: zero is a valid sockaddr_storage.
+        let mut st: sys::sockaddr_storage = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a whole sockaddr_storage.
+        let n = unsafe { write(&mut st, a) };
+        let mut buf = vec![0u8; n + 1];
+        // SAFETY: copying the `n` bytes just written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(&st as *const _ as *const u8, buf.as_mut_ptr().add(1), n)
+        };
+        // SAFETY: `buf[1..]` holds a whole sockaddr_in.
+        assert_eq!(
+            unsafe { read(buf.as_ptr().add(1) as *const sys::sockaddr) },
+            Some(a)
+        );
     }
 }

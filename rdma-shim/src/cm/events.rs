@@ -118,6 +118,9 @@ fn gather(ch: &Channel, chp: *mut sys::rdma_event_channel) {
         if watching {
             if let Some(q) = i.qp() {
                 while let Some(ev) = q.qp.try_event() {
+                    if debug() {
+                        log(&format!("queue pair {} event {ev:?}", q.qp.num()));
+                    }
                     if let CmEvent::Established(info) = &ev {
                         i.set_addrs(info.local_addr, info.peer_addr);
                     }

@@ -38,6 +38,9 @@ pub(super) struct IdState {
     pub(super) watching: bool,
 }
 
+/// The fewest connect requests a listener holds unanswered.
+const MIN_BACKLOG: usize = 8;
+
 /// Every live id (`*mut Id`), to drop a destroyed queue pair from them.
 static IDS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
@@ -267,8 +270,14 @@ pub extern "C" fn listen(p: *mut sys::rdma_cm_id, backlog: c_int) -> c_int {
         let st = stack().map_err(|_| libc::ENODEV)?;
         let src = i.lock().src.ok_or(libc::EINVAL)?;
         let mut opts = st.listen_options();
-        if backlog > 0 {
+        // The facade refuses a newcomer once `backlog` requests wait
+        // unanswered; programs pass small backlogs (perftest passes 1 and
+        // opens two connections at once) that a kernel TCP listener
+        // would round up, so the facade's default is the least taken.
+        if backlog as usize > MIN_BACKLOG {
             opts = opts.with_backlog(backlog as usize);
+        } else {
+            opts = opts.with_backlog(MIN_BACKLOG);
         }
         let l = st
             .device
