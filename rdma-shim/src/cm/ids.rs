@@ -22,9 +22,10 @@ use crate::sys;
 pub struct Id {
     pub(super) c: sys::rdma_cm_id,
     pub(super) st: Mutex<IdState>,
-    /// The channel the library made for an id created without one
-    /// (synchronous use); destroyed with the id.
-    own_channel: bool,
+    /// The id was created without a channel (synchronous use): the
+    /// library made one, destroyed with the id, and connect, accept and
+    /// resolution block instead of reporting events.
+    pub(super) sync: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -36,6 +37,12 @@ pub(super) struct IdState {
     /// The queue pair's connection events are watched (connect or accept
     /// started).
     pub(super) watching: bool,
+    /// The completion queues in `id->send_cq`/`recv_cq` were made by the
+    /// library (rdma_create_qp without them).
+    pub(super) owns_cqs: bool,
+    /// A synchronous listener's queue pair attributes and domain, for
+    /// the queue pair `rdma_get_request` makes on each new id.
+    pub(super) ep_qp: Option<(sys::ibv_qp_init_attr, usize)>,
 }
 
 /// The fewest connect requests a listener holds unanswered.
@@ -74,6 +81,11 @@ impl Id {
         unsafe { qp(self.c.qp) }
     }
 
+    /// Whether the id is synchronous (made without a channel).
+    pub(super) fn is_sync(&self) -> bool {
+        self.sync.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     pub(super) fn as_c(&self) -> *mut sys::rdma_cm_id {
         &self.c as *const _ as *mut _
     }
@@ -105,7 +117,7 @@ impl Id {
 /// # Safety
 /// `p` is null or came from [`create_id`] (or a connect request) and was
 /// not destroyed.
-pub(super) unsafe fn id<'a>(p: *mut sys::rdma_cm_id) -> Option<&'a Id> {
+pub(crate) unsafe fn id<'a>(p: *mut sys::rdma_cm_id) -> Option<&'a Id> {
     // SAFETY: per the contract.
     unsafe { obj(p) }
 }
@@ -127,7 +139,7 @@ pub(super) fn new_id(
     let p: *mut sys::rdma_cm_id = into_c(Box::new(Id {
         c,
         st: Mutex::new(IdState::default()),
-        own_channel,
+        sync: own_channel.into(),
     }));
     IDS.lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -192,7 +204,8 @@ pub extern "C" fn destroy_id(p: *mut sys::rdma_cm_id) -> c_int {
             g.ids.retain(|&x| x != p as usize);
             g.queue.retain(|e| e.c.id != p && e.c.listen_id != p);
         }
-        let own = i.own_channel;
+        let own = i.is_sync();
+        release_owned_cqs(i);
         let chp = i.c.channel;
         // SAFETY: given back once.
         drop(unsafe { from_c::<_, Id>(p) });
@@ -245,7 +258,9 @@ pub extern "C" fn resolve_addr(
         // SAFETY: as above.
         let s = unsafe { addr::read(src) };
         i.set_addrs(s, Some(d));
-        queue_event(i, Event::new(i.as_c(), sys::RDMA_CM_EVENT_ADDR_RESOLVED, 0));
+        if !i.is_sync() {
+            queue_event(i, Event::new(i.as_c(), sys::RDMA_CM_EVENT_ADDR_RESOLVED, 0));
+        }
         Ok(())
     })
 }
@@ -317,6 +332,27 @@ pub extern "C" fn create_qp(
         } else {
             pd
         };
+        // SAFETY: the caller's attributes (create_qp checks NULL again).
+        if let Some(a) = unsafe { attr.as_mut() } {
+            // librdmacm takes the type from the id (rdma_create_ep's
+            // callers leave it zero).
+            if a.qp_type == 0 {
+                a.qp_type = i.c.qp_type;
+            }
+            if a.send_cq.is_null() || a.recv_cq.is_null() {
+                let depth = a.cap.max_send_wr.max(a.cap.max_recv_wr).max(1) as c_int;
+                make_owned_cqs(i, depth)?;
+                // SAFETY: the id's own fields, just set.
+                unsafe {
+                    if a.send_cq.is_null() {
+                        a.send_cq = (*c).send_cq;
+                    }
+                    if a.recv_cq.is_null() {
+                        a.recv_cq = (*c).recv_cq;
+                    }
+                }
+            }
+        }
         let q = crate::ibv::qp::create_qp(pd, attr);
         if q.is_null() {
             // SAFETY: reading errno set by create_qp.
@@ -328,15 +364,74 @@ pub extern "C" fn create_qp(
     })
 }
 
-/// `rdma_destroy_qp`.
+/// `rdma_destroy_qp`: also the completion queues the id made for it.
 pub extern "C" fn destroy_qp(p: *mut sys::rdma_cm_id) {
     with_id("rdma_destroy_qp", p, |i| {
         let q = i.c.qp;
         if !q.is_null() {
             crate::ibv::qp::destroy_qp(q);
         }
+        release_owned_cqs(i);
         Ok(())
     });
+}
+
+/// Completion queues (each with a completion channel, its context the
+/// id) made for a queue pair whose attributes named none, as librdmacm
+/// does; `rdma_get_send_comp`/`rdma_get_recv_comp` wait on them.
+fn make_owned_cqs(i: &Id, depth: c_int) -> Result<(), c_int> {
+    let c = i.as_c();
+    let ctx = i.c.verbs;
+    // SAFETY: the id's own fields; C reads them between calls only.
+    unsafe {
+        if (*c).send_cq.is_null() {
+            let ch = crate::ibv::cq::create_comp_channel(ctx);
+            let cq = crate::ibv::cq::create_cq(ctx, depth, c as *mut c_void, ch, 0);
+            if ch.is_null() || cq.is_null() {
+                return Err(libc::ENOMEM);
+            }
+            (*c).send_cq_channel = ch;
+            (*c).send_cq = cq;
+        }
+        if (*c).recv_cq.is_null() {
+            let ch = crate::ibv::cq::create_comp_channel(ctx);
+            let cq = crate::ibv::cq::create_cq(ctx, depth, c as *mut c_void, ch, 0);
+            if ch.is_null() || cq.is_null() {
+                return Err(libc::ENOMEM);
+            }
+            (*c).recv_cq_channel = ch;
+            (*c).recv_cq = cq;
+        }
+    }
+    i.lock().owns_cqs = true;
+    Ok(())
+}
+
+/// Destroys what [`make_owned_cqs`] made, and the domain the id
+/// allocated, once its queue pair is gone.
+pub(super) fn release_owned_cqs(i: &Id) {
+    if !std::mem::take(&mut i.lock().owns_cqs) || !i.c.qp.is_null() {
+        return;
+    }
+    let c = i.as_c();
+    // SAFETY: the id's own fields, made by make_owned_cqs.
+    unsafe {
+        for (cq, ch) in [
+            ((*c).send_cq, (*c).send_cq_channel),
+            ((*c).recv_cq, (*c).recv_cq_channel),
+        ] {
+            if !cq.is_null() {
+                crate::ibv::cq::destroy_cq(cq);
+            }
+            if !ch.is_null() {
+                crate::ibv::cq::destroy_comp_channel(ch);
+            }
+        }
+        (*c).send_cq = std::ptr::null_mut();
+        (*c).recv_cq = std::ptr::null_mut();
+        (*c).send_cq_channel = std::ptr::null_mut();
+        (*c).recv_cq_channel = std::ptr::null_mut();
+    }
 }
 
 /// The queue pair an id connects: its own, or the one `param.qp_num`
@@ -388,7 +483,11 @@ pub extern "C" fn connect(p: *mut sys::rdma_cm_id, param: *mut sys::rdma_conn_pa
                 .ord(pm.initiator_depth.into());
         }
         watch(i, q);
-        q.qp.connect(dst, cp).map_err(|_| libc::EINVAL)
+        q.qp.connect(dst, cp).map_err(|_| libc::EINVAL)?;
+        if i.is_sync() {
+            super::sync::wait_established(i)?;
+        }
+        Ok(())
     })
 }
 
@@ -406,7 +505,11 @@ pub extern "C" fn accept(p: *mut sys::rdma_cm_id, param: *mut sys::rdma_conn_par
                 .ord(pm.initiator_depth.into());
         }
         watch(i, q);
-        req.accept(&q.qp, ap).map_err(|_| libc::ECONNABORTED)
+        req.accept(&q.qp, ap).map_err(|_| libc::ECONNABORTED)?;
+        if i.is_sync() {
+            super::sync::wait_established(i)?;
+        }
+        Ok(())
     })
 }
 

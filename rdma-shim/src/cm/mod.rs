@@ -14,6 +14,7 @@ pub mod addr;
 pub mod addrinfo;
 mod events;
 pub mod ids;
+pub mod sync;
 
 pub use events::{ack_cm_event, event_str, get_cm_event};
 pub use ids::forget_qp;
