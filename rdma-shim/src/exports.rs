@@ -71,9 +71,9 @@ export! {
     ibv_create_ah => stubs::fail_null,
     ibv_create_ah_from_wc => stubs::fail_null,
     ibv_destroy_ah => stubs::fail_errno,
-    ibv_destroy_srq => stubs::fail_errno,
-    ibv_modify_srq => stubs::fail_errno,
-    ibv_query_srq => stubs::fail_errno,
+    ibv_destroy_srq => srq::destroy_srq,
+    ibv_modify_srq => srq::modify_srq,
+    ibv_query_srq => srq::query_srq,
     ibv_resolve_eth_l2_from_gid => stubs::fail_errno,
     ibv_qp_to_qp_ex => stubs::fail_null,
 

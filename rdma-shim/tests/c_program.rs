@@ -53,3 +53,20 @@ fn a_c_program_writes_reads_and_sends_over_the_shim() {
         "{report}"
     );
 }
+
+#[test]
+fn the_c_program_receives_through_a_shared_receive_queue() {
+    let Some(exe) = build_c("tests/c/write_read_send.c", "write_read_send_srq") else {
+        return;
+    };
+    let mut cmd = over_shim(&exe);
+    cmd.args([free_port().to_string().as_str(), "srq"]);
+    let (status, out) = Reaped::spawn(cmd).finish(Duration::from_secs(60));
+    let report = show("write_read_send srq", status, &out);
+    assert!(status.is_some_and(|s| s.success()), "{report}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "OK",
+        "{report}"
+    );
+}

@@ -69,8 +69,10 @@ pub extern "C" fn create_qp(
             set_errno(libc::EOPNOTSUPP);
             return std::ptr::null_mut();
         }
-        if !attr.srq.is_null() {
-            set_errno(libc::EOPNOTSUPP);
+        // SAFETY: a shared receive queue of ours or NULL.
+        let shared = unsafe { super::srq::srq(attr.srq) };
+        if !attr.srq.is_null() && shared.is_none() {
+            set_errno(libc::EINVAL);
             return std::ptr::null_mut();
         }
         // SAFETY: queues of ours or NULL.
@@ -98,6 +100,10 @@ pub extern "C" fn create_qp(
             .with_depths(c.max_send_wr as usize, c.max_recv_wr as usize)
             .with_max_sge(c.max_send_sge as usize, c.max_recv_sge as usize)
             .with_max_inline_data(MAX_INLINE as usize);
+        let init = match shared {
+            Some(q) => init.with_srq(&q.srq),
+            None => init,
+        };
         let q = match st.device.create_qp(&pdo.pd, init) {
             Ok(q) => q,
             Err(_) => {
@@ -113,6 +119,7 @@ pub extern "C" fn create_qp(
         ibv.pd = p;
         ibv.send_cq = attr.send_cq;
         ibv.recv_cq = attr.recv_cq;
+        ibv.srq = attr.srq;
         ibv.handle = q.num();
         ibv.qp_num = q.num();
         ibv.state = sys::IBV_QPS_RESET;

@@ -2,7 +2,8 @@
  * A Write, a Read and a Send through libibverbs/librdmacm, checked byte
  * for byte, with both ends in one process on loopback. Built by the test
  * with the system compiler against the system headers; run over the shim.
- * Usage: write_read_send PORT. Exit 0 and "OK" on success.
+ * Usage: write_read_send PORT [srq]: with "srq", the server's queue pair
+ * receives from a shared receive queue. Exit 0 and "OK" on success.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,7 +50,9 @@ int main(int argc, char **argv)
 	unsigned char *csrc = malloc(LEN), *cdst = malloc(LEN), *sbuf = malloc(LEN), *rbuf = malloc(LEN);
 	int i;
 
-	CHECK(argc == 2, "usage: %s PORT", argv[0]);
+	CHECK(argc == 2 || argc == 3, "usage: %s PORT [srq]", argv[0]);
+	int use_srq = argc == 3 && !strcmp(argv[2], "srq");
+	struct ibv_srq *srq = NULL;
 	a.sin_port = htons(atoi(argv[1]));
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	for (i = 0; i < LEN; i++) {
@@ -97,14 +100,27 @@ int main(int argc, char **argv)
 	struct ibv_cq *scq = ibv_create_cq(sid->verbs, 16, NULL, NULL, 0);
 	CHECK(spd && scq, "server pd/cq");
 	qa.send_cq = qa.recv_cq = scq;
+	if (use_srq) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+		struct ibv_srq_attr got;
+		CHECK((srq = ibv_create_srq(spd, &sa)) != NULL, "ibv_create_srq");
+		CHECK(ibv_query_srq(srq, &got) == 0 && got.max_wr == 16, "ibv_query_srq");
+		qa.srq = srq;
+	}
 	CHECK(rdma_create_qp(sid, spd, &qa) == 0, "rdma_create_qp (server)");
+	qa.srq = NULL;
 	struct ibv_mr *sbuf_mr = ibv_reg_mr(spd, sbuf, LEN,
 		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	struct ibv_mr *rbuf_mr = ibv_reg_mr(spd, rbuf, LEN, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(sbuf_mr && rbuf_mr, "server ibv_reg_mr");
 	struct ibv_sge rsge = { .addr = (uintptr_t)rbuf, .length = LEN, .lkey = rbuf_mr->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 77, .sg_list = &rsge, .num_sge = 1 }, *rbad;
-	CHECK(ibv_post_recv(sid->qp, &rwr, &rbad) == 0, "ibv_post_recv");
+	if (srq) {
+		CHECK(ibv_post_srq_recv(srq, &rwr, &rbad) == 0, "ibv_post_srq_recv");
+		CHECK(ibv_destroy_srq(srq) == EBUSY, "a shared receive queue in use is not destroyed");
+	} else {
+		CHECK(ibv_post_recv(sid->qp, &rwr, &rbad) == 0, "ibv_post_recv");
+	}
 	CHECK(rdma_accept(sid, NULL) == 0, "rdma_accept");
 	for (i = 0; i < 2; i++)
 		rdma_ack_cm_event(expect(RDMA_CM_EVENT_ESTABLISHED));
@@ -163,6 +179,8 @@ int main(int argc, char **argv)
 		rdma_ack_cm_event(expect(RDMA_CM_EVENT_DISCONNECTED));
 	rdma_destroy_qp(cid);
 	rdma_destroy_qp(sid);
+	if (srq)
+		CHECK(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq");
 	ibv_dereg_mr(csrc_mr);
 	ibv_dereg_mr(cdst_mr);
 	ibv_dereg_mr(sbuf_mr);
