@@ -8,7 +8,7 @@
 //!   against them by `tests/layout.rs`;
 //! * [`guard`]: every exported function runs inside it, so a Rust panic
 //!   becomes an error return and a log line, never an unwind into C;
-//! * [`exports`]: the symbol table (name, version, implementation);
+//! * `exports`: the symbol table (name, version, implementation);
 //! * `ibv/` (device, context, PD, MR, CQ, QP, SRQ) and `cm/` (event
 //!   channels, ids, address resolution, connect/accept) implement them.
 //!
