@@ -1,7 +1,7 @@
 //! Turns `abi/symbols.txt` into the linker version script that gives each
 //! exported symbol its rdma-core version, names the library
 //! `libibverbs.so.1`, and links `target/<profile>/rdma-shim/libibverbs.so.1`
-//! and `librdmacm.so.1` to it: one file under both names, which the
+//! and `librdmacm.so.1` to it (in `target/<profile>/deps/`): one file under both names, which the
 //! dynamic loader maps once (it recognises the same file), so libibverbs
 //! and librdmacm share one stack.
 
@@ -76,7 +76,9 @@ fn main() {
         for soname in ["libibverbs.so.1", "librdmacm.so.1"] {
             let link = names.join(soname);
             let _ = std::fs::remove_file(&link);
-            let _ = std::os::unix::fs::symlink("../libiwarp_rdma_shim.so", &link);
+            // deps/ holds the library `cargo test` builds too (`cargo
+            // build` also copies it up a level, `cargo test` does not).
+            let _ = std::os::unix::fs::symlink("../deps/libiwarp_rdma_shim.so", &link);
         }
     }
 }

@@ -11,6 +11,9 @@
 //!   may send before the initiator's first FPDU arrives. Default 1, as
 //!   siw does (perftest's write latency test needs it); 0 waits, as RFC
 //!   5044 section 7.1.2 says.
+//! * `IWARP_RFC7306=1`: every connection uses RFC 7306 (atomics, Write
+//!   and Send with Immediate Data). MPA cannot negotiate it, so both
+//!   ends must set it; the device then reports `IBV_ATOMIC_HCA`.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
@@ -90,6 +93,11 @@ impl Config {
                     "IWARP_RESPONDER_SENDS_FIRST={other}: expected 0 or 1"
                 ))
             }
+        };
+        mpa.rfc7306 = match get("IWARP_RFC7306").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(other) => return Err(format!("IWARP_RFC7306={other}: expected 0 or 1")),
         };
         let tap = match get("IWARP_TRANSPORT").as_deref() {
             None | Some("") | Some("kernel") => None,
@@ -179,6 +187,9 @@ mod tests {
                 .responder_sends_first
         );
         assert!(config(&[("IWARP_RESPONDER_SENDS_FIRST", "yes")]).is_err());
+        assert!(!config(&[]).unwrap().mpa.rfc7306);
+        assert!(config(&[("IWARP_RFC7306", "1")]).unwrap().mpa.rfc7306);
+        assert!(config(&[("IWARP_RFC7306", "on")]).is_err());
         assert!(config(&[
             ("IWARP_TRANSPORT", "tap"),
             ("IWARP_TAP", "t0"),

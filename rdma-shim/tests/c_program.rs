@@ -70,3 +70,21 @@ fn the_c_program_receives_through_a_shared_receive_queue() {
         "{report}"
     );
 }
+
+#[test]
+fn the_c_program_uses_immediate_data_and_atomics_with_rfc7306() {
+    let Some(exe) = build_c("tests/c/write_read_send.c", "write_read_send_7306") else {
+        return;
+    };
+    let mut cmd = over_shim(&exe);
+    cmd.args([free_port().to_string().as_str(), "rfc7306"]);
+    cmd.env("IWARP_RFC7306", "1");
+    let (status, out) = Reaped::spawn(cmd).finish(Duration::from_secs(60));
+    let report = show("write_read_send rfc7306", status, &out);
+    assert!(status.is_some_and(|s| s.success()), "{report}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "OK",
+        "{report}"
+    );
+}

@@ -259,7 +259,11 @@ pub extern "C" fn query_device(
         attr.max_qp_rd_atom = MAX_RD_ATOM;
         attr.max_qp_init_rd_atom = MAX_RD_ATOM;
         attr.max_res_rd_atom = MAX_RD_ATOM * (1 << 16);
-        attr.atomic_cap = sys::IBV_ATOMIC_NONE;
+        attr.atomic_cap = if st.mpa.rfc7306 {
+            sys::IBV_ATOMIC_HCA
+        } else {
+            sys::IBV_ATOMIC_NONE
+        };
         attr.max_srq = 1 << 10;
         attr.max_srq_wr = d.max_srq_wr.min(c_int::MAX as usize) as c_int;
         attr.max_srq_sge = d.max_srq_sge.min(c_int::MAX as usize) as c_int;

@@ -2,8 +2,10 @@
  * A Write, a Read and a Send through libibverbs/librdmacm, checked byte
  * for byte, with both ends in one process on loopback. Built by the test
  * with the system compiler against the system headers; run over the shim.
- * Usage: write_read_send PORT [srq]: with "srq", the server's queue pair
- * receives from a shared receive queue. Exit 0 and "OK" on success.
+ * Usage: write_read_send PORT [srq|rfc7306]: with "srq", the server's queue
+ * pair receives from a shared receive queue; with "rfc7306" (run with
+ * IWARP_RFC7306=1), a Write with Immediate Data and two atomics follow.
+ * Exit 0 and "OK" on success.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,6 +54,7 @@ int main(int argc, char **argv)
 
 	CHECK(argc == 2 || argc == 3, "usage: %s PORT [srq]", argv[0]);
 	int use_srq = argc == 3 && !strcmp(argv[2], "srq");
+	int use_7306 = argc == 3 && !strcmp(argv[2], "rfc7306");
 	struct ibv_srq *srq = NULL;
 	a.sin_port = htons(atoi(argv[1]));
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -164,6 +167,55 @@ int main(int argc, char **argv)
 	CHECK(!memcmp(sbuf, csrc, LEN / 2), "Write bytes");
 	wc = wait_wc(ccq);
 	CHECK(wc.wr_id == 3 && wc.opcode == IBV_WC_SEND, "Send completion");
+
+	if (use_7306) {
+		struct ibv_device_attr da;
+		CHECK(ibv_query_device(ctx, &da) == 0 && da.atomic_cap == IBV_ATOMIC_HCA, "atomics reported");
+		/* Write with Immediate Data: the bytes, then the value at the peer. */
+		rwr.wr_id = 78;
+		CHECK(ibv_post_recv(sid->qp, &rwr, &rbad) == 0, "ibv_post_recv for the immediate");
+		sge = (struct ibv_sge){ .addr = (uintptr_t)csrc, .length = 512, .lkey = csrc_mr->lkey };
+		wr.wr_id = 5;
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htonl(0x12345678);
+		wr.wr.rdma.remote_addr = (uintptr_t)sbuf + 1000;
+		wr.wr.rdma.rkey = sbuf_mr->rkey;
+		CHECK(ibv_post_send(cid->qp, &wr, &bad) == 0, "post Write with Immediate");
+		wc = wait_wc(scq);
+		CHECK(wc.wr_id == 78 && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+		      ntohl(wc.imm_data) == 0x12345678, "immediate data received");
+		CHECK(!memcmp(sbuf + 1000, csrc, 512), "Write with Immediate bytes");
+		wc = wait_wc(ccq);
+		CHECK(wc.wr_id == 5 && wc.opcode == IBV_WC_RDMA_WRITE, "Write with Immediate completion");
+		/* Fetch and Add, then Compare and Swap, on the server's word. */
+		uint64_t *word = aligned_alloc(8, 8), *old = aligned_alloc(8, 8);
+		*word = 40;
+		struct ibv_mr *wmr = ibv_reg_mr(spd, word, 8, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+		struct ibv_mr *omr = ibv_reg_mr(cpd, old, 8, IBV_ACCESS_LOCAL_WRITE);
+		CHECK(wmr && omr, "atomic regions");
+		sge = (struct ibv_sge){ .addr = (uintptr_t)old, .length = 8, .lkey = omr->lkey };
+		wr.wr_id = 6;
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.remote_addr = (uintptr_t)word;
+		wr.wr.atomic.rkey = wmr->rkey;
+		wr.wr.atomic.compare_add = 2;
+		CHECK(ibv_post_send(cid->qp, &wr, &bad) == 0, "post Fetch and Add");
+		wc = wait_wc(ccq);
+		CHECK(wc.wr_id == 6 && wc.opcode == IBV_WC_FETCH_ADD && *old == 40 && *word == 42, "Fetch and Add");
+		wr.wr_id = 7;
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.compare_add = 42;
+		wr.wr.atomic.swap = 7;
+		CHECK(ibv_post_send(cid->qp, &wr, &bad) == 0, "post Compare and Swap");
+		wc = wait_wc(ccq);
+		CHECK(wc.wr_id == 7 && wc.opcode == IBV_WC_COMP_SWAP && *old == 42 && *word == 7, "Compare and Swap");
+		ibv_dereg_mr(wmr);
+		ibv_dereg_mr(omr);
+		free(word);
+		free(old);
+		sge = (struct ibv_sge){ .addr = (uintptr_t)csrc + 5, .length = 1000, .lkey = csrc_mr->lkey };
+		wr.opcode = IBV_WR_SEND;
+	}
 
 	/* Too many scatter/gather entries: refused, bad_wr names it. */
 	struct ibv_sge two[2] = { sge, sge };
