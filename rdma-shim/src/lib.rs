@@ -1,0 +1,32 @@
+//! `libibverbs.so.1` and `librdmacm.so.1` for unmodified rdma-core
+//! programs (rping, perftest, ibv_devinfo...) over this userspace iWARP
+//! stack: the C ABI of rdma-core 44 (Debian 12), one device `iwarp0`
+//! whose verbs run on [`verbs::Device`].
+//!
+//! Layers:
+//! * [`sys`]: the C types, generated from the system headers and checked
+//!   against them by `tests/layout.rs`;
+//! * [`guard`]: every exported function runs inside it, so a Rust panic
+//!   becomes an error return and a log line, never an unwind into C;
+//! * `exports`: the symbol table (name, version, implementation);
+//! * `ibv/` (device, context, PD, MR, CQ, QP, SRQ) and `cm/` (event
+//!   channels, ids, address resolution, connect/accept) implement them.
+//!
+//! Unsafe code lives in this crate only: raw pointers handed in by C,
+//! the user's memory registered in place ([`alloc`]), and the exported
+//! symbols' aliases. Each block says why it holds.
+
+pub mod alloc;
+mod cm;
+mod exports;
+pub mod guard;
+mod ibv;
+pub mod stack;
+mod stubs;
+pub mod sys;
+
+/// The allocator of everything Rust allocates in the library: the system
+/// allocator, except that it never frees the user's buffers that memory
+/// registration adopted (see [`alloc`]).
+#[global_allocator]
+static ALLOCATOR: alloc::ShimAlloc = alloc::ShimAlloc;

@@ -1,0 +1,200 @@
+//! The one device behind `iwarp0`: a [`verbs::Device`] over the transport
+//! the environment names, with its progress thread, made on first use.
+//!
+//! * `IWARP_TRANSPORT` unset or `kernel`: the host's TCP, no privileges.
+//! * `IWARP_TRANSPORT=tap` with `IWARP_TAP=<ifname>` and
+//!   `IWARP_IP=<a.b.c.d/n>` (optional `IWARP_GATEWAY`, `IWARP_NETNS`): a
+//!   smoltcp host on that TAP interface (needs CAP_NET_ADMIN).
+//! * `IWARP_CRC=off|on|required|never`: the MPA CRC policy (default `on`:
+//!   offered, and used when the peer agrees).
+//! * `IWARP_RESPONDER_SENDS_FIRST=0|1`: whether an accepted connection
+//!   may send before the initiator's first FPDU arrives. Default 1, as
+//!   siw does (perftest's write latency test needs it); 0 waits, as RFC
+//!   5044 section 7.1.2 says.
+//! * `IWARP_RFC7306=1`: every connection uses RFC 7306 (atomics, Write
+//!   and Send with Immediate Data). MPA cannot negotiate it, so both
+//!   ends must set it; the device then reports `IBV_ATOMIC_HCA`.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::OnceLock;
+
+use verbs::transport::kernel::{KernelConfig, KernelTransport};
+use verbs::transport::tap::{TapConfig, TapTransport};
+use verbs::transport::Transport;
+use verbs::{CrcPolicy, Device, ListenOptions, MpaOptions, ProgressThread};
+
+/// The device and the thread that drives it.
+pub struct Stack {
+    /// The device every context of `iwarp0` uses.
+    pub device: Device,
+    /// MPA options of connections made or accepted.
+    pub mpa: MpaOptions,
+    _progress: ProgressThread,
+}
+
+static STACK: OnceLock<Result<Stack, String>> = OnceLock::new();
+
+/// The stack, made on first call; the error says why it could not be.
+pub fn stack() -> Result<&'static Stack, &'static str> {
+    STACK
+        .get_or_init(|| {
+            let cfg = Config::from_env()?;
+            let device = Device::new(cfg.transport()?);
+            let progress = device.spawn_progress_thread();
+            Ok(Stack {
+                device,
+                mpa: cfg.mpa,
+                _progress: progress,
+            })
+        })
+        .as_ref()
+        .map_err(|e| e.as_str())
+}
+
+impl Stack {
+    /// Listener options: this side's MPA settings.
+    pub fn listen_options(&self) -> ListenOptions {
+        ListenOptions::default().with_mpa(self.mpa.clone())
+    }
+}
+
+/// What the environment asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `None`: kernel TCP; `Some`: the TAP interface's settings.
+    pub tap: Option<TapConfig>,
+    /// MPA settings.
+    pub mpa: MpaOptions,
+}
+
+impl Config {
+    /// Reads `IWARP_*` from the process environment.
+    pub fn from_env() -> Result<Config, String> {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads the settings through `get` (the environment, or a test's map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let mut mpa = MpaOptions::default();
+        mpa.crc = match get("IWARP_CRC").as_deref() {
+            None | Some("on") => CrcPolicy::Preferred,
+            Some("off") => CrcPolicy::Off,
+            Some("required") => CrcPolicy::Required,
+            Some("never") => CrcPolicy::Never,
+            Some(other) => {
+                return Err(format!("IWARP_CRC={other}: expected off|on|required|never"))
+            }
+        };
+        mpa.responder_sends_first = match get("IWARP_RESPONDER_SENDS_FIRST").as_deref() {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(other) => {
+                return Err(format!(
+                    "IWARP_RESPONDER_SENDS_FIRST={other}: expected 0 or 1"
+                ))
+            }
+        };
+        mpa.rfc7306 = match get("IWARP_RFC7306").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(other) => return Err(format!("IWARP_RFC7306={other}: expected 0 or 1")),
+        };
+        let tap = match get("IWARP_TRANSPORT").as_deref() {
+            None | Some("") | Some("kernel") => None,
+            Some("tap") => {
+                let ifname = get("IWARP_TAP").ok_or("IWARP_TRANSPORT=tap needs IWARP_TAP")?;
+                let ip = get("IWARP_IP").ok_or("IWARP_TRANSPORT=tap needs IWARP_IP=a.b.c.d/n")?;
+                let (addr, prefix) = ip
+                    .split_once('/')
+                    .ok_or(format!("IWARP_IP={ip}: expected a.b.c.d/n"))?;
+                let addr: Ipv4Addr = addr.parse().map_err(|e| format!("IWARP_IP={ip}: {e}"))?;
+                let prefix_len: u8 = prefix
+                    .parse()
+                    .ok()
+                    .filter(|p| *p <= 32)
+                    .ok_or(format!("IWARP_IP={ip}: bad prefix length"))?;
+                let gateway = match get("IWARP_GATEWAY") {
+                    Some(g) => Some(g.parse().map_err(|e| format!("IWARP_GATEWAY={g}: {e}"))?),
+                    None => None,
+                };
+                Some(TapConfig {
+                    ifname,
+                    netns: get("IWARP_NETNS"),
+                    addr,
+                    prefix_len,
+                    gateway,
+                    ..TapConfig::default()
+                })
+            }
+            Some(other) => return Err(format!("IWARP_TRANSPORT={other}: expected kernel or tap")),
+        };
+        Ok(Config { tap, mpa })
+    }
+
+    fn transport(&self) -> Result<Box<dyn Transport + Send>, String> {
+        Ok(match &self.tap {
+            Some(cfg) => {
+                Box::new(TapTransport::open(cfg).map_err(|e| format!("TAP {}: {e}", cfg.ifname))?)
+            }
+            None => Box::new(KernelTransport::new(KernelConfig {
+                bind_ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                ..KernelConfig::default()
+            })),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn kernel_tcp_is_the_default_and_tap_needs_its_interface_and_address() {
+        let c = config(&[]).unwrap();
+        assert!(c.tap.is_none());
+        assert_eq!(c.mpa.crc, CrcPolicy::Preferred);
+        assert!(config(&[("IWARP_TRANSPORT", "tap")]).is_err());
+        assert!(config(&[("IWARP_TRANSPORT", "tap"), ("IWARP_TAP", "t0")]).is_err());
+        let c = config(&[
+            ("IWARP_TRANSPORT", "tap"),
+            ("IWARP_TAP", "t0"),
+            ("IWARP_IP", "10.0.0.2/24"),
+            ("IWARP_CRC", "off"),
+        ])
+        .unwrap();
+        let tap = c.tap.unwrap();
+        assert_eq!(
+            (tap.ifname.as_str(), tap.addr, tap.prefix_len),
+            ("t0", Ipv4Addr::new(10, 0, 0, 2), 24)
+        );
+        assert_eq!(c.mpa.crc, CrcPolicy::Off);
+        assert!(config(&[("IWARP_TRANSPORT", "rxe")]).is_err());
+        assert!(config(&[("IWARP_CRC", "maybe")]).is_err());
+        assert!(config(&[]).unwrap().mpa.responder_sends_first);
+        assert!(
+            !config(&[("IWARP_RESPONDER_SENDS_FIRST", "0")])
+                .unwrap()
+                .mpa
+                .responder_sends_first
+        );
+        assert!(config(&[("IWARP_RESPONDER_SENDS_FIRST", "yes")]).is_err());
+        assert!(!config(&[]).unwrap().mpa.rfc7306);
+        assert!(config(&[("IWARP_RFC7306", "1")]).unwrap().mpa.rfc7306);
+        assert!(config(&[("IWARP_RFC7306", "on")]).is_err());
+        assert!(config(&[
+            ("IWARP_TRANSPORT", "tap"),
+            ("IWARP_TAP", "t0"),
+            ("IWARP_IP", "10.0.0.2/33")
+        ])
+        .is_err());
+    }
+}

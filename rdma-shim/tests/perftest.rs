@@ -1,0 +1,111 @@
+//! Debian's perftest (ib_*_bw and ib_*_lat with -R, rdma_cm), unmodified,
+//! over the shim: against itself, and against this workspace's `iwarp
+//! perf` in both roles. Each run must end with both sides exiting 0 and
+//! the client printing its result line. Figures are printed, not judged.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{free_port, iwarp_tool, over_shim, show, tool, wait_listening, Reaped};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// (perftest program, `iwarp perf` test name, iterations).
+const TESTS: [(&str, &str, &str); 5] = [
+    ("ib_write_bw", "write", "500"),
+    ("ib_read_bw", "read", "500"),
+    ("ib_send_bw", "send", "500"),
+    ("ib_write_lat", "write-lat", "500"),
+    ("ib_read_lat", "read-lat", "500"),
+];
+
+/// Runs `server`, waits for it to listen, then `client`; both must exit 0
+/// and the client must print a result row for `iters` iterations.
+fn pair(what: &str, mut server: Command, mut client: Command, port: u16, iters: &str) {
+    server.args(["-p", &port.to_string(), "-n", iters, "-R"]);
+    let s = Reaped::spawn(server);
+    assert!(
+        wait_listening(port, Duration::from_secs(20)),
+        "{what}: the server never listened on {port}"
+    );
+    client.args(["-p", &port.to_string(), "-n", iters, "-R", "127.0.0.1"]);
+    let c = Reaped::spawn(client);
+    let (cs, cout) = c.finish(LIMIT);
+    let (ss, sout) = s.finish(LIMIT);
+    let report = format!(
+        "{what}\n{}\n{}",
+        show("client", cs, &cout),
+        show("server", ss, &sout)
+    );
+    assert!(cs.is_some_and(|s| s.success()), "{report}");
+    assert!(ss.is_some_and(|s| s.success()), "{report}");
+    let text = String::from_utf8_lossy(&cout.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(iters))
+        .unwrap_or_else(|| panic!("no result row for {iters} iterations\n{report}"));
+    println!("{what}: {row}");
+}
+
+fn perftest(p: &Path) -> Command {
+    over_shim(p)
+}
+
+fn iwarp_perf(iwarp: &Path, test: &str) -> Command {
+    let mut c = Command::new(iwarp);
+    c.args(["perf", test]);
+    c
+}
+
+#[test]
+fn perftest_over_the_shim_against_itself() {
+    for (prog, _, iters) in TESTS {
+        let Some(p) = tool(prog, "perftest") else {
+            return;
+        };
+        pair(
+            &format!("{prog} shim/shim"),
+            perftest(&p),
+            perftest(&p),
+            free_port(),
+            iters,
+        );
+    }
+}
+
+#[test]
+fn perftest_client_over_the_shim_against_iwarp_perf() {
+    let Some(iwarp) = iwarp_tool() else { return };
+    for (prog, test, iters) in TESTS {
+        let Some(p) = tool(prog, "perftest") else {
+            return;
+        };
+        pair(
+            &format!("{prog} shim client, iwarp perf server"),
+            iwarp_perf(&iwarp, test),
+            perftest(&p),
+            free_port(),
+            iters,
+        );
+    }
+}
+
+#[test]
+fn perftest_server_over_the_shim_against_iwarp_perf() {
+    let Some(iwarp) = iwarp_tool() else { return };
+    for (prog, test, iters) in TESTS {
+        let Some(p) = tool(prog, "perftest") else {
+            return;
+        };
+        pair(
+            &format!("{prog} shim server, iwarp perf client"),
+            perftest(&p),
+            iwarp_perf(&iwarp, test),
+            free_port(),
+            iters,
+        );
+    }
+}
