@@ -93,7 +93,7 @@ fn register(p: *mut sys::ibv_pd, addr: *mut c_void, len: usize, access: c_int) -
     };
     match pdo
         .pd
-        .register_vec(bytes, Access::from_bits_truncate(a as u8))
+        .register_vec(bytes, Access::from_bits_truncate(a as u32 & 0xf))
     {
         Ok(mr) => {
             let ibv = sys::ibv_mr {
