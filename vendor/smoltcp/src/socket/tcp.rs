@@ -746,6 +746,13 @@ pub struct Socket<'a> {
 
 const DEFAULT_MSS: usize = 536;
 
+#[cfg(test)]
+std::thread_local! {
+    /// The initial sequence number of the connections a test opens, so that
+    /// a simulation can run its sequence numbers across 2^31 or 2^32.
+    static TEST_ISN: core::cell::Cell<i32> = const { core::cell::Cell::new(10000) };
+}
+
 /// The smallest tail loss probe timeout (RFC 8985 section 7.2 leaves the
 /// timer granularity to the implementation).
 const PTO_MIN: Duration = Duration::from_millis(1);
@@ -1403,7 +1410,7 @@ impl<'a> Socket<'a> {
 
     #[cfg(test)]
     fn random_seq_no(_cx: &mut Context) -> TcpSeqNumber {
-        TcpSeqNumber(10000)
+        TcpSeqNumber(TEST_ISN.with(core::cell::Cell::get))
     }
 
     #[cfg(not(test))]
