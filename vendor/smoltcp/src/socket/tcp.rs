@@ -2074,9 +2074,8 @@ impl<'a> Socket<'a> {
         repr: &TcpRepr,
     ) {
         let probe_dsacked = dsack.is_some_and(|(left, right)| left < end && self.tlp_seq < right);
-        let plain_dup = !advanced
-            && repr.payload.is_empty()
-            && repr.sack_ranges.iter().all(Option::is_none);
+        let plain_dup =
+            !advanced && repr.payload.is_empty() && repr.sack_ranges.iter().all(Option::is_none);
         if !self.tlp_retrans || probe_dsacked || plain_dup {
             self.tlp_end_seq = None;
         } else if ack_number > end {
@@ -12750,37 +12749,51 @@ mod test {
         let mut at = Instant::from_millis(1000);
         for backoff in [2, 4] {
             at += s.rtte.retransmission_timeout();
-            recv(&mut s, at, |r| assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1)));
+            recv(&mut s, at, |r| {
+                assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1))
+            });
             assert_eq!(s.rtte.retransmission_timeout(), rto * backoff);
         }
         assert_eq!(s.stats().timeouts, 2);
         // The resent "aaa" is acknowledged: no sample (Karn), the backoff
         // stays.
-        send(&mut s, at + Duration::from_millis(5), &TcpRepr {
-            seq_number: REMOTE_SEQ + 1,
-            ack_number: Some(LOCAL_SEQ + 1 + 3),
-            ..SEND_TEMPL
-        });
+        send(
+            &mut s,
+            at + Duration::from_millis(5),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 3),
+                ..SEND_TEMPL
+            },
+        );
         assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
         // "BBB" goes again, then new data, sent once and acknowledged.
         recv(&mut s, at + Duration::from_millis(5), |r| {
             assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 3))
         });
-        send(&mut s, at + Duration::from_millis(10), &TcpRepr {
-            seq_number: REMOTE_SEQ + 1,
-            ack_number: Some(LOCAL_SEQ + 1 + 6),
-            ..SEND_TEMPL
-        });
+        send(
+            &mut s,
+            at + Duration::from_millis(10),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 6),
+                ..SEND_TEMPL
+            },
+        );
         assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
         s.send_slice(b"ccc").unwrap();
         recv(&mut s, at + Duration::from_millis(10), |r| {
             assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 6))
         });
-        send(&mut s, at + Duration::from_millis(20), &TcpRepr {
-            seq_number: REMOTE_SEQ + 1,
-            ack_number: Some(LOCAL_SEQ + 1 + 9),
-            ..SEND_TEMPL
-        });
+        send(
+            &mut s,
+            at + Duration::from_millis(20),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 9),
+                ..SEND_TEMPL
+            },
+        );
         assert!(s.rtte.retransmission_timeout() < rto * 2);
     }
 

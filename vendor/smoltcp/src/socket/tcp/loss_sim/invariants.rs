@@ -164,7 +164,12 @@ pub(super) fn state(s: &Socket) -> impl PartialEq + core::fmt::Debug + use<> {
     (
         (s.local_seq_no, s.remote_last_seq, s.scoreboard, s.stats),
         (cwnd(s), s.recovery_point, s.rto_recovery_point, s.frto),
-        (s.undo.is_some(), s.reordering_seen, s.reo_wnd_mult, s.rack_edge),
+        (
+            s.undo.is_some(),
+            s.reordering_seen,
+            s.reo_wnd_mult,
+            s.rack_edge,
+        ),
         (s.local_rx_dup_acks, s.remote_win_len, s.max_remote_win),
         (s.tlp_end_seq, s.rxt_lost, s.head_resend),
         received(s),
