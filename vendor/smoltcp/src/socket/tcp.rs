@@ -213,7 +213,9 @@ struct RttEstimator {
     /// The smallest RTT sample seen, in microseconds (RACK's reordering window
     /// and tail loss probes scale with it).
     min_rtt: u32,
-    timestamp: Option<(Instant, TcpSeqNumber)>,
+    /// The segment being timed: when it was sent, its start and end. Only
+    /// a segment sent once gives a sample (Karn's rule, RFC 6298 section 3).
+    timestamp: Option<(Instant, TcpSeqNumber, TcpSeqNumber)>,
     max_seq_sent: Option<TcpSeqNumber>,
     rto_count: u8,
     config: RtoConfig,
@@ -312,27 +314,40 @@ impl RttEstimator {
         self.rto_count = 0;
     }
 
-    fn on_send(&mut self, timestamp: Instant, seq: TcpSeqNumber) {
+    fn on_send(&mut self, timestamp: Instant, start: TcpSeqNumber, end: TcpSeqNumber) {
         if self
             .max_seq_sent
-            .map(|max_seq_sent| seq > max_seq_sent)
+            .map(|max_seq_sent| end > max_seq_sent)
             .unwrap_or(true)
         {
-            self.max_seq_sent = Some(seq);
+            self.max_seq_sent = Some(end);
             if self.timestamp.is_none() {
-                self.timestamp = Some((timestamp, seq));
-                tcp_trace!("rtte: sampling at seq={:?}", seq);
+                self.timestamp = Some((timestamp, start, end));
+                tcp_trace!("rtte: sampling at seq={:?}", end);
             }
         }
     }
 
     fn on_ack(&mut self, timestamp: Instant, seq: TcpSeqNumber) {
-        if let Some((sent_timestamp, sent_seq)) = self.timestamp
+        if let Some((sent_timestamp, _, sent_seq)) = self.timestamp
             && seq >= sent_seq
         {
             let rtt = (timestamp - sent_timestamp).total_micros();
             self.sample(u32::try_from(rtt).unwrap_or(u32::MAX));
             self.timestamp = None;
+        }
+    }
+
+    /// A SACK block newly reported `left..right` held: if it holds the
+    /// timed segment, sent once, that is a valid sample too (Linux's
+    /// `sack_rtt_us`), and in recovery or after a timeout often the only
+    /// one, since the cumulative ACK waits for resent holes.
+    fn on_sack(&mut self, timestamp: Instant, left: TcpSeqNumber, right: TcpSeqNumber) {
+        if let Some((_, start, end)) = self.timestamp
+            && left <= start
+            && end <= right
+        {
+            self.on_ack(timestamp, end);
         }
     }
 
@@ -356,11 +371,17 @@ impl RttEstimator {
         }
     }
 
-    fn on_retransmit(&mut self) {
-        if self.timestamp.is_some() {
+    /// Karn's rule: `start..end` was sent again; if that is (part of) the
+    /// timed segment, its ACK could be for either copy, so no sample. A
+    /// resend of other data leaves the timing alone.
+    fn on_retransmit(&mut self, start: TcpSeqNumber, end: TcpSeqNumber) {
+        if let Some((_, timed_start, timed_end)) = self.timestamp
+            && start < timed_end
+            && timed_start < end
+        {
             tcp_trace!("rtte: abort sampling due to retransmit");
+            self.timestamp = None;
         }
-        self.timestamp = None;
     }
 }
 
@@ -724,6 +745,13 @@ pub struct Socket<'a> {
 }
 
 const DEFAULT_MSS: usize = 536;
+
+#[cfg(test)]
+std::thread_local! {
+    /// The initial sequence number of the connections a test opens, so that
+    /// a simulation can run its sequence numbers across 2^31 or 2^32.
+    static TEST_ISN: core::cell::Cell<i32> = const { core::cell::Cell::new(10000) };
+}
 
 /// The smallest tail loss probe timeout (RFC 8985 section 7.2 leaves the
 /// timer granularity to the implementation).
@@ -1382,7 +1410,7 @@ impl<'a> Socket<'a> {
 
     #[cfg(test)]
     fn random_seq_no(_cx: &mut Context) -> TcpSeqNumber {
-        TcpSeqNumber(10000)
+        TcpSeqNumber(TEST_ISN.with(core::cell::Cell::get))
     }
 
     #[cfg(not(test))]
@@ -1783,6 +1811,12 @@ impl<'a> Socket<'a> {
             (0, None)
         };
         let dsack = dsack_block.is_some();
+        if newly_sacked > 0 {
+            for &(left, right) in repr.sack_ranges.iter().flatten() {
+                let (left, right) = (TcpSeqNumber(left as i32), TcpSeqNumber(right as i32));
+                self.rtte.on_sack(now, left, right);
+            }
+        }
         // RFC 8985 section 6.2 step 2: a hole no resend can have filled
         // is now (partly) delivered, below data delivered before it.
         if let Some((region, before, below_edge)) = holes
@@ -2040,9 +2074,8 @@ impl<'a> Socket<'a> {
         repr: &TcpRepr,
     ) {
         let probe_dsacked = dsack.is_some_and(|(left, right)| left < end && self.tlp_seq < right);
-        let plain_dup = !advanced
-            && repr.payload.is_empty()
-            && repr.sack_ranges.iter().all(Option::is_none);
+        let plain_dup =
+            !advanced && repr.payload.is_empty() && repr.sack_ranges.iter().all(Option::is_none);
         if !self.tlp_retrans || probe_dsacked || plain_dup {
             self.tlp_end_seq = None;
         } else if ack_number > end {
@@ -3767,9 +3800,6 @@ impl<'a> Socket<'a> {
             } else {
                 self.timer.set_for_idle(cx.now(), self.keep_alive);
             }
-
-            // Inform RTTE, so that it can avoid bogus measurements.
-            self.rtte.on_retransmit();
         } else if self.tlp_at.is_some_and(|at| cx.now() >= at) {
             net_debug!("tail loss probe timer expired");
             self.tlp_at = None;
@@ -4151,7 +4181,7 @@ impl<'a> Socket<'a> {
                 undo.on_retransmit(repr.seq_number, seg_end);
             }
             // Karn: no RTT sample from a segment sent twice.
-            self.rtte.on_retransmit();
+            self.rtte.on_retransmit(repr.seq_number, seg_end);
             if self.recovery_point.is_some() && repr.seq_number >= self.high_rxt {
                 self.high_rxt = seg_end;
             }
@@ -4189,8 +4219,7 @@ impl<'a> Socket<'a> {
         self.remote_last_win = repr.window_len;
 
         if repr.segment_len() > 0 {
-            self.rtte
-                .on_send(cx.now(), repr.seq_number + repr.segment_len());
+            self.rtte.on_send(cx.now(), repr.seq_number, seg_end);
             self.congestion_controller
                 .inner_mut()
                 .post_transmit(cx.now(), repr.segment_len());
@@ -9679,6 +9708,24 @@ mod test {
         assert!(s.congestion_controller.inner().window() < before);
     }
 
+    /// After a timeout, new data sent once and SACKed above the holes
+    /// gives a valid RTT sample (Karn's rule allows it; Linux takes such
+    /// `sack_rtt_us` samples), which ends the backoff: resends of other
+    /// data do not void its timing.
+    #[test]
+    #[cfg(any(feature = "socket-tcp-reno", feature = "socket-tcp-cubic"))]
+    fn test_sack_of_new_data_after_a_timeout_ends_the_backoff() {
+        let (mut s, _) = socket_frto();
+        assert_eq!(s.rtte.retransmission_timeout(), Duration::from_secs(2));
+        send!(s, time 2001, sack_ack(3, &[]));
+        recv_segments(&mut s, 2001, 12, b"EEEFFF", 3);
+        // F-RTO finds the loss real and resends "BBB" and "ccc".
+        send!(s, time 2002, sack_ack(3, &[(12, 18)]));
+        recv_segments(&mut s, 2002, 3, b"BBBccc", 3);
+        assert_eq!(s.rtte.retransmission_timeout(), Duration::from_secs(1));
+        assert_eq!(s.rtte.smoothed(), Some(Duration::from_millis(1)));
+    }
+
     /// A D-SACK of the resent head: the original arrived, the timeout was
     /// spurious.
     #[test]
@@ -12702,37 +12749,51 @@ mod test {
         let mut at = Instant::from_millis(1000);
         for backoff in [2, 4] {
             at += s.rtte.retransmission_timeout();
-            recv(&mut s, at, |r| assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1)));
+            recv(&mut s, at, |r| {
+                assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1))
+            });
             assert_eq!(s.rtte.retransmission_timeout(), rto * backoff);
         }
         assert_eq!(s.stats().timeouts, 2);
         // The resent "aaa" is acknowledged: no sample (Karn), the backoff
         // stays.
-        send(&mut s, at + Duration::from_millis(5), &TcpRepr {
-            seq_number: REMOTE_SEQ + 1,
-            ack_number: Some(LOCAL_SEQ + 1 + 3),
-            ..SEND_TEMPL
-        });
+        send(
+            &mut s,
+            at + Duration::from_millis(5),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 3),
+                ..SEND_TEMPL
+            },
+        );
         assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
         // "BBB" goes again, then new data, sent once and acknowledged.
         recv(&mut s, at + Duration::from_millis(5), |r| {
             assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 3))
         });
-        send(&mut s, at + Duration::from_millis(10), &TcpRepr {
-            seq_number: REMOTE_SEQ + 1,
-            ack_number: Some(LOCAL_SEQ + 1 + 6),
-            ..SEND_TEMPL
-        });
+        send(
+            &mut s,
+            at + Duration::from_millis(10),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 6),
+                ..SEND_TEMPL
+            },
+        );
         assert_eq!(s.rtte.retransmission_timeout(), rto * 4);
         s.send_slice(b"ccc").unwrap();
         recv(&mut s, at + Duration::from_millis(10), |r| {
             assert_eq!(r.map(|r| r.seq_number), Ok(LOCAL_SEQ + 1 + 6))
         });
-        send(&mut s, at + Duration::from_millis(20), &TcpRepr {
-            seq_number: REMOTE_SEQ + 1,
-            ack_number: Some(LOCAL_SEQ + 1 + 9),
-            ..SEND_TEMPL
-        });
+        send(
+            &mut s,
+            at + Duration::from_millis(20),
+            &TcpRepr {
+                seq_number: REMOTE_SEQ + 1,
+                ack_number: Some(LOCAL_SEQ + 1 + 9),
+                ..SEND_TEMPL
+            },
+        );
         assert!(s.rtte.retransmission_timeout() < rto * 2);
     }
 

@@ -49,7 +49,9 @@ impl Undo {
         // The range this one extends or lies in (a go-back resend is one
         // growing range), else a free slot.
         let slot = self.resent.iter().position(|r| {
-            r.is_some_and(|(from, to, _)| (from <= start && start <= to) || (start < from && end >= from))
+            r.is_some_and(|(from, to, _)| {
+                (from <= start && start <= to) || (start < from && end >= from)
+            })
         });
         match slot.or_else(|| self.resent.iter().position(Option::is_none)) {
             Some(i) => {

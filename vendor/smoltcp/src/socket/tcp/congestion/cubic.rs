@@ -566,6 +566,41 @@ mod test {
         assert!(cubic.window() >= cwnd_at_ca_entry);
     }
 
+    /// A loss the tail loss probe repaired: cut as fast recovery cuts,
+    /// and that recovery over at once, so the next loss cuts again.
+    #[test]
+    fn repaired_loss_cuts_and_ends_recovery() {
+        let mut cubic = Cubic::new();
+        cubic.set_mss(MSS);
+        cubic.set_remote_window(1 << 20);
+        for i in 0..30 {
+            ack(&mut cubic, MSS, Instant::from_millis(i));
+        }
+        let before = cubic.window();
+        cubic.on_repaired_loss(Instant::from_millis(40), before);
+        assert!(!cubic.in_fast_recovery);
+        assert_eq!(cubic.window(), (before as f64 * BETA_CUBIC) as usize);
+        let after = cubic.window();
+        cubic.on_recovery(Instant::from_millis(41), after);
+        assert!(cubic.window() < after);
+    }
+
+    /// A lost retransmission cuts a window already cut once.
+    #[test]
+    fn lost_retransmission_cuts_again() {
+        let mut cubic = Cubic::new();
+        cubic.set_mss(MSS);
+        cubic.set_remote_window(1 << 20);
+        for i in 0..30 {
+            ack(&mut cubic, MSS, Instant::from_millis(i));
+        }
+        cubic.on_recovery(Instant::from_millis(40), cubic.window());
+        let first = cubic.window();
+        cubic.on_retransmission_lost(Instant::from_millis(41), first);
+        assert_eq!(cubic.window(), (first as f64 * BETA_CUBIC) as usize);
+        assert!(cubic.in_fast_recovery);
+    }
+
     #[test]
     fn progress_to_ca_via_loss() {
         let mut cubic = Cubic::new();

@@ -142,6 +142,22 @@ mod test {
     }
 
     #[test]
+    fn repaired_loss_and_lost_retransmission_cut() {
+        let mut reno = Reno::new();
+        reno.set_mss(MSS);
+        reno.set_remote_window(MSS * 64);
+        reno.cwnd = MSS * 32;
+        reno.on_repaired_loss(Instant::from_millis(0), MSS * 32);
+        assert!(!reno.in_fast_recovery);
+        assert_eq!(reno.window(), MSS * 16);
+        reno.on_recovery(Instant::from_millis(1), MSS * 16);
+        assert_eq!(reno.window(), MSS * 8);
+        reno.on_retransmission_lost(Instant::from_millis(2), MSS * 8);
+        assert_eq!(reno.window(), MSS * 4);
+        assert!(reno.in_fast_recovery);
+    }
+
+    #[test]
     fn congestion_avoidance_works() {
         let mut reno = Reno::new();
         reno.set_mss(MSS);
