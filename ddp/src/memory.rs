@@ -62,8 +62,8 @@ pub trait Memory {
     }
 
     /// Checks `data.len()` bytes at tagged offset `to` of `stag` for
-    /// access `need` from domain `pd` ([`check`](crate::tagged::check)
-    /// over [`region`](Self::region)) and writes them there: on `Err`
+    /// access `need` from domain `pd` ([`check`] over
+    /// [`region`](Self::region)) and writes them there: on `Err`
     /// nothing was written. Implementations may override it to look the
     /// region up once for both steps; the answer must be the one the
     /// default gives.

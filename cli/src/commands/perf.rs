@@ -41,7 +41,7 @@ mod stats;
 mod tests;
 mod wire;
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ pub use server::{run_server, ServerConfig};
 pub use stats::Report;
 
 pub(crate) use super::transport_args::linger;
-use super::transport_args::TransportArgs;
+use super::transport_args::{self, TransportArgs};
 
 /// perftest's default port.
 pub const DEFAULT_PORT: u16 = 18515;
@@ -378,14 +378,7 @@ fn session_id() -> u64 {
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, PerfError> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
+    transport_args::resolve(host, port)
         .map_err(|e| PerfError::Setup(format!("{host}: {e}")))?
-        .collect();
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
         .ok_or_else(|| PerfError::Setup(format!("{host}: no address")))
 }

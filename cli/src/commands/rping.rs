@@ -25,7 +25,7 @@ mod server_driver;
 #[cfg(test)]
 mod tests;
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub use log::Log;
 pub use server_driver::{run_server, ServerConfig};
 
 pub(crate) use super::transport_args::linger;
-use super::transport_args::TransportArgs;
+use super::transport_args::{self, TransportArgs};
 
 /// rping's default port.
 pub const DEFAULT_PORT: u16 = 7174;
@@ -221,18 +221,11 @@ fn open(args: &Args, bind: Option<IpAddr>, log: &Log) -> Result<Device, RpingErr
 /// A host name or address and a port, IPv4 first (getaddrinfo's order
 /// otherwise).
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, RpingError> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
+    transport_args::resolve(host, port)
         .map_err(|e| {
             RpingError::Setup(format!(
                 "getaddrinfo failed ({e}) - invalid hostname or IP address"
             ))
         })?
-        .collect();
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
         .ok_or_else(|| RpingError::Setup(format!("{host}: no address")))
 }

@@ -7,7 +7,8 @@
 //! what the transport sends and receives.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -377,6 +378,17 @@ fn seed_from_clock() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     (t.as_nanos() as u64) ^ ((std::process::id() as u64) << 32)
+}
+
+/// A host name or address and a port: its first IPv4 address, or
+/// getaddrinfo's first when it has none (`None`: no address at all).
+pub(crate) fn resolve(host: &str, port: u16) -> io::Result<Option<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
+    Ok(addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied())
 }
 
 #[cfg(test)]

@@ -522,8 +522,8 @@ impl Inner {
     fn emit_data_segment<M: Memory + ?Sized>(
         &mut self,
         mem: &M,
-        mut ddp: SegmentRepr,
-        mut sent: u32,
+        ddp: SegmentRepr,
+        sent: u32,
         out: &mut [u8],
     ) -> Step {
         let Some(e) = self.sq.current() else {
@@ -532,17 +532,110 @@ impl Inner {
         let len = e.len;
         let mut take_msn = e.msn.is_none() && !ddp.is_tagged();
         let then_immediate = matches!(e.wr.op, SendOp::SendImm { .. } | SendOp::WriteImm { .. });
+        let mut gather = Gather::default();
+        self.emit_run(
+            ddp,
+            len,
+            sent,
+            out,
+            |this, hdr, sent, chunk, rest| {
+                // Gathered from the SGL straight into `rest`. Whether the
+                // FPDU fits is the framer's first check (`Ok(None)`, before
+                // any byte is gathered).
+                let (pd, tx) = (this.pd, &mut this.tx);
+                let Some(wr) = this.sq.current().map(|e| &e.wr) else {
+                    return Ok(None);
+                };
+                let framed = tx.frame_with(hdr, chunk as usize, rest, |buf, register| {
+                    if wr.inline.is_empty() {
+                        gather.copy(mem, pd, &wr.sgl, sent, buf, register)
+                    } else {
+                        // Inline data was copied in at posting.
+                        let from = wr.inline.get(sent as usize..sent as usize + buf.len());
+                        let from = from.ok_or(())?;
+                        match register {
+                            Some(r) => *r = crc32c_fold::copy_update(*r, buf, from),
+                            None => buf.copy_from_slice(from),
+                        }
+                        Ok(())
+                    }
+                })?;
+                if take_msn && framed.is_some() {
+                    // The message's first segment is out: it took the MSN.
+                    take_msn = false;
+                    let m = this.msn_send.take();
+                    if let Some(cur) = this.sq.current_mut() {
+                        cur.msn = Some(m);
+                    }
+                }
+                Ok(framed)
+            },
+            |this, sent| {
+                if let Some(cur) = this.sq.current_mut() {
+                    cur.progress = Progress::Transmitting { sent };
+                }
+                this.irq_eligible()
+            },
+            // The segments before this one are out; the entry fails.
+            |this, ()| this.local_sq_error(WcStatus::LocProtErr),
+            |this| {
+                if then_immediate {
+                    if let Some(cur) = this.sq.current_mut() {
+                        cur.progress = Progress::Immediate;
+                    }
+                } else {
+                    this.sq.finish_current(Progress::Done(WcStatus::Success));
+                    this.retire();
+                }
+            },
+            |this, sent| {
+                if let Some(cur) = this.sq.current_mut() {
+                    cur.progress = Progress::Transmitting { sent };
+                }
+            },
+        )
+    }
+
+    /// One run of segments of one message, the first with the header
+    /// `ddp` (L clear), `sent` of its `len` bytes already out: a send
+    /// queue entry's Send or Write, or the oldest Read Response. The two
+    /// differ only in what the closures do:
+    ///
+    /// - `segment` frames the segment of `chunk` bytes from `sent` on with
+    ///   the header `hdr` into `rest`: `Ok(None)` when it does not fit, an
+    ///   error when its source is bad;
+    /// - `after_first` records the progress once the first segment is out
+    ///   and says whether the other stream has something that may go
+    ///   between the segments (asked once: nothing arrives while
+    ///   transmitting, so the answer cannot change within the run);
+    /// - `fail` handles a bad source (what was written before it stands);
+    /// - `finish` retires the message after its last segment;
+    /// - `save` records the progress when the run stops short of it.
+    ///
+    /// What stays the same over the run is worked out once: the header
+    /// (each segment rewrites only L and the MO or TO in it) and the room
+    /// for payload.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn emit_run<E>(
+        &mut self,
+        mut ddp: SegmentRepr,
+        len: u32,
+        mut sent: u32,
+        out: &mut [u8],
+        mut segment: impl FnMut(&mut Self, &[u8], u32, u32, &mut [u8]) -> Result<Option<usize>, E>,
+        mut after_first: impl FnMut(&mut Self, u32) -> bool,
+        fail: impl FnOnce(&mut Self, E) -> Step,
+        finish: impl FnOnce(&mut Self),
+        save: impl FnOnce(&mut Self, u32),
+    ) -> Step {
         let mut hdr = [0u8; MAX_HEADER];
         let Ok(n) = header_bytes(&ddp, None, &mut hdr) else {
             return self.header_overflow();
         };
         let room = u32::try_from(self.mulpdu.saturating_sub(n)).unwrap_or(u32::MAX);
-        let mut gather = Gather::default();
         let mut written = 0usize;
-        // Whether a Read Response waits is asked once, after the first
-        // segment: nothing arrives while transmitting, and from then on the
-        // entry is started, so the answer cannot change within the run.
-        let mut irq_asked = false;
+        let mut asked = false;
         loop {
             let chunk = (len - sent).min(room);
             let last = sent + chunk == len;
@@ -559,36 +652,13 @@ impl Inner {
                     Step::Wrote(written)
                 };
             }
-            // Gathered from the SGL straight into `out`. Whether the FPDU
-            // fits is the framer's first check (`Ok(None)` below, before
-            // any byte is gathered).
-            let (pd, tx) = (self.pd, &mut self.tx);
-            let Some(wr) = self.sq.current().map(|e| &e.wr) else {
-                break;
-            };
             let rest = out.get_mut(written..).unwrap_or_default();
-            let framed = tx.frame_with(&hdr[..n], chunk as usize, rest, |buf, register| {
-                if wr.inline.is_empty() {
-                    gather.copy(mem, pd, &wr.sgl, sent, buf, register)
-                } else {
-                    // Inline data was copied in at posting.
-                    let from = wr.inline.get(sent as usize..sent as usize + buf.len());
-                    let from = from.ok_or(())?;
-                    match register {
-                        Some(r) => *r = crc32c_fold::copy_update(*r, buf, from),
-                        None => buf.copy_from_slice(from),
-                    }
-                    Ok(())
-                }
-            });
-            match framed {
+            match segment(self, &hdr[..n], sent, chunk, rest) {
                 Ok(Some(w)) => written += w,
-                Ok(None) if written == 0 => return Step::Blocked,
                 // What was written stands, the caller goes on from there.
                 Ok(None) => break,
-                Err(()) => {
-                    // The segments before this one are out; the entry fails.
-                    let step = self.local_sq_error(WcStatus::LocProtErr);
+                Err(e) => {
+                    let step = fail(self, e);
                     return if written == 0 {
                         step
                     } else {
@@ -596,23 +666,8 @@ impl Inner {
                     };
                 }
             }
-            if take_msn {
-                // The message's first segment is out: it took the MSN.
-                take_msn = false;
-                let m = self.msn_send.take();
-                if let Some(cur) = self.sq.current_mut() {
-                    cur.msn = Some(m);
-                }
-            }
             if last {
-                if then_immediate {
-                    if let Some(cur) = self.sq.current_mut() {
-                        cur.progress = Progress::Immediate;
-                    }
-                } else {
-                    self.sq.finish_current(Progress::Done(WcStatus::Success));
-                    self.retire();
-                }
+                finish(self);
                 return Step::Wrote(written);
             }
             if chunk == 0 {
@@ -620,14 +675,11 @@ impl Inner {
                 break;
             }
             sent += chunk;
-            if !irq_asked {
-                if let Some(cur) = self.sq.current_mut() {
-                    cur.progress = Progress::Transmitting { sent };
-                }
-                if self.irq_eligible() {
+            if !asked {
+                if after_first(self, sent) {
                     return Step::Wrote(written);
                 }
-                irq_asked = true;
+                asked = true;
             }
             match &mut ddp {
                 // The MSN stays: the first segment took it for the entry.
@@ -635,14 +687,11 @@ impl Inner {
                 SegmentRepr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(chunk)),
             }
         }
-        if let Some(cur) = self.sq.current_mut() {
-            cur.progress = Progress::Transmitting { sent };
-        }
         if written == 0 {
-            Step::Blocked
-        } else {
-            Step::Wrote(written)
+            return Step::Blocked;
         }
+        save(self, sent);
+        Step::Wrote(written)
     }
 
     /// A local invalidate reached the head of the send queue: an STag that
@@ -822,69 +871,54 @@ impl Inner {
             return Step::Blocked;
         };
         let r = p.request;
-        let mut sent = p.sent;
-        let room = u32::try_from(self.mulpdu.saturating_sub(TAGGED_HEADER_LEN)).unwrap_or(u32::MAX);
-        let mut ddp = TaggedRepr::new(
+        let ddp = TaggedRepr::new(
             false,
             Control::new(Opcode::ReadResponse).0,
             r.sink_stag,
-            r.sink_to.wrapping_add(u64::from(sent)),
+            r.sink_to.wrapping_add(u64::from(p.sent)),
         );
-        let mut hdr = [0u8; MAX_HEADER];
-        let Ok(n) = header_bytes(&SegmentRepr::Tagged(ddp), None, &mut hdr) else {
-            return self.header_overflow();
-        };
-        let (src, pd) = (r.source_stag, self.pd);
+        let src = r.source_stag;
         // The response's bytes from this many sent on were checked whole
         // and start at this region offset.
         let mut checked: Option<(u32, u64)> = None;
-        let mut written = 0usize;
-        // Whether the send queue may go between the segments is asked
-        // once, after the first: nothing else changes within the run.
-        let mut sq_asked = false;
-        loop {
-            let chunk = (r.size - sent).min(room);
-            let last = sent + chunk == r.size;
-            ddp.last = last;
-            ddp.to = r.sink_to.wrapping_add(u64::from(sent));
-            if SegmentRepr::Tagged(ddp)
-                .emit_moving_fields(&mut hdr)
-                .is_err()
-            {
-                // What was written stands, as after any local error.
-                let step = self.header_overflow();
-                return if written == 0 {
-                    step
-                } else {
-                    Step::Wrote(written)
-                };
-            }
-            let rest = out.get_mut(written..).unwrap_or_default();
-            if !self.fits(n + chunk as usize, rest) {
-                break;
-            }
-            // Checked when the request arrived; checked again because the
-            // region may have changed since. Read straight into `out`.
-            let to = r.source_to.wrapping_add(u64::from(sent));
-            let at = match checked {
-                _ if chunk == 0 => Ok(None),
-                Some((from, at)) => Ok(Some(at + u64::from(sent - from))),
-                None => {
-                    let region = mem.region(src);
-                    let whole = (r.size - sent) as usize;
-                    match check(region, pd, src, to, whole, Access::REMOTE_READ) {
-                        Ok(at) => {
-                            checked = Some((sent, at));
-                            Ok(Some(at))
-                        }
-                        Err(_) => check(region, pd, src, to, chunk as usize, Access::REMOTE_READ)
-                            .map(Some),
-                    }
+        self.emit_run(
+            SegmentRepr::Tagged(ddp),
+            r.size,
+            p.sent,
+            out,
+            |this, hdr, sent, chunk, rest| {
+                if !this.fits(hdr.len() + chunk as usize, rest) {
+                    return Ok(None);
                 }
-            };
-            let framed = at.and_then(|at| {
-                self.tx
-                    .frame_with(&hdr[..n], chunk as usize, rest, |buf, register| {
+                // Checked when the request arrived; checked again because
+                // the region may have changed since. Read straight into
+                // `rest`.
+                let pd = this.pd;
+                let to = r.source_to.wrapping_add(u64::from(sent));
+                let at = match checked {
+                    _ if chunk == 0 => None,
+                    Some((from, at)) => Some(at + u64::from(sent - from)),
+                    None => {
+                        let region = mem.region(src);
+                        let whole = (r.size - sent) as usize;
+                        match check(region, pd, src, to, whole, Access::REMOTE_READ) {
+                            Ok(at) => {
+                                checked = Some((sent, at));
+                                Some(at)
+                            }
+                            Err(_) => Some(check(
+                                region,
+                                pd,
+                                src,
+                                to,
+                                chunk as usize,
+                                Access::REMOTE_READ,
+                            )?),
+                        }
+                    }
+                };
+                this.tx
+                    .frame_with(hdr, chunk as usize, rest, |buf, register| {
                         let read = match (at, register) {
                             (Some(at), Some(r)) => {
                                 mem.read_crc(src, at, buf, *r).map(|crc| *r = crc)
@@ -893,68 +927,48 @@ impl Inner {
                             // No payload: the register stands as it is.
                             (None, _) => Ok(()),
                         };
-                        // The region went away since it was checked: the
-                        // check now says why, for this segment.
+                        // The region went away since it was checked: the check
+                        // now says why, for this segment.
                         read.map_err(|e| {
                             check(mem.region(src), pd, src, to, buf.len(), Access::REMOTE_READ)
                                 .err()
                                 .unwrap_or(ddp::TaggedError::Memory(e))
                         })
                     })
-            });
-            match framed {
-                Ok(Some(w)) => written += w,
-                Ok(None) => break,
-                Err(e) => {
-                    // Report the Read Request as the peer sent it.
-                    let request = SegmentRepr::Untagged(UntaggedRepr::new(
-                        true,
-                        Control::new(Opcode::ReadRequest).0,
-                        0,
-                        QN_READ_REQUEST,
-                        p.msn,
-                        0,
-                    ));
-                    let mut offending = [0u8; MAX_HEADER];
-                    // Sized for it; were it not, the TERMINATE quotes nothing.
-                    let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
-                    self.terminate_local(
-                        TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
-                        &offending[..len],
-                    );
-                    return if written == 0 {
-                        Step::Again
-                    } else {
-                        Step::Wrote(written)
-                    };
-                }
-            }
-            if last {
-                self.irq.pop_front();
-                return Step::Wrote(written);
-            }
-            if chunk == 0 {
-                // No room for payload after the header: nothing moves on.
-                break;
-            }
-            sent += chunk;
-            if !sq_asked {
-                if let Some(front) = self.irq.front_mut() {
+            },
+            |this, sent| {
+                if let Some(front) = this.irq.front_mut() {
                     front.sent = sent;
                 }
-                if self.sq_eligible() {
-                    return Step::Wrote(written);
+                this.sq_eligible()
+            },
+            |this, e| {
+                // Report the Read Request as the peer sent it.
+                let request = SegmentRepr::Untagged(UntaggedRepr::new(
+                    true,
+                    Control::new(Opcode::ReadRequest).0,
+                    0,
+                    QN_READ_REQUEST,
+                    p.msn,
+                    0,
+                ));
+                let mut offending = [0u8; MAX_HEADER];
+                // Sized for it; were it not, the TERMINATE quotes nothing.
+                let len = header_bytes(&request, Some(&r), &mut offending).unwrap_or(0);
+                this.terminate_local(
+                    TermCause::with_attach(e.rdmap_terminate(), Attach::DdpAndRdma),
+                    &offending[..len],
+                );
+                Step::Again
+            },
+            |this| {
+                this.irq.pop_front();
+            },
+            |this, sent| {
+                if let Some(front) = this.irq.front_mut() {
+                    front.sent = sent;
                 }
-                sq_asked = true;
-            }
-        }
-        if let Some(front) = self.irq.front_mut() {
-            front.sent = sent;
-        }
-        if written == 0 {
-            Step::Blocked
-        } else {
-            Step::Wrote(written)
-        }
+            },
+        )
     }
 }
