@@ -103,6 +103,8 @@ macro_rules! catalogue_tests {
             fin_mid_fpdu => "fin-mid-fpdu",
             write_beyond_a_valid_region => "write-beyond-region",
             read_beyond_a_valid_region => "read-beyond-region",
+            opcode_changes_inside_a_send => "opcode-changes-inside-a-send",
+            invalidate_a_shared_region => "invalidate-a-shared-region",
         );
     };
     (@cases $check:ident; $($test:ident => $name:literal,)*) => {
