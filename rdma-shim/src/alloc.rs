@@ -55,9 +55,14 @@ unsafe impl GlobalAlloc for ShimAlloc {
 /// Forgets one adoption of `addr`; true if there was one.
 fn release(addr: usize) -> bool {
     let high = HIGH.load(Ordering::Acquire).min(MAX_ADOPTED);
+    // A plain load first: every deallocation passes here while regions
+    // are registered, and a compare-exchange would claim each slot's
+    // cache line.
     ADOPTED[..high].iter().any(|slot| {
-        slot.compare_exchange(addr, 0, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        slot.load(Ordering::Acquire) == addr
+            && slot
+                .compare_exchange(addr, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
     })
 }
 

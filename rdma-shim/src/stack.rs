@@ -5,8 +5,8 @@
 //! * `IWARP_TRANSPORT=tap` with `IWARP_TAP=<ifname>` and
 //!   `IWARP_IP=<a.b.c.d/n>` (optional `IWARP_GATEWAY`, `IWARP_NETNS`): a
 //!   smoltcp host on that TAP interface (needs CAP_NET_ADMIN).
-//! * `IWARP_CRC=off|on|required|never`: the MPA CRC policy (default `on`:
-//!   offered, and used when the peer agrees).
+//! * `IWARP_CRC=off|on|required|never`: the MPA CRC policy (default `off`:
+//!   not asked for, used when the peer asks; siw's and `iwarp`'s default).
 //! * `IWARP_RESPONDER_SENDS_FIRST=0|1`: whether an accepted connection
 //!   may send before the initiator's first FPDU arrives. Default 1, as
 //!   siw does (perftest's write latency test needs it); 0 waits, as RFC
@@ -77,8 +77,8 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         let mut mpa = MpaOptions::default();
         mpa.crc = match get("IWARP_CRC").as_deref() {
-            None | Some("on") => CrcPolicy::Preferred,
-            Some("off") => CrcPolicy::Off,
+            Some("on") => CrcPolicy::Preferred,
+            None | Some("off") => CrcPolicy::Off,
             Some("required") => CrcPolicy::Required,
             Some("never") => CrcPolicy::Never,
             Some(other) => {
@@ -161,14 +161,18 @@ mod tests {
     fn kernel_tcp_is_the_default_and_tap_needs_its_interface_and_address() {
         let c = config(&[]).unwrap();
         assert!(c.tap.is_none());
-        assert_eq!(c.mpa.crc, CrcPolicy::Preferred);
+        assert_eq!(c.mpa.crc, CrcPolicy::Off);
+        assert_eq!(
+            config(&[("IWARP_CRC", "on")]).unwrap().mpa.crc,
+            CrcPolicy::Preferred
+        );
         assert!(config(&[("IWARP_TRANSPORT", "tap")]).is_err());
         assert!(config(&[("IWARP_TRANSPORT", "tap"), ("IWARP_TAP", "t0")]).is_err());
         let c = config(&[
             ("IWARP_TRANSPORT", "tap"),
             ("IWARP_TAP", "t0"),
             ("IWARP_IP", "10.0.0.2/24"),
-            ("IWARP_CRC", "off"),
+            ("IWARP_CRC", "required"),
         ])
         .unwrap();
         let tap = c.tap.unwrap();
@@ -176,7 +180,7 @@ mod tests {
             (tap.ifname.as_str(), tap.addr, tap.prefix_len),
             ("t0", Ipv4Addr::new(10, 0, 0, 2), 24)
         );
-        assert_eq!(c.mpa.crc, CrcPolicy::Off);
+        assert_eq!(c.mpa.crc, CrcPolicy::Required);
         assert!(config(&[("IWARP_TRANSPORT", "rxe")]).is_err());
         assert!(config(&[("IWARP_CRC", "maybe")]).is_err());
         assert!(config(&[]).unwrap().mpa.responder_sends_first);

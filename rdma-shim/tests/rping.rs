@@ -80,3 +80,19 @@ fn rping_server_over_the_shim_against_iwarp_rping() {
     };
     pair(over_shim(&rping), iwarp_rping(&iwarp), free_port());
 }
+
+#[test]
+fn rping_to_a_port_nobody_listens_on_is_rejected_as_on_linux() {
+    let Some(rping) = tool("rping", "rdmacm-utils") else {
+        return;
+    };
+    let mut c = over_shim(&rping);
+    c.args(rping_args("-c", free_port()));
+    let (status, out) = Reaped::spawn(c).finish(LIMIT);
+    let report = show("client", status, &out);
+    assert!(status.is_some_and(|s| !s.success()), "{report}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("RDMA_CM_EVENT_REJECTED, error -111"),
+        "{report}"
+    );
+}

@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CStr};
 
 use libc::c_int;
-use verbs::CmEvent;
+use verbs::{CmEvent, ConnectError};
 
 use super::ids::{id, new_id, Id};
 use super::{channel, Channel};
@@ -77,7 +77,18 @@ fn from_qp_event(idp: *mut sys::rdma_cm_id, ev: CmEvent) -> Box<Event> {
             if debug() {
                 log(&format!("connect failed: {why:?}"));
             }
-            Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_ERROR, -libc::ECONNRESET)
+            // As Linux's iw_cm reports them: a refused TCP connection is
+            // a rejection, a timeout unreachable, the rest an error.
+            let (kind, status) = match why {
+                ConnectError::Unreachable => (sys::RDMA_CM_EVENT_REJECTED, -libc::ECONNREFUSED),
+                ConnectError::Timeout => (sys::RDMA_CM_EVENT_UNREACHABLE, -libc::ETIMEDOUT),
+                ConnectError::Rejected { private_data } => {
+                    return Event::new(idp, sys::RDMA_CM_EVENT_REJECTED, -libc::ECONNREFUSED)
+                        .with_conn(private_data, 0, 0)
+                }
+                _ => (sys::RDMA_CM_EVENT_CONNECT_ERROR, -libc::ECONNRESET),
+            };
+            Event::new(idp, kind, status)
         }
         CmEvent::Disconnected { .. } => Event::new(idp, sys::RDMA_CM_EVENT_DISCONNECTED, 0),
         _ => Event::new(idp, sys::RDMA_CM_EVENT_CONNECT_ERROR, -libc::EIO),
