@@ -72,6 +72,7 @@ pub mod baseline;
 mod error;
 pub mod kernel;
 mod linger;
+pub mod link_model;
 mod loss_stats;
 pub mod memory;
 #[cfg(test)]
