@@ -25,7 +25,8 @@ impl GilbertElliott {
     /// bad state per frame (`rate / (1 - rate) > 1 / mean_burst` fails the
     /// other way round: a burst of 1 caps the rate at 50 %).
     pub fn with_rate_and_burst(rate: f64, mean_burst: f64) -> Option<Self> {
-        if !(rate > 0.0 && rate < 1.0) || !(mean_burst >= 1.0) || !mean_burst.is_finite() {
+        let usable = rate > 0.0 && rate < 1.0 && mean_burst >= 1.0 && mean_burst.is_finite();
+        if !usable {
             return None;
         }
         let bad_to_good = 1.0 / mean_burst;
