@@ -82,6 +82,7 @@ mod rng;
 mod seam;
 mod slab;
 mod smol;
+pub mod switch;
 mod synth;
 pub mod tap;
 #[cfg(test)]
