@@ -12,6 +12,11 @@
 //! * [`tap`]: smoltcp on a Linux TAP device;
 //! * [`kernel`]: the host's TCP through `std::net` sockets.
 //!
+//! Impairments come from one place, [`link_model`]: the memory link
+//! applies it to its frames, and [`switch`] applies it between TAP devices
+//! and memory-link hosts, so Linux's TCP and smoltcp's cross the same
+//! modelled path.
+//!
 //! The seam is shaped for the sans-IO protocol connection above it, which
 //! writes whole FPDUs into a `&mut [u8]` and consumes received bytes from a
 //! `&[u8]`: [`Transport::send_with`] lends free send-buffer space and

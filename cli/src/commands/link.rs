@@ -217,6 +217,13 @@ fn run_inner(args: &Args) -> Result<(), String> {
             c.delivered
         );
     }
+    if sw.port_drops() + sw.held_drops() > 0 {
+        println!(
+            "also dropped: {} frames a full TAP device refused, {} beyond the switch's bound",
+            sw.port_drops(),
+            sw.held_drops()
+        );
+    }
     drop(namespaces);
     Ok(())
 }

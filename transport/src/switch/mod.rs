@@ -67,6 +67,8 @@ pub struct Switch {
     learned: HashMap<[u8; 6], usize>,
     /// Frames the destination port had no room for.
     port_drops: u64,
+    /// Frames the model delivered that found [`HELD_FRAMES`] already held.
+    held_drops: u64,
     scratch: Vec<u8>,
 }
 
@@ -83,6 +85,7 @@ impl Switch {
             lines: [DelayLine::new(HELD_FRAMES), DelayLine::new(HELD_FRAMES)],
             learned: HashMap::new(),
             port_drops: 0,
+            held_drops: 0,
             scratch: Vec::new(),
         }
     }
@@ -103,6 +106,12 @@ impl Switch {
         self.port_drops
     }
 
+    /// Frames dropped because the switch already held its bound of frames
+    /// in one direction (only a path with no rate limit gets there).
+    pub fn held_drops(&self) -> u64 {
+        self.held_drops
+    }
+
     /// Reads what the ports have sent, offers it to the models, and writes
     /// out what has fallen due by `now`. True if any frame moved.
     pub fn step(&mut self, now: Instant) -> io::Result<bool> {
@@ -121,8 +130,9 @@ impl Switch {
                 }
                 let d = side.index();
                 if let Verdict::Deliver(at) = self.models[d].offer(now, frame.len()) {
-                    // A full line drops the frame, as the model's queue would.
-                    let _ = self.lines[d].push(at, Crossing { frame });
+                    if self.lines[d].push(at, Crossing { frame }).is_err() {
+                        self.held_drops += 1;
+                    }
                 }
             }
         }
