@@ -23,6 +23,7 @@ enum Command {
     Bench(commands::bench::Args),
     Decode(commands::decode::Args),
     FuzzPeer(commands::fuzz_peer::Args),
+    Link(commands::link::Args),
     Perf(commands::perf::Args),
     Rping(commands::rping::Args),
 }
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Decode(args) => commands::decode::run(&args),
         Command::FuzzPeer(args) => commands::fuzz_peer::run(&args),
+        Command::Link(args) => commands::link::run(&args),
         Command::Perf(args) => commands::perf::run(&args),
         Command::Rping(args) => commands::rping::run(&args),
     }

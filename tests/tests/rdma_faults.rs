@@ -299,6 +299,10 @@ const PAYLOAD_CORRUPTION: FaultConfig = FaultConfig {
     fix_tcp_checksum: true,
     latency: Duration::ZERO,
     jitter: Duration::ZERO,
+    burst: None,
+    rate_bps: None,
+    queue_bytes: None,
+    reorder: None,
 };
 
 fn corrupted_run(seed: u64) -> Corrupted {

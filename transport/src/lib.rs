@@ -12,6 +12,11 @@
 //! * [`tap`]: smoltcp on a Linux TAP device;
 //! * [`kernel`]: the host's TCP through `std::net` sockets.
 //!
+//! Impairments come from one place, [`link_model`]: the memory link
+//! applies it to its frames, and [`switch`] applies it between TAP devices
+//! and memory-link hosts, so Linux's TCP and smoltcp's cross the same
+//! modelled path.
+//!
 //! The seam is shaped for the sans-IO protocol connection above it, which
 //! writes whole FPDUs into a `&mut [u8]` and consumes received bytes from a
 //! `&[u8]`: [`Transport::send_with`] lends free send-buffer space and
@@ -72,6 +77,7 @@ pub mod baseline;
 mod error;
 pub mod kernel;
 mod linger;
+pub mod link_model;
 mod loss_stats;
 pub mod memory;
 #[cfg(test)]
@@ -81,6 +87,7 @@ mod rng;
 mod seam;
 mod slab;
 mod smol;
+pub mod switch;
 mod synth;
 pub mod tap;
 #[cfg(test)]

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod decode;
 pub mod fuzz_peer;
+pub mod link;
 pub mod perf;
 pub mod rping;
 pub mod transport_args;

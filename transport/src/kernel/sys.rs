@@ -186,6 +186,37 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::R
     Ok(rc as usize)
 }
 
+/// [`poll`] with a timeout to the nanosecond (ppoll(2)), for loops whose
+/// deadlines are microseconds apart, such as a forwarder releasing frames
+/// at a link's rate.
+pub(crate) fn ppoll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::Result<usize> {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: fds is a valid slice of pollfd; `tsp` is null or points at
+    // `ts`, alive for the call; a null signal mask leaves it unchanged.
+    let rc = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        )
+    };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(err);
+    }
+    Ok(rc as usize)
+}
+
 /// An epoll instance, used only as a descriptor: it polls readable while
 /// any descriptor in its set is ready for the events it was registered
 /// with (epoll descriptors are themselves pollable, so poll(2), mio or

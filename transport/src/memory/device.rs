@@ -8,6 +8,7 @@ use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
 
 use super::fault::{Fate, FaultConfig, Impairment};
 use super::link::{Frame, InFlight, Wire};
+use crate::link_model::LinkCounters;
 use crate::smol::LinkDevice;
 use crate::Waker;
 use capture::pcap::PcapSink;
@@ -22,8 +23,10 @@ pub struct LinkStats {
     pub frames_sent: u64,
     /// Bytes of those frames.
     pub bytes_sent: u64,
-    /// Frames the impairment dropped.
+    /// Frames the impairment's random or bursty loss dropped.
     pub lost: u64,
+    /// Frames the bottleneck queue had no room for.
+    pub overflowed: u64,
     /// Frames the impairment corrupted.
     pub corrupted: u64,
     /// Frames taken off the wire.
@@ -51,6 +54,8 @@ struct TxSide {
 struct RxSide {
     due: VecDeque<Frame>,
     used: Vec<Vec<u8>>,
+    /// This poll has taken its arrival instant's frames from the wire.
+    taken: bool,
 }
 
 /// One end of a memory link, as a smoltcp Ethernet device.
@@ -111,6 +116,11 @@ impl MemoryDevice {
         self.tx.stats
     }
 
+    /// What the link model did to the frames this end sent.
+    pub fn link_counters(&self) -> LinkCounters {
+        self.tx.impairment.counters()
+    }
+
     /// Frames this end sent that found the wire full.
     pub fn overflow_drops(&self) -> u64 {
         self.wire.overflow_drops(self.lane)
@@ -162,15 +172,19 @@ impl phy::TxToken for TxToken<'_> {
         tx.activity = true;
         tx.stats.frames_sent += 1;
         tx.stats.bytes_sent += len as u64;
-        match tx.impairment.apply(frame.bytes_mut()) {
+        match tx.impairment.apply(tx.now, frame.bytes_mut()) {
             Fate::Lost => {
                 tx.stats.lost += 1;
                 tx.spares.push(frame.into_buffer());
             }
-            Fate::Deliver { delay, corrupted } => {
+            Fate::Overflowed => {
+                tx.stats.overflowed += 1;
+                tx.spares.push(frame.into_buffer());
+            }
+            Fate::Deliver { at, corrupted } => {
                 tx.stats.corrupted += u64::from(corrupted);
                 tx.out.push(InFlight {
-                    deliver_at: tx.now + delay,
+                    deliver_at: at,
                     frame,
                 });
             }
@@ -187,7 +201,7 @@ impl Device for MemoryDevice {
         &mut self,
         _timestamp: smoltcp::time::Instant,
     ) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
-        if self.rx.due.is_empty() {
+        if self.rx.due.is_empty() && !std::mem::replace(&mut self.rx.taken, true) {
             self.wire.receive(
                 self.rx_lane(),
                 self.tx.now,
@@ -225,6 +239,7 @@ impl Device for MemoryDevice {
 impl LinkDevice for MemoryDevice {
     fn set_now(&mut self, now: Instant) {
         self.tx.now = now;
+        self.rx.taken = false;
     }
 
     fn end_poll(&mut self) -> bool {

@@ -1,15 +1,22 @@
 //! Seeded, deterministic impairments for frames crossing the memory link.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
 
+use crate::link_model::{
+    Drop, GilbertElliott, LinkCounters, LinkModel, LinkModelConfig, Reorder, Verdict,
+};
 use crate::rng::SplitMix64;
 
 /// What the link does to frames, the same in both directions.
+///
+/// Everything but corruption is the shared [`LinkModel`]'s
+/// (see [`FaultConfig::link_model`]), so the memory link and the TAP
+/// forwarder impair frames with the same code.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FaultConfig {
-    /// Probability a frame is dropped.
+    /// Probability a frame is dropped, independently of the others.
     pub loss: f64,
     /// Probability a frame has one bit flipped.
     pub corrupt: f64,
@@ -22,63 +29,110 @@ pub struct FaultConfig {
     /// Extra delay, uniform in `0..=jitter`, per frame; frames overtake each
     /// other when it exceeds their spacing.
     pub jitter: Duration,
+    /// Bursty (Gilbert-Elliott) loss on top of `loss`.
+    pub burst: Option<GilbertElliott>,
+    /// Bottleneck rate in bits per second. A long path needs one: without
+    /// it a whole window is delivered at one instant and acknowledged by
+    /// one ACK, and a sender that grows its window by at most one segment
+    /// per ACK then grows it by one segment per round trip.
+    pub rate_bps: Option<u64>,
+    /// Bytes the bottleneck queue holds before dropping (drop-tail);
+    /// `None` never drops.
+    pub queue_bytes: Option<usize>,
+    /// Occasional reordering on top of jitter.
+    pub reorder: Option<Reorder>,
 }
 
 impl FaultConfig {
     /// No impairment at all.
     pub fn is_clean(&self) -> bool {
-        self.loss <= 0.0 && self.corrupt <= 0.0 && self.latency.is_zero() && self.jitter.is_zero()
+        self.corrupt <= 0.0 && self.link_model().is_clean()
+    }
+
+    /// The path model of one direction.
+    pub fn link_model(&self) -> LinkModelConfig {
+        LinkModelConfig {
+            delay: self.latency,
+            jitter: self.jitter,
+            loss: self.loss,
+            burst: self.burst,
+            rate_bps: self.rate_bps,
+            queue_bytes: self.queue_bytes,
+            reorder: self.reorder,
+        }
+    }
+
+    /// The impairments of `model`, with no corruption.
+    pub fn from_link_model(model: &LinkModelConfig) -> Self {
+        FaultConfig {
+            loss: model.loss,
+            latency: model.delay,
+            jitter: model.jitter,
+            burst: model.burst,
+            rate_bps: model.rate_bps,
+            queue_bytes: model.queue_bytes,
+            reorder: model.reorder,
+            ..FaultConfig::default()
+        }
     }
 }
 
 /// The verdict on one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fate {
+    /// Random or bursty loss.
     Lost,
-    /// Deliver after this delay; `corrupted` says whether bits were flipped.
-    Deliver {
-        delay: Duration,
-        corrupted: bool,
-    },
+    /// The bottleneck queue was full.
+    Overflowed,
+    /// Deliver at this instant; `corrupted` says whether bits were flipped.
+    Deliver { at: Instant, corrupted: bool },
 }
 
-/// Applies a [`FaultConfig`] with its own random stream.
+/// Applies a [`FaultConfig`]: the link model decides loss, queueing and
+/// delay; corruption draws from a stream of its own, so turning it on does
+/// not change which frames the model drops.
 #[derive(Debug, Clone)]
 pub(crate) struct Impairment {
-    cfg: FaultConfig,
+    model: LinkModel,
+    corrupt: f64,
+    fix_tcp_checksum: bool,
     rng: SplitMix64,
 }
 
 impl Impairment {
     pub(crate) fn new(cfg: FaultConfig, seed: u64) -> Self {
         Impairment {
-            cfg,
-            rng: SplitMix64::new(seed),
+            model: LinkModel::new(cfg.link_model(), seed),
+            corrupt: cfg.corrupt,
+            fix_tcp_checksum: cfg.fix_tcp_checksum,
+            rng: SplitMix64::new(seed ^ 0xc0ff_ee00_dead_beef),
         }
     }
 
-    /// Decides what happens to `frame`, corrupting it in place if so drawn.
-    /// Draws a fixed number of random values per decision branch, so a
-    /// seed replays the same fates for the same frames.
-    pub(crate) fn apply(&mut self, frame: &mut [u8]) -> Fate {
-        if self.rng.chance(self.cfg.loss) {
-            return Fate::Lost;
-        }
+    /// What the model has done so far.
+    pub(crate) fn counters(&self) -> LinkCounters {
+        self.model.counters()
+    }
+
+    /// Decides what happens to `frame` offered at `now`, corrupting it in
+    /// place if so drawn. A seed replays the same fates for the same frames
+    /// offered at the same instants.
+    pub(crate) fn apply(&mut self, now: Instant, frame: &mut [u8]) -> Fate {
+        let at = match self.model.offer(now, frame.len()) {
+            Verdict::Deliver(at) => at,
+            Verdict::Dropped(Drop::QueueFull) => return Fate::Overflowed,
+            Verdict::Dropped(Drop::Random | Drop::Burst) => return Fate::Lost,
+        };
         let mut corrupted = false;
-        if self.rng.chance(self.cfg.corrupt) {
+        if self.rng.chance(self.corrupt) {
             let pick = self.rng.next_u64();
-            corrupted = if self.cfg.fix_tcp_checksum {
+            corrupted = if self.fix_tcp_checksum {
                 corrupt_tcp_payload(frame, pick)
             } else {
                 corrupt_past_ethernet(frame, pick)
             };
         }
-        let mut delay = self.cfg.latency;
-        if !self.cfg.jitter.is_zero() {
-            let span = u64::try_from(self.cfg.jitter.as_nanos()).unwrap_or(u64::MAX);
-            delay += Duration::from_nanos(self.rng.below(span.saturating_add(1)));
-        }
-        Fate::Deliver { delay, corrupted }
+        Fate::Deliver { at, corrupted }
     }
 }
 
@@ -272,11 +326,12 @@ mod tests {
         let mut imp = Impairment::new(FaultConfig::default(), 1);
         let mut f = tcp_frame(b"abc");
         let copy = f.clone();
+        let now = Instant::now();
         for _ in 0..100 {
             assert_eq!(
-                imp.apply(&mut f),
+                imp.apply(now, &mut f),
                 Fate::Deliver {
-                    delay: Duration::ZERO,
+                    at: now,
                     corrupted: false
                 }
             );
@@ -294,8 +349,9 @@ mod tests {
         let run = |seed| {
             let mut imp = Impairment::new(cfg.clone(), seed);
             let mut f = tcp_frame(b"abc");
+            let now = Instant::now();
             (0..20_000)
-                .map(|_| imp.apply(&mut f) == Fate::Lost)
+                .map(|_| imp.apply(now, &mut f) == Fate::Lost)
                 .collect::<Vec<_>>()
         };
         let a = run(11);
@@ -315,15 +371,17 @@ mod tests {
         let mut imp = Impairment::new(cfg, 5);
         let mut f = tcp_frame(b"abc");
         let mut distinct = std::collections::BTreeSet::new();
+        let now = Instant::now();
         for _ in 0..1000 {
-            match imp.apply(&mut f) {
-                Fate::Deliver { delay, corrupted } => {
+            match imp.apply(now, &mut f) {
+                Fate::Deliver { at, corrupted } => {
+                    let delay = at - now;
                     assert!(!corrupted);
                     assert!(delay >= Duration::from_millis(2));
                     assert!(delay <= Duration::from_micros(2500));
                     distinct.insert(delay);
                 }
-                Fate::Lost => panic!("no loss configured"),
+                Fate::Lost | Fate::Overflowed => panic!("no loss configured"),
             }
         }
         assert!(distinct.len() > 100);
@@ -342,7 +400,7 @@ mod tests {
             let mut f = tcp_frame(b"some payload");
             if let Fate::Deliver {
                 corrupted: true, ..
-            } = imp.apply(&mut f)
+            } = imp.apply(Instant::now(), &mut f)
             {
                 hits += 1;
                 assert_eq!(checks(&f), (true, true));

@@ -9,17 +9,21 @@
 //! replay the same run exactly, which makes virtual time (advancing `now`
 //! by `poll_delay` instead of sleeping) a deterministic simulator.
 //!
-//! On the real clock, loss is expensive: smoltcp 0.14 repairs one loss per
-//! window by fast retransmit and waits out its 1 s minimum RTO for further
-//! losses in the same window (no NewReno partial-ACK or SACK recovery).
-//! Measured raw goodput at MTU 1500 with the default rings, one thread on a
-//! 2.8 GHz core (`cargo run --release -p verbs --example raw_goodput`):
-//! about 13–17 Gbit/s clean, 12–18 Gbit/s at 0.1 % loss, and a few Mbit/s
-//! at 1 % loss.
+//! The impairments are the shared [`LinkModel`](crate::link_model::LinkModel)'s:
+//! delay, jitter, random and bursty loss, a rate limit with a drop-tail
+//! queue and reordering, applied by the sending end as each frame leaves.
+//! The model only stamps each frame with its delivery instant; the lane
+//! keeps frames in that order, so no timer thread is needed. A path with
+//! delay wants a rate too (see [`FaultConfig::rate_bps`]) and rings of at
+//! least one bandwidth-delay product.
+//!
+//! `cargo run --release -p transport --example long_path` measures how much
+//! of the rate raw TCP gets on a long path.
 
 mod device;
 mod fault;
 mod link;
+mod port;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
@@ -29,6 +33,7 @@ use smoltcp::wire::{EthernetAddress, Ipv4Cidr};
 
 pub use device::{LinkStats, MemoryDevice};
 pub use fault::FaultConfig;
+pub use port::MemoryPort;
 
 use super::smol::SmolStack;
 use super::{TcpTuning, Transport, TransportError};
@@ -63,7 +68,10 @@ pub struct MemoryLinkConfig {
     pub faults: FaultConfig,
     /// Seeds the impairments, TCP initial sequence numbers and ports.
     pub seed: u64,
-    /// Frames each direction holds before dropping new ones.
+    /// Frames each direction holds, queued or in flight, before dropping
+    /// new ones: a bound on memory, not a model of a queue (that is
+    /// [`FaultConfig::queue_bytes`]). A window of 8 MiB at MTU 1500 is
+    /// about 5,800 frames.
     pub queue_frames: usize,
     /// Socket settings of both hosts. The default is
     /// [`TcpTuning::default`] with [`MEMORY_LINK_RING`]-byte rings and
@@ -81,7 +89,7 @@ impl Default for MemoryLinkConfig {
             mtu: 1500,
             faults: FaultConfig::default(),
             seed: 0x1dea_5eed,
-            queue_frames: 4096,
+            queue_frames: 16384,
             tuning: TcpTuning {
                 rx_buffer: MEMORY_LINK_RING,
                 tx_buffer: MEMORY_LINK_RING,
@@ -141,6 +149,42 @@ impl MemoryLink {
             )
         };
         Ok((host(0, a)?, host(1, b)?))
+    }
+}
+
+impl MemoryLink {
+    /// One host at `addr` whose link ends in a [`MemoryPort`], for a switch
+    /// to join to other ports. The host's MAC address is made from `addr`,
+    /// so hosts of distinct addresses on one switch never share one.
+    /// `cfg.faults` applies to what the host sends; leave it clean and let
+    /// the switch impair frames.
+    pub fn host_and_port(
+        cfg: &MemoryLinkConfig,
+        addr: Ipv4Addr,
+    ) -> Result<(MemoryHost, MemoryPort), TransportError> {
+        if !(MIN_MTU..=MAX_MTU).contains(&cfg.mtu) {
+            return Err(TransportError::BadAddress("MTU outside 576..=65535"));
+        }
+        let wire = Arc::new(Wire::new(cfg.queue_frames));
+        let seed = cfg.seed ^ u64::from(u32::from(addr)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let dev = MemoryDevice::new(
+            Arc::clone(&wire),
+            port::HOST_LANE,
+            cfg.mtu,
+            cfg.faults.clone(),
+            seed,
+        );
+        let [a, b, c, d] = addr.octets();
+        let mac = EthernetAddress([0x02, 0x01, a, b, c, d]);
+        let host = SmolStack::new(
+            dev,
+            mac,
+            Ipv4Cidr::new(addr, 24),
+            None,
+            cfg.tuning.clone(),
+            seed,
+        )?;
+        Ok((host, MemoryPort::new(wire)))
     }
 }
 
@@ -236,5 +280,7 @@ impl MemoryNet {
     }
 }
 
+#[cfg(test)]
+mod path_tests;
 #[cfg(test)]
 mod tests;

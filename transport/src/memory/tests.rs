@@ -11,7 +11,7 @@ const PORT: u16 = 7174;
 const MIB: u64 = 1 << 20;
 
 /// Connects A to a listener on B under virtual time.
-fn connected(cfg: MemoryLinkConfig) -> (MemoryNet, Instant, StreamId, StreamId) {
+pub(super) fn connected(cfg: MemoryLinkConfig) -> (MemoryNet, Instant, StreamId, StreamId) {
     let mut net = MemoryNet::new(cfg).unwrap();
     let l = net.b.listen(PORT).unwrap();
     let ca = net.a.connect(net.config().endpoint_b(PORT)).unwrap();
@@ -28,14 +28,14 @@ fn connected(cfg: MemoryLinkConfig) -> (MemoryNet, Instant, StreamId, StreamId) 
     (net, now, ca, cb.unwrap())
 }
 
-struct Outcome {
-    at_b: Receiver,
-    at_a: Receiver,
-    virtual_time: Duration,
+pub(super) struct Outcome {
+    pub(super) at_b: Receiver,
+    pub(super) at_a: Receiver,
+    pub(super) virtual_time: Duration,
 }
 
 /// Sends `ab` bytes A→B and `ba` bytes B→A at once, on virtual time.
-fn transfer(
+pub(super) fn transfer(
     net: &mut MemoryNet,
     now: &mut Instant,
     (sa, sb): (StreamId, StreamId),

@@ -9,7 +9,7 @@
 mod device;
 pub mod netns;
 mod offload;
-mod sys;
+pub(crate) mod sys;
 pub mod vnet;
 
 use std::io;
