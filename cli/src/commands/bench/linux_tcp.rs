@@ -3,14 +3,20 @@
 //! and a ratio to it says nothing, and on the TAP transport, where it says
 //! what the kernel's own TCP makes of the same MTU.
 //!
-//! Two private network namespaces joined by a veth pair at the bench's MTU,
-//! each dropping the TCP packets it sends at the bench's loss rate
-//! (nftables, output hook), one bulk stream between kernel sockets for the
-//! duration. On a lossy link segmentation offloads are turned off on the
-//! veths where ethtool can, so a dropped packet is one MTU-sized frame, not
-//! a 64 KiB TSO burst; the report says when they could not be. Without
-//! loss they stay on, as Linux sets them (and as the TAP transport uses
-//! the kernel's).
+//! Three private network namespaces: a sender and a receiver, each joined
+//! by a veth pair at the bench's MTU to a router between them, which drops
+//! TCP packets it forwards at the bench's loss rate (nftables, forward
+//! hook), both ways. A drop there is a network loss, as on the memory link
+//! and on the TAP transport's bridge; a drop on a sender's own output hook
+//! is not (the kernel sends the same segment again on its next transmit).
+//! One bulk stream between kernel sockets for the duration, once per
+//! congestion controller, each pinned on its socket (`TCP_CONGESTION`).
+//! The routes carry the smoltcp side's minimum RTO (`rto_min`), so both
+//! TCPs wait alike before a timeout. On a lossy link segmentation offloads
+//! are turned off on the veths where ethtool can, so a dropped packet is
+//! one MTU-sized frame, not a 64 KiB TSO burst; the report says when they
+//! could not be. Without loss they stay on, as Linux sets them (and as the
+//! TAP transport uses the kernel's).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -24,11 +30,17 @@ use super::nft_loss::{self, Hook};
 use capture::netns::Netns;
 
 const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 3, 1);
-const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 3, 2);
+const SENDER_GW: Ipv4Addr = Ipv4Addr::new(10, 77, 3, 254);
+const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 4, 1);
+const RECEIVER_GW: Ipv4Addr = Ipv4Addr::new(10, 77, 4, 254);
 const PORT: u16 = 7472;
 /// Unmeasured time for slow start, as the other baselines warm up.
 const WARM_UP: Duration = Duration::from_millis(300);
 const CHUNK: usize = 256 * 1024;
+
+/// The congestion controllers measured, in order: Linux's loss-based
+/// default and its model-based one.
+pub(crate) const CONTROLLERS: [&str; 2] = ["cubic", "bbr"];
 
 /// TSO, GSO and GRO on the veths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,54 +53,108 @@ pub(crate) enum Offloads {
     Default,
 }
 
-/// Kernel TCP goodput over the veth pair.
-#[derive(Debug, Clone, Copy)]
+/// Kernel TCP goodput through the router, per congestion controller.
+#[derive(Debug, Clone)]
 pub(crate) struct LinuxTcp {
+    /// Goodput with Cubic, in Gbit/s.
     pub gbps: f64,
+    /// Goodput with BBR, or why it could not be measured (no tcp_bbr).
+    pub bbr_gbps: Result<f64, String>,
     pub offloads: Offloads,
+    /// The routes' minimum RTO.
+    pub rto_min: Duration,
 }
 
-/// Measures one bulk stream for `duration` over a veth pair at `mtu` that
-/// drops `loss` (a fraction) of the TCP packets each way. The namespaces
-/// go away on every path out, errors included.
-pub(crate) fn measure(mtu: usize, loss: f64, duration: Duration) -> Result<LinuxTcp, String> {
+/// Measures one bulk stream per controller for `duration` through a
+/// router at `mtu` that drops `loss` (a fraction) of the TCP packets it
+/// forwards each way, with `rto_min` on the routes. The namespaces go away
+/// on every path out, errors included.
+pub(crate) fn measure(
+    mtu: usize,
+    loss: f64,
+    rto_min: Duration,
+    duration: Duration,
+) -> Result<LinuxTcp, String> {
     let sender = Netns::create("bench-linux")?;
+    let router = Netns::create("bench-linux")?;
     let receiver = Netns::create("bench-linux")?;
-    sender.ip(&[
-        "link",
-        "add",
-        "lt0",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "lt1",
-        "netns",
-        receiver.name(),
-    ])?;
     let mut offloads_off = true;
-    for (ns, dev, addr) in [
-        (&sender, "lt0", SENDER_ADDR),
-        (&receiver, "lt1", RECEIVER_ADDR),
+    for (host, dev, rdev, addr, gw, far) in [
+        (&sender, "lt0", "lr0", SENDER_ADDR, SENDER_GW, RECEIVER_ADDR),
+        (
+            &receiver,
+            "lt1",
+            "lr1",
+            RECEIVER_ADDR,
+            RECEIVER_GW,
+            SENDER_ADDR,
+        ),
     ] {
-        ns.ip(&["link", "set", dev, "mtu", &mtu.to_string()])?;
-        ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
-        if loss > 0.0 {
-            offloads_off &= offloads_off_on(ns.name(), dev);
+        host.ip(&[
+            "link",
+            "add",
+            dev,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            rdev,
+            "netns",
+            router.name(),
+        ])?;
+        for (ns, d, a) in [(host, dev, addr), (&router, rdev, gw)] {
+            ns.ip(&["link", "set", d, "mtu", &mtu.to_string()])?;
+            ns.ip(&["addr", "add", &format!("{a}/24"), "dev", d])?;
+            if loss > 0.0 {
+                offloads_off &= offloads_off_on(ns.name(), d);
+            }
+            ns.ip(&["link", "set", d, "up"])?;
         }
-        ns.ip(&["link", "set", dev, "up"])?;
-        ns.ip(&["link", "set", "lo", "up"])?;
-        if loss > 0.0 {
-            nft_loss::install(ns.name(), Hook::Output, loss)?;
-        }
+        host.ip(&["link", "set", "lo", "up"])?;
+        let rto = format!("{}ms", rto_min.as_millis().max(1));
+        host.ip(&[
+            "route",
+            "add",
+            &format!("{far}/32"),
+            "via",
+            &gw.to_string(),
+            "rto_min",
+            &rto,
+        ])?;
     }
-    let gbps = stream(sender.name(), receiver.name(), duration)?;
+    sysctl(router.name(), "net.ipv4.ip_forward=1")?;
+    if loss > 0.0 {
+        nft_loss::install(router.name(), Hook::Forward, loss)?;
+    }
+    let gbps = stream(sender.name(), receiver.name(), CONTROLLERS[0], duration)?;
+    let bbr_gbps = stream(sender.name(), receiver.name(), CONTROLLERS[1], duration);
     let offloads = match (loss > 0.0, offloads_off) {
         (false, _) => Offloads::Default,
         (true, true) => Offloads::Off,
         (true, false) => Offloads::StillOn,
     };
-    Ok(LinuxTcp { gbps, offloads })
+    Ok(LinuxTcp {
+        gbps,
+        bbr_gbps,
+        offloads,
+        rto_min,
+    })
+}
+
+/// `sysctl -qw SETTING` inside `ns`.
+fn sysctl(ns: &str, setting: &str) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "sysctl", "-qw", setting])
+        .output()
+        .map_err(|e| format!("sysctl in {ns}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "sysctl {setting} in {ns}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
 }
 
 /// `ethtool -K DEV tso off gso off gro off` inside `ns`; false if it failed.
@@ -100,9 +166,10 @@ fn offloads_off_on(ns: &str, dev: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// One bulk stream from `sender_ns` to `receiver_ns`; goodput over
-/// `duration` after the warm-up, in Gbit/s.
-fn stream(sender_ns: &str, receiver_ns: &str, duration: Duration) -> Result<f64, String> {
+/// One bulk stream from `sender_ns` to `receiver_ns` with congestion
+/// controller `cc` on both sockets; goodput over `duration` after the
+/// warm-up, in Gbit/s.
+fn stream(sender_ns: &str, receiver_ns: &str, cc: &str, duration: Duration) -> Result<f64, String> {
     let server = SocketAddr::from((RECEIVER_ADDR, PORT));
     let listener = in_netns(receiver_ns, || TcpListener::bind(server))
         .and_then(|r| r)
@@ -115,6 +182,9 @@ fn stream(sender_ns: &str, receiver_ns: &str, duration: Duration) -> Result<f64,
     let (accepted, _) = listener
         .accept()
         .map_err(|e| format!("Linux TCP accept: {e}"))?;
+    for s in [&client, &accepted] {
+        pin_congestion_control(s, cc)?;
+    }
     let received = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let stopper = client
@@ -134,6 +204,27 @@ fn stream(sender_ns: &str, receiver_ns: &str, duration: Duration) -> Result<f64,
         let _ = stopper.shutdown(Shutdown::Both);
         Ok(bytes as f64 * 8.0 / secs / 1e9)
     })
+}
+
+/// Sets `cc` on `socket` (`TCP_CONGESTION`) and reads it back, so the
+/// figure is named after the controller that ran (`modprobe tcp_CC` when
+/// the kernel lacks it).
+fn pin_congestion_control(socket: &TcpStream, cc: &str) -> Result<(), String> {
+    let s = socket2::SockRef::from(socket);
+    if s.set_tcp_congestion(cc.as_bytes()).is_err() {
+        let _ = Command::new("modprobe").arg(format!("tcp_{cc}")).output();
+        s.set_tcp_congestion(cc.as_bytes())
+            .map_err(|e| format!("TCP_CONGESTION {cc}: {e}"))?;
+    }
+    let got = s
+        .tcp_congestion()
+        .map_err(|e| format!("TCP_CONGESTION: {e}"))?;
+    let got = String::from_utf8_lossy(&got);
+    if got.trim_end_matches('\0') == cc {
+        Ok(())
+    } else {
+        Err(format!("asked for {cc}, the socket runs {got}"))
+    }
 }
 
 fn fill(mut socket: TcpStream, stop: &AtomicBool) {

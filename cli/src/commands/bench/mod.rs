@@ -229,9 +229,15 @@ fn run_inner(args: &Args) -> Result<(), String> {
     // same loss is. Missing (no root, no nft) is reported, not fatal.
     let linux = with_linux.then(|| {
         progress.step("Linux TCP baseline");
+        // The smoltcp side's minimum RTO, on the Linux routes too.
+        let rto_min = match args.transport {
+            TransportKind::Memory => transport::TcpTuning::MEMORY_LINK_RTO_MIN,
+            _ => transport::TcpTuning::default().rto_min,
+        };
         linux_tcp::measure(
             args.mtu,
             opts.loss,
+            rto_min,
             duration.max(Duration::from_millis(500)),
         )
     });

@@ -2,11 +2,12 @@
 //! machine's kernels need not have netem, and nftables' `numgen random`
 //! drops each packet independently, which is what the memory link does.
 //!
-//! Two places to drop: the output hook of a host's own traffic (the veth
-//! pair of the Linux baseline; both namespaces drop what they send, so both
-//! directions lose), and the forward hook of a bridge (the TAP transport,
-//! whose two hosts sit behind one bridge: every frame crosses it once, in
-//! either direction).
+//! Both places drop in a forward path, where a drop is a network loss: the
+//! forward hook of a router namespace (the Linux baseline: every packet
+//! crosses it once, in either direction) and of a bridge (the TAP
+//! transport, whose two hosts sit behind one bridge). A drop on a host's
+//! own output hook would not be one: the kernel sends the segment again on
+//! its next transmit.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -17,8 +18,9 @@ const RESOLUTION: u32 = 1_000_000;
 /// Where the drop rule hooks in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Hook {
-    /// TCP packets this namespace's own sockets send (`inet` family).
-    Output,
+    /// TCP packets this namespace routes between its interfaces (`inet`
+    /// family).
+    Forward,
     /// TCP frames a bridge in this namespace forwards (`bridge` family).
     BridgeForward,
 }
@@ -32,7 +34,7 @@ fn threshold(loss: f64) -> u32 {
 /// An nft script that drops TCP packets at `loss` (a fraction) at `hook`.
 pub(crate) fn ruleset(hook: Hook, loss: f64) -> String {
     let (family, chain_hook, proto) = match hook {
-        Hook::Output => ("inet", "output", "meta l4proto tcp"),
+        Hook::Forward => ("inet", "forward", "meta l4proto tcp"),
         Hook::BridgeForward => ("bridge", "forward", "ip protocol tcp"),
     };
     format!(
@@ -88,9 +90,9 @@ mod tests {
 
     #[test]
     fn rules_name_their_family_and_hook() {
-        let out = ruleset(Hook::Output, 0.05);
+        let out = ruleset(Hook::Forward, 0.05);
         assert!(out.starts_with("table inet iwarp_loss"), "{out}");
-        assert!(out.contains("hook output priority 0"), "{out}");
+        assert!(out.contains("hook forward priority 0"), "{out}");
         assert!(
             out.contains("meta l4proto tcp numgen random mod 1000000 lt 50000 drop"),
             "{out}"

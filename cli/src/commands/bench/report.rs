@@ -32,9 +32,13 @@ pub(crate) struct Row {
     pub baseline_cpu_gbps: Option<f64>,
     /// `cpu_gbps` over the baseline's: the load-independent ratio.
     pub cpu_ratio: Option<f64>,
-    /// Linux kernel TCP over the same loss and MTU (lossy links only).
+    /// Linux kernel TCP with Cubic over the same loss and MTU (lossy links
+    /// and TAP only).
     pub linux_tcp_gbps: Option<f64>,
     pub vs_linux_tcp: Option<f64>,
+    /// The same with BBR.
+    pub linux_bbr_gbps: Option<f64>,
+    pub vs_linux_bbr: Option<f64>,
     /// Why that figure is missing, or what qualifies it.
     pub linux_tcp_note: Option<String>,
     /// The ratios compare message rates with raw TCP carrying records of
@@ -90,6 +94,8 @@ impl Row {
             },
             linux_tcp_gbps: None,
             vs_linux_tcp: None,
+            linux_bbr_gbps: None,
+            vs_linux_bbr: None,
             linux_tcp_note: None,
             vs_records: None,
             raw_rtt_us_p50: None,
@@ -134,6 +140,11 @@ impl Row {
             Some(Ok(l)) => {
                 self.linux_tcp_gbps = Some(l.gbps);
                 self.vs_linux_tcp = Some(l.gbps).filter(|b| *b > 0.0).map(|b| self.gbps / b);
+                self.linux_bbr_gbps = l.bbr_gbps.as_ref().ok().copied();
+                self.vs_linux_bbr = self
+                    .linux_bbr_gbps
+                    .filter(|b| *b > 0.0)
+                    .map(|b| self.gbps / b);
                 self.linux_tcp_note = linux_note(l);
             }
             Some(Err(why)) => self.linux_tcp_note = Some(why.clone()),
@@ -202,7 +213,7 @@ pub(crate) fn json(rows: &[Row], scale: &[ScaleRow], baseline: Option<Baseline>)
         .iter()
         .map(|r| {
             format!(
-                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"lat_us_p99_undisturbed\":{},\"undisturbed_share\":{},\"baseline_gbps\":{},\"ratio\":{},\"cpu_gbps\":{},\"baseline_cpu_gbps\":{},\"cpu_ratio\":{},\"linux_tcp_gbps\":{},\"vs_linux_tcp\":{},\"linux_tcp_note\":{},\"vs_records\":{},\"raw_rtt_us_p50\":{}}}",
+                "{{\"op\":\"{}\",\"size\":{},\"transport\":\"{}\",\"gbps\":{},\"msgs_per_s\":{},\"lat_us_p50\":{},\"lat_us_p99\":{},\"lat_us_p99_undisturbed\":{},\"undisturbed_share\":{},\"baseline_gbps\":{},\"ratio\":{},\"cpu_gbps\":{},\"baseline_cpu_gbps\":{},\"cpu_ratio\":{},\"linux_tcp_gbps\":{},\"vs_linux_tcp\":{},\"linux_bbr_gbps\":{},\"vs_linux_bbr\":{},\"linux_tcp_note\":{},\"vs_records\":{},\"raw_rtt_us_p50\":{}}}",
                 r.op,
                 r.size,
                 transport_name(r.transport),
@@ -219,6 +230,8 @@ pub(crate) fn json(rows: &[Row], scale: &[ScaleRow], baseline: Option<Baseline>)
                 r.cpu_ratio.map_or("null".into(), num),
                 r.linux_tcp_gbps.map_or("null".into(), num),
                 r.vs_linux_tcp.map_or("null".into(), num),
+                r.linux_bbr_gbps.map_or("null".into(), num),
+                r.vs_linux_bbr.map_or("null".into(), num),
                 r.linux_tcp_note.as_deref().map_or("null".into(), string),
                 r.vs_records.map_or("null".into(), |n| n.to_string()),
                 r.raw_rtt_us_p50.map_or("null".into(), num),
@@ -352,9 +365,9 @@ pub(crate) fn table(
         None => {}
         Some(Ok(l)) => {
             println!(
-                "Linux TCP goodput over a veth pair, {}, MTU {}, {}: {:.2} Gbit/s",
+                "Linux TCP goodput through a router namespace, {}, MTU {}, {}, route rto_min {} ms, TCP_CONGESTION per socket: cubic {:.2} Gbit/s, bbr {}",
                 if args.loss > 0.0 {
-                    "same loss each way (nftables)"
+                    "same loss each way (nftables, router's forward hook)"
                 } else {
                     "no loss"
                 },
@@ -364,10 +377,15 @@ pub(crate) fn table(
                     Offloads::StillOn => "TSO/GSO/GRO could not be turned off",
                     Offloads::Default => "TSO/GSO/GRO on (Linux's defaults)",
                 },
-                l.gbps
+                l.rto_min.as_millis(),
+                l.gbps,
+                match &l.bbr_gbps {
+                    Ok(g) => format!("{g:.2} Gbit/s"),
+                    Err(why) => format!("missing ({why})"),
+                }
             );
             if let Some(b) = baseline.filter(|_| l.gbps > 0.0) {
-                println!("{raw} / Linux TCP: {:.2}", b.gbps / l.gbps);
+                println!("{raw} / Linux cubic: {:.2}", b.gbps / l.gbps);
             }
         }
         Some(Err(why)) => println!("Linux TCP baseline missing: {why}"),
@@ -390,7 +408,7 @@ pub(crate) fn table(
         print!(" {:>10}", "raw rt us");
     }
     if linux.is_some() {
-        print!(" {:>12}", "vs Linux TCP");
+        print!(" {:>12} {:>10}", "vs Lx cubic", "vs Lx bbr");
     }
     println!(" {:>10} {:>9}", "Gb/cpu-s", "cpu ratio");
     for r in rows {
@@ -411,7 +429,11 @@ pub(crate) fn table(
             print!("{}", opt(r.raw_rtt_us_p50, 10, 1));
         }
         if linux.is_some() {
-            print!(" {}", opt(r.vs_linux_tcp, 12, 3));
+            print!(
+                " {} {}",
+                opt(r.vs_linux_tcp, 12, 3),
+                opt(r.vs_linux_bbr, 10, 3)
+            );
         }
         println!(" {} {}", opt(r.cpu_gbps, 10, 3), opt(r.cpu_ratio, 9, 2));
     }
@@ -429,7 +451,7 @@ pub(crate) fn table(
     }
     if linux.is_some() {
         println!(
-            "vs Linux TCP = RDMA goodput / Linux kernel TCP goodput over the same loss and MTU"
+            "vs Lx cubic, vs Lx bbr = RDMA goodput / Linux kernel TCP goodput with that controller, same loss and MTU"
         );
     }
     println!(
@@ -547,15 +569,20 @@ mod tests {
         let m = measured(125_000_000); // 1 Gbit in 1 s
         let linux = Some(Ok(LinuxTcp {
             gbps: 4.0,
+            bbr_gbps: Ok(2.0),
             offloads: Offloads::StillOn,
+            rto_min: Duration::from_millis(1),
         }));
         let r = Row::new(Op::Write, 4096, TransportKind::Memory, &m, None).with_linux_tcp(&linux);
         assert_eq!(r.linux_tcp_gbps, Some(4.0));
         assert_eq!(r.vs_linux_tcp, Some(0.25));
+        assert_eq!(r.linux_bbr_gbps, Some(2.0));
+        assert_eq!(r.vs_linux_bbr, Some(0.5));
         assert!(r.linux_tcp_note.as_deref().unwrap().contains("TSO"));
         let out = json(&[r], &[], None);
         assert!(out.contains("\"linux_tcp_gbps\":4.0000"), "{out}");
         assert!(out.contains("\"vs_linux_tcp\":0.2500"), "{out}");
+        assert!(out.contains("\"vs_linux_bbr\":0.5000"), "{out}");
     }
 
     #[test]
