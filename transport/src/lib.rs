@@ -93,6 +93,6 @@ pub use error::TransportError;
 pub use linger::CLOSE_LINGER;
 pub use loss_stats::TcpLossStats;
 pub use readiness::poll_readable;
-pub use seam::{ListenerId, StreamId, StreamState, Transport};
+pub use seam::{ListenerId, RecordWriter, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};
 pub use wake::{EventFd, Waker};

@@ -1,0 +1,372 @@
+//! Segments cut at record boundaries.
+//!
+//! A protocol that frames records on the stream (iWARP's MPA FPDUs) wants
+//! each record carried whole in one segment where it fits (RFC 5044
+//! section 4: an MPA-aware sender aligns FPDUs with TCP segments), so a
+//! receiver or a dissector that reads segments one by one finds a record
+//! start at the start of every segment. The user marks where records end
+//! ([`Socket::mark_record_end`]); the socket then cuts segments only there:
+//!
+//! - a segment carries one or more whole records, as many as the MSS and
+//!   the windows allow;
+//! - a record longer than the MSS is cut every MSS from its start, so its
+//!   last piece ends on its end;
+//! - with segmentation offload a super-segment is cut by the device every
+//!   MSS, so it only reaches past one MSS while those cuts fall on record
+//!   cuts too;
+//! - a record the window does not yet fit waits, while data is in flight
+//!   (an ACK will open the window), except up to data the receiver already
+//!   holds (a resend that stops at SACKed data ends where an earlier
+//!   segment started, a cut of its own); with nothing in flight it leaves
+//!   cut, since no ACK would come to open the window;
+//! - a segment the send ring's end would cut is copied whole into a
+//!   scratch buffer first.
+//!
+//! Octets queued before the first mark or after the last one are not
+//! records: they are cut as a socket without marks would cut them.
+//!
+//! The storage is the caller's ([`Socket::set_record_buffers`]). Ends
+//! below SND.UNA are let go as new ones are marked. When the ring of
+//! record ends is full, further marks are ignored until acknowledgements
+//! free room: the unmarked records are cut as plain octets, which costs
+//! alignment, never data.
+
+use managed::ManagedSlice;
+
+use super::{Socket, SocketBuffer};
+use crate::storage::RingBuffer;
+use crate::wire::TcpSeqNumber;
+
+/// Record ends above SND.UNA and a scratch for a segment across the ring's
+/// end; both empty (so the mechanism off) unless the user provides them.
+#[derive(Debug)]
+pub(super) struct Records<'a> {
+    /// Sorted record ends. The oldest may lie at or below SND.UNA: it is
+    /// the start of the record SND.UNA falls in.
+    ends: RingBuffer<'a, TcpSeqNumber>,
+    scratch: ManagedSlice<'a, u8>,
+    /// Several whole records may share a segment.
+    packed: bool,
+}
+
+impl<'a> Records<'a> {
+    pub(super) fn new() -> Self {
+        Records {
+            ends: RingBuffer::new(ManagedSlice::Borrowed(&mut [])),
+            scratch: ManagedSlice::Borrowed(&mut []),
+            packed: true,
+        }
+    }
+
+    /// The payload [`Socket::linearize`] copied (a method of the field, so
+    /// the segment borrows no more of the socket than the ring would).
+    pub(super) fn scratch(&self, len: usize) -> &[u8] {
+        &self.scratch[..len]
+    }
+
+    fn active(&self) -> bool {
+        self.ends.capacity() > 0
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.ends.clear();
+    }
+
+    fn get(&self, i: usize) -> TcpSeqNumber {
+        self.ends.get_allocated(i, 1)[0]
+    }
+
+    /// Forgets ends no longer needed: all but the last one at or below
+    /// `una`.
+    fn prune(&mut self, una: TcpSeqNumber) {
+        while self.ends.len() >= 2 && self.get(1) <= una {
+            let _ = self.ends.dequeue_one();
+        }
+    }
+
+    fn push(&mut self, end: TcpSeqNumber, una: TcpSeqNumber) -> bool {
+        self.prune(una);
+        let len = self.ends.len();
+        if len > 0 && self.get(len - 1) >= end {
+            // Already marked, or out of order: nothing new.
+            return len > 0 && self.get(len - 1) == end;
+        }
+        match self.ends.enqueue_one() {
+            Ok(slot) => {
+                *slot = end;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The index of the first end above `p`.
+    fn above(&self, p: TcpSeqNumber) -> usize {
+        let (mut lo, mut hi) = (0, self.ends.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.get(mid) <= p {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The record around octet position `p`: its start and end, when `p`
+    /// lies strictly inside a marked record.
+    fn around(&self, p: TcpSeqNumber) -> Option<(TcpSeqNumber, TcpSeqNumber)> {
+        let i = self.above(p);
+        if i == 0 || i == self.ends.len() {
+            return None;
+        }
+        let start = self.get(i - 1);
+        (start != p).then(|| (start, self.get(i)))
+    }
+
+    /// Whether a segment may end (and the next start) at `p`.
+    fn is_cut(&self, p: TcpSeqNumber, mss: usize) -> bool {
+        match self.around(p) {
+            None => true,
+            Some((start, end)) => end - start > mss && (p - start) % mss == 0,
+        }
+    }
+
+    /// The first cut after `from`, unless only unmarked octets follow.
+    fn next_cut(&self, from: TcpSeqNumber, mss: usize) -> Option<TcpSeqNumber> {
+        let i = self.above(from);
+        if i == self.ends.len() {
+            return None;
+        }
+        let next = self.get(i);
+        if i == 0 {
+            return Some(next);
+        }
+        let start = self.get(i - 1);
+        if next - start > mss {
+            let grid = start + ((from - start) / mss + 1) * mss;
+            return Some(if grid < next { grid } else { next });
+        }
+        Some(next)
+    }
+
+    /// Whether a piece of a full `mss` from `pos` (a cut) ends on a cut.
+    fn full_piece(&self, pos: TcpSeqNumber, mss: usize) -> bool {
+        if self.packed {
+            self.is_cut(pos + mss, mss)
+        } else {
+            self.next_cut(pos, mss).is_none_or(|c| c == pos + mss)
+        }
+    }
+
+    /// The last cut in `(from, to]`; without packing, the first, if no
+    /// later than `to`.
+    fn last_cut(&self, from: TcpSeqNumber, to: TcpSeqNumber, mss: usize) -> Option<TcpSeqNumber> {
+        if to <= from {
+            return None;
+        }
+        if !self.packed {
+            return match self.next_cut(from, mss) {
+                Some(cut) => (cut <= to).then_some(cut),
+                None => Some(to),
+            };
+        }
+        let cut = match self.around(to) {
+            None => to,
+            Some((start, end)) if end - start > mss => start + (to - start) / mss * mss,
+            Some((start, _)) => start,
+        };
+        (cut > from).then_some(cut)
+    }
+
+    /// The first cut at or after `p`.
+    fn first_cut(&self, p: TcpSeqNumber, mss: usize) -> TcpSeqNumber {
+        match self.around(p) {
+            None => p,
+            Some((start, end)) if end - start > mss => {
+                let grid = start + (p - start).div_ceil(mss) * mss;
+                if grid < end {
+                    grid
+                } else {
+                    end
+                }
+            }
+            Some((_, end)) => end,
+        }
+    }
+
+    /// How many of `limit` octets from `start` one (super-)segment carries
+    /// so that it, and each piece a device cuts from it every `mss`, ends
+    /// on a cut; 0 if even the first cut lies beyond `limit`.
+    fn aligned_len(&self, start: TcpSeqNumber, limit: usize, mss: usize) -> usize {
+        let end = start + limit;
+        let mut pos = start;
+        while end - pos > mss && self.full_piece(pos, mss) {
+            pos = pos + mss;
+        }
+        let piece_end = if end - pos > mss { pos + mss } else { end };
+        if let Some(cut) = self.last_cut(pos, piece_end, mss) {
+            pos = cut;
+        }
+        pos - start
+    }
+}
+
+impl<'a> Socket<'a> {
+    /// Gives the socket room to remember where records end, which turns on
+    /// cutting segments there (see [`Socket::mark_record_end`]). `ends`
+    /// holds one entry per record not yet acknowledged (at most one per
+    /// queued octet; a record of at least `n` octets needs no more than
+    /// `send_capacity() / n + 2`); `scratch` at least one MSS, for a
+    /// segment the send ring's end would otherwise cut. Empty slices turn
+    /// it off.
+    pub fn set_record_buffers<E, S>(&mut self, ends: E, scratch: S)
+    where
+        E: Into<ManagedSlice<'a, TcpSeqNumber>>,
+        S: Into<ManagedSlice<'a, u8>>,
+    {
+        self.records = Records {
+            ends: RingBuffer::new(ends),
+            scratch: scratch.into(),
+            packed: self.records.packed,
+        };
+    }
+
+    /// Whether several whole records may share a segment (the default), or
+    /// each record goes in segments of its own: for a receiver that reads
+    /// one record per segment (Wireshark's MPA dissector does when markers
+    /// are on).
+    pub fn set_record_packing(&mut self, packed: bool) {
+        self.records.packed = packed;
+    }
+
+    /// See [`Socket::set_record_packing`].
+    pub fn record_packing(&self) -> bool {
+        self.records.packed
+    }
+
+    /// Whether segments are cut at record boundaries: record buffers were
+    /// given.
+    pub fn record_boundaries(&self) -> bool {
+        self.records.active()
+    }
+
+    /// Marks a record end `queued` octets into the send queue (as
+    /// [`Socket::send_queue`] counts them: from the oldest unacknowledged
+    /// octet), usually `send_queue()` right after queuing a whole record.
+    /// Returns whether the mark is kept: false when record buffers are not
+    /// set or full, when `queued` lies beyond the queue, or when it lies
+    /// below the last mark.
+    pub fn mark_record_end(&mut self, queued: usize) -> bool {
+        if !self.records.active() || queued > self.tx_buffer.len() {
+            return false;
+        }
+        self.records
+            .push(self.local_seq_no + queued, self.local_seq_no)
+    }
+
+    /// Octets for the next new-data (super-)segment out of `sendable`, cut
+    /// at record boundaries; `None` without record buffers, `Some(0)` to
+    /// wait for the window.
+    pub(super) fn record_len(&self, sendable: usize, effective_mss: usize) -> Option<usize> {
+        if !self.records.active() || sendable == 0 {
+            return None;
+        }
+        let start = self.remote_last_seq;
+        let offset = self.flight_size();
+        // The ring's end cuts a super-segment; a segment of one MSS or less
+        // is copied across it instead.
+        let contiguous = self.tx_buffer.get_allocated(offset, sendable).len();
+        if sendable > effective_mss && contiguous < sendable {
+            let n = self.records.aligned_len(start, contiguous, effective_mss);
+            if n > 0 {
+                return Some(n);
+            }
+        }
+        let limit = if contiguous < sendable {
+            sendable.min(effective_mss)
+        } else {
+            sendable
+        };
+        let n = self.records.aligned_len(start, limit, effective_mss);
+        if n > 0 || (self.flight_size() > 0 && !self.sack_bounded(sendable)) {
+            return Some(n);
+        }
+        // Nothing in flight brings an ACK to open the window; or the
+        // segment stops where SACKed data starts, itself a segment start.
+        Some(limit.min(effective_mss))
+    }
+
+    /// Whether the resend from the send cursor is limited to `sendable`
+    /// octets by data the receiver holds (a SACKed block above a hole).
+    pub(super) fn sack_bounded(&self, sendable: usize) -> bool {
+        match self.scoreboard.next_start(self.remote_last_seq) {
+            Some(sacked) if sacked < self.snd_max() => sacked - self.remote_last_seq <= sendable,
+            _ => false,
+        }
+    }
+
+    /// A resend of up to `size` octets at `seq`, cut at record boundaries.
+    pub(super) fn record_resend_len(
+        &self,
+        seq: TcpSeqNumber,
+        size: usize,
+        effective_mss: usize,
+    ) -> usize {
+        if !self.records.active() {
+            return size;
+        }
+        match self.records.aligned_len(seq, size, effective_mss) {
+            // A resend always goes, cut if it must be.
+            0 => size,
+            n => n,
+        }
+    }
+
+    /// Where the tail loss probe starts so that it ends at `data_end`
+    /// (an offset in the send queue) and starts on a cut, at most one MSS
+    /// before it.
+    pub(super) fn record_probe_offset(&self, data_end: usize, effective_mss: usize) -> usize {
+        let naive = data_end.saturating_sub(effective_mss);
+        if !self.records.active() {
+            return naive;
+        }
+        let cut = self
+            .records
+            .first_cut(self.local_seq_no + naive, effective_mss)
+            - self.local_seq_no;
+        if cut < data_end {
+            cut
+        } else {
+            naive
+        }
+    }
+
+    /// Copies a segment of `size` octets at `offset` into the scratch if
+    /// the send ring's end would cut it and record buffers are set;
+    /// returns the octets the scratch then holds.
+    pub(super) fn linearize(&mut self, offset: usize, size: usize) -> Option<usize> {
+        linearize(&mut self.records.scratch, &self.tx_buffer, offset, size, self.records.ends.capacity() > 0)
+    }
+}
+
+fn linearize(
+    scratch: &mut [u8],
+    tx: &SocketBuffer<'_>,
+    offset: usize,
+    size: usize,
+    active: bool,
+) -> Option<usize> {
+    let first = tx.get_allocated(offset, size);
+    if !active || first.len() == size || first.is_empty() {
+        return None;
+    }
+    let size = size.min(scratch.len());
+    let head = first.len().min(size);
+    scratch[..head].copy_from_slice(&first[..head]);
+    let second = tx.get_allocated(offset + head, size - head);
+    let tail = head + second.len();
+    scratch[head..tail].copy_from_slice(second);
+    (tail > first.len()).then_some(tail)
+}
