@@ -370,3 +370,301 @@ fn linearize(
     scratch[head..tail].copy_from_slice(second);
     (tail > first.len()).then_some(tail)
 }
+
+#[cfg(all(test, feature = "medium-ip", feature = "proto-ipv4"))]
+mod tests {
+    use std::vec::Vec;
+
+    use super::super::{Socket, SocketBuffer, State};
+    use crate::iface::Context;
+    use crate::phy::{Medium, PacketMeta};
+    use crate::socket::PollAt;
+    use crate::time::{Duration, Instant};
+    use crate::wire::{
+        IpAddress, IpCidr, IpProtocol, IpRepr, Ipv4Address, Ipv4Repr, TcpRepr, TcpSeqNumber,
+    };
+
+    const A_ADDR: Ipv4Address = Ipv4Address::new(192, 168, 1, 1);
+    const B_ADDR: Ipv4Address = Ipv4Address::new(192, 168, 1, 2);
+    /// Record sizes, in turn: small ones several of which fit a segment,
+    /// ones near the MSS, and ones longer than it.
+    const SIZES: [usize; 7] = [88, 1460, 700, 3000, 1456, 44, 5000];
+    const RECORDS: usize = 700;
+
+    struct Wire {
+        to_b: bool,
+        tcp: TcpRepr<'static>,
+        payload: Vec<u8>,
+    }
+
+    fn own(repr: &TcpRepr) -> TcpRepr<'static> {
+        TcpRepr {
+            payload: &[],
+            sack_ranges: repr.sack_ranges,
+            ..*repr
+        }
+    }
+
+    fn context() -> Context {
+        #[cfg(feature = "segmentation-offload")]
+        let (mut iface, _, _) =
+            crate::tests::segmentation_offload::setup_segmenting(Medium::Ip);
+        #[cfg(not(feature = "segmentation-offload"))]
+        let (mut iface, _, _) = crate::tests::setup(Medium::Ip);
+        iface.update_ip_addrs(|addrs| {
+            addrs.clear();
+            addrs.push(IpCidr::new(A_ADDR.into(), 24)).unwrap();
+            addrs.push(IpCidr::new(B_ADDR.into(), 24)).unwrap();
+        });
+        iface.inner
+    }
+
+    fn socket(records: bool, packed: bool) -> Socket<'static> {
+        // A receive window and a send ring that are no multiple of any
+        // record size: windows end mid-record, and the ring wraps inside
+        // records.
+        let mut s = Socket::new(
+            SocketBuffer::new(vec![0; 150_001]),
+            SocketBuffer::new(vec![0; 100_003]),
+        );
+        s.set_ack_delay(None);
+        s.set_nagle_enabled(false);
+        s.set_rto_min(Duration::from_millis(5));
+        s.set_rto_initial(Duration::from_millis(20));
+        if records {
+            s.set_record_buffers(vec![TcpSeqNumber::default(); 100_003 / 16 + 2], vec![0; 65536]);
+            s.set_record_packing(packed);
+        }
+        s
+    }
+
+    #[cfg(feature = "segmentation-offload")]
+    fn device_cut(meta: &PacketMeta) -> usize {
+        meta.segmentation_offload_size
+            .map_or(usize::MAX, |n| usize::from(n.get()))
+    }
+
+    #[cfg(not(feature = "segmentation-offload"))]
+    fn device_cut(_: &PacketMeta) -> usize {
+        usize::MAX
+    }
+
+    /// Dispatches everything `s` has, cut as the device would cut it.
+    fn flush(cx: &mut Context, s: &mut Socket<'static>, out: &mut Vec<Wire>, to_b: bool) {
+        for _ in 0..10_000 {
+            let mut sent = false;
+            let _ = s.dispatch(cx, |_, meta: PacketMeta, (_, repr)| {
+                sent = true;
+                let cut = device_cut(&meta);
+                let chunks: Vec<&[u8]> = if repr.payload.is_empty() {
+                    vec![&[][..]]
+                } else {
+                    repr.payload.chunks(cut).collect()
+                };
+                let mut seq = repr.seq_number;
+                for (i, chunk) in chunks.iter().enumerate() {
+                    let mut tcp = own(&repr);
+                    tcp.seq_number = seq;
+                    if i + 1 != chunks.len() {
+                        tcp.control = crate::wire::TcpControl::None;
+                    }
+                    out.push(Wire {
+                        to_b,
+                        tcp,
+                        payload: chunk.to_vec(),
+                    });
+                    seq += chunk.len();
+                }
+                Ok::<(), ()>(())
+            });
+            if !sent {
+                return;
+            }
+        }
+        panic!("socket keeps sending");
+    }
+
+    fn deliver(cx: &mut Context, s: &mut Socket<'static>, w: &Wire, out: &mut Vec<Wire>) {
+        let (src, dst) = if w.to_b {
+            (A_ADDR, B_ADDR)
+        } else {
+            (B_ADDR, A_ADDR)
+        };
+        let tcp = TcpRepr {
+            payload: &w.payload,
+            ..w.tcp
+        };
+        let ip = IpRepr::Ipv4(Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: IpProtocol::Tcp,
+            payload_len: tcp.buffer_len(),
+            hop_limit: 64,
+        });
+        if s.accepts(cx, &ip, &tcp)
+            && let Some((_, reply)) = s.process(cx, &ip, &tcp)
+        {
+            out.push(Wire {
+                to_b: !w.to_b,
+                tcp: own(&reply),
+                payload: reply.payload.to_vec(),
+            });
+        }
+    }
+
+    /// What crossed the wire from A to B: data segments as (offset from
+    /// the first data octet, length), the record ends as offsets, and the
+    /// largest segment (the MSS).
+    struct Run {
+        segments: Vec<(usize, usize)>,
+        ends: Vec<usize>,
+        mss: usize,
+    }
+
+    /// Moves `RECORDS` records from A to B on virtual time, queuing whole
+    /// records only and marking each end, dropping the A-to-B data
+    /// segments `drop` picks (by count).
+    fn run(records: bool, packed: bool, drop: impl Fn(usize) -> bool) -> Run {
+        let mut cx = context();
+        let (mut a, mut b) = (socket(records, packed), socket(records, packed));
+        b.listen(80).unwrap();
+        a.connect(&mut cx, (IpAddress::from(B_ADDR), 80), 49500)
+            .unwrap();
+        let sizes: Vec<usize> = (0..RECORDS).map(|i| SIZES[i % SIZES.len()]).collect();
+        let total: usize = sizes.iter().sum();
+        let data: Vec<u8> = (0..total).map(|i| (i * 7 + i / 251) as u8).collect();
+        let mut ends = Vec::new();
+        let (mut written, mut next_record, mut read) = (0, 0, Vec::with_capacity(total));
+        let (mut segments, mut mss, mut count) = (Vec::new(), 0, 0);
+        let mut first_seq = None;
+        let mut now = Instant::ZERO;
+        let mut in_flight: Vec<Wire> = Vec::new();
+        while read.len() < total {
+            assert!(now < Instant::from_secs(60), "stuck at {}", read.len());
+            cx.set_now(now);
+            for w in std::mem::take(&mut in_flight) {
+                if w.to_b {
+                    if !w.payload.is_empty() {
+                        let start = *first_seq.get_or_insert(w.tcp.seq_number);
+                        segments.push((w.tcp.seq_number - start, w.payload.len()));
+                        mss = mss.max(w.payload.len());
+                        count += 1;
+                        if drop(count) {
+                            continue;
+                        }
+                    }
+                    deliver(&mut cx, &mut b, &w, &mut in_flight);
+                } else {
+                    deliver(&mut cx, &mut a, &w, &mut in_flight);
+                }
+            }
+            while a.state() == State::Established && next_record < RECORDS {
+                let n = sizes[next_record];
+                if a.send_capacity() - a.send_queue() < n {
+                    break;
+                }
+                assert_eq!(a.send_slice(&data[written..written + n]), Ok(n));
+                written += n;
+                next_record += 1;
+                ends.push(written);
+                if records {
+                    assert!(a.mark_record_end(a.send_queue()));
+                }
+            }
+            while b.can_recv() {
+                let mut chunk = [0u8; 65536];
+                let n = b.recv_slice(&mut chunk).unwrap();
+                read.extend_from_slice(&chunk[..n]);
+            }
+            flush(&mut cx, &mut a, &mut in_flight, true);
+            flush(&mut cx, &mut b, &mut in_flight, false);
+            let mut next = (!in_flight.is_empty()).then(|| now + Duration::from_micros(100));
+            for s in [&a, &b] {
+                match s.poll_at(&mut cx) {
+                    PollAt::Now => next = Some(now + Duration::from_micros(1)),
+                    PollAt::Time(t) => next = Some(next.map_or(t, |n| n.min(t))),
+                    PollAt::Ingress => {}
+                }
+            }
+            now = next.map_or(now + Duration::from_millis(1), |t| t.max(now));
+        }
+        assert!(read == data[..], "data corrupted or reordered");
+        Run {
+            segments,
+            ends,
+            mss,
+        }
+    }
+
+    impl Run {
+        /// Whether a segment may start or end at `p`: a record end, or a
+        /// multiple of the MSS into a record longer than it.
+        fn is_cut(&self, p: usize) -> bool {
+            let i = self.ends.partition_point(|&e| e < p);
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            p == 0
+                || self.ends.get(i) == Some(&p)
+                || (self.ends[i] - start > self.mss && (p - start) % self.mss == 0)
+        }
+
+        /// Segments that start or end anywhere else.
+        fn misaligned(&self) -> Vec<(usize, usize)> {
+            self.segments
+                .iter()
+                .copied()
+                .filter(|&(o, n)| !self.is_cut(o) || !self.is_cut(o + n))
+                .collect()
+        }
+
+        /// Segments that carry the end of one record and more after it.
+        fn shared(&self) -> Vec<(usize, usize)> {
+            self.segments
+                .iter()
+                .copied()
+                .filter(|&(o, n)| self.ends.iter().any(|&e| e > o && e < o + n))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn segments_carry_whole_records() {
+        let run = run(true, true, |_| false);
+        let bad = run.misaligned();
+        assert!(bad.is_empty(), "segments cutting records: {bad:?}");
+        // Small records share segments.
+        assert!(!run.shared().is_empty());
+        assert!(run.segments.len() < RECORDS * 2);
+    }
+
+    #[test]
+    fn resends_carry_whole_records() {
+        // Drops early and late, single and back to back.
+        let run = run(true, true, |n| matches!(n % 89, 5 | 40 | 41));
+        let bad = run.misaligned();
+        assert!(bad.is_empty(), "segments cutting records: {bad:?}");
+    }
+
+    #[test]
+    fn unpacked_records_go_one_per_segment() {
+        let run = run(true, false, |n| n % 61 == 7);
+        assert!(run.misaligned().is_empty(), "{:?}", run.misaligned());
+        assert!(run.shared().is_empty(), "{:?}", run.shared());
+    }
+
+    #[test]
+    fn without_marks_segments_cut_records() {
+        // The yardstick: the same traffic without marks cuts records.
+        let run = run(false, true, |_| false);
+        assert!(!run.misaligned().is_empty());
+    }
+
+    #[test]
+    fn marks_beyond_the_queue_or_out_of_order_are_refused() {
+        let mut s = socket(true, true);
+        assert!(!s.mark_record_end(1));
+        let mut off = socket(false, true);
+        assert!(!off.mark_record_end(0));
+        assert!(!off.record_boundaries());
+        assert!(s.record_boundaries() && s.record_packing());
+    }
+}
