@@ -3464,7 +3464,7 @@ impl<'a> Socket<'a> {
 
         // Sender-side silly window avoidance; see `sws_hold`.
         if self.sws_hold(max_send, effective_mss)
-            || self.record_len(max_send, effective_mss) == Some(0)
+            || self.record_hold(max_send, effective_mss)
         {
             can_send = false;
         }

@@ -34,16 +34,19 @@
 use managed::ManagedSlice;
 
 use super::{Socket, SocketBuffer};
-use crate::storage::RingBuffer;
 use crate::wire::TcpSeqNumber;
 
 /// Record ends above SND.UNA and a scratch for a segment across the ring's
 /// end; both empty (so the mechanism off) unless the user provides them.
 #[derive(Debug)]
 pub(super) struct Records<'a> {
-    /// Sorted record ends. The oldest may lie at or below SND.UNA: it is
-    /// the start of the record SND.UNA falls in.
-    ends: RingBuffer<'a, TcpSeqNumber>,
+    /// Sorted record ends, a ring of `len` from `head`. The oldest may lie
+    /// at or below SND.UNA: it is the start of the record SND.UNA falls in.
+    /// (Indexed by hand: a lookup per segment is a binary search, and
+    /// `RingBuffer`'s index takes a division.)
+    ends: ManagedSlice<'a, TcpSeqNumber>,
+    head: usize,
+    len: usize,
     scratch: ManagedSlice<'a, u8>,
     /// Several whole records may share a segment.
     packed: bool,
@@ -52,7 +55,9 @@ pub(super) struct Records<'a> {
 impl<'a> Records<'a> {
     pub(super) fn new() -> Self {
         Records {
-            ends: RingBuffer::new(ManagedSlice::Borrowed(&mut [])),
+            ends: ManagedSlice::Borrowed(&mut []),
+            head: 0,
+            len: 0,
             scratch: ManagedSlice::Borrowed(&mut []),
             packed: true,
         }
@@ -65,44 +70,57 @@ impl<'a> Records<'a> {
     }
 
     fn active(&self) -> bool {
-        self.ends.capacity() > 0
+        !self.ends.is_empty()
     }
 
     pub(super) fn clear(&mut self) {
-        self.ends.clear();
+        self.head = 0;
+        self.len = 0;
     }
 
+    /// The `i`th end, `i < len`.
     fn get(&self, i: usize) -> TcpSeqNumber {
-        self.ends.get_allocated(i, 1)[0]
+        let at = self.head + i;
+        let at = if at >= self.ends.len() {
+            at - self.ends.len()
+        } else {
+            at
+        };
+        self.ends[at]
     }
 
     /// Forgets ends no longer needed: all but the last one at or below
     /// `una`.
     fn prune(&mut self, una: TcpSeqNumber) {
-        while self.ends.len() >= 2 && self.get(1) <= una {
-            let _ = self.ends.dequeue_one();
+        while self.len >= 2 && self.get(1) <= una {
+            self.head = if self.head + 1 == self.ends.len() {
+                0
+            } else {
+                self.head + 1
+            };
+            self.len -= 1;
         }
     }
 
     fn push(&mut self, end: TcpSeqNumber, una: TcpSeqNumber) -> bool {
         self.prune(una);
-        let len = self.ends.len();
+        let len = self.len;
         if len > 0 && self.get(len - 1) >= end {
             // Already marked, or out of order: nothing new.
-            return len > 0 && self.get(len - 1) == end;
+            return self.get(len - 1) == end;
         }
-        match self.ends.enqueue_one() {
-            Ok(slot) => {
-                *slot = end;
-                true
-            }
-            Err(_) => false,
+        if len == self.ends.len() {
+            return false;
         }
+        let at = (self.head + len) % self.ends.len();
+        self.ends[at] = end;
+        self.len += 1;
+        true
     }
 
     /// The index of the first end above `p`.
     fn above(&self, p: TcpSeqNumber) -> usize {
-        let (mut lo, mut hi) = (0, self.ends.len());
+        let (mut lo, mut hi) = (0, self.len);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.get(mid) <= p {
@@ -118,7 +136,7 @@ impl<'a> Records<'a> {
     /// lies strictly inside a marked record.
     fn around(&self, p: TcpSeqNumber) -> Option<(TcpSeqNumber, TcpSeqNumber)> {
         let i = self.above(p);
-        if i == 0 || i == self.ends.len() {
+        if i == 0 || i == self.len {
             return None;
         }
         let start = self.get(i - 1);
@@ -136,7 +154,7 @@ impl<'a> Records<'a> {
     /// The first cut after `from`, unless only unmarked octets follow.
     fn next_cut(&self, from: TcpSeqNumber, mss: usize) -> Option<TcpSeqNumber> {
         let i = self.above(from);
-        if i == self.ends.len() {
+        if i == self.len {
             return None;
         }
         let next = self.get(i);
@@ -186,11 +204,7 @@ impl<'a> Records<'a> {
             None => p,
             Some((start, end)) if end - start > mss => {
                 let grid = start + (p - start).div_ceil(mss) * mss;
-                if grid < end {
-                    grid
-                } else {
-                    end
-                }
+                if grid < end { grid } else { end }
             }
             Some((_, end)) => end,
         }
@@ -227,7 +241,9 @@ impl<'a> Socket<'a> {
         S: Into<ManagedSlice<'a, u8>>,
     {
         self.records = Records {
-            ends: RingBuffer::new(ends),
+            ends: ends.into(),
+            head: 0,
+            len: 0,
             scratch: scratch.into(),
             packed: self.records.packed,
         };
@@ -298,6 +314,13 @@ impl<'a> Socket<'a> {
         Some(limit.min(effective_mss))
     }
 
+    /// Whether new data waits for the window to fit a record: whether
+    /// [`Socket::record_len`] would send nothing. Only the first segment
+    /// matters, so the search stops at one MSS, however wide the window.
+    pub(super) fn record_hold(&self, sendable: usize, effective_mss: usize) -> bool {
+        self.record_len(sendable.min(effective_mss), effective_mss) == Some(0)
+    }
+
     /// Whether the resend from the send cursor is limited to `sendable`
     /// octets by data the receiver holds (a SACKed block above a hole).
     pub(super) fn sack_bounded(&self, sendable: usize) -> bool {
@@ -336,18 +359,21 @@ impl<'a> Socket<'a> {
             .records
             .first_cut(self.local_seq_no + naive, effective_mss)
             - self.local_seq_no;
-        if cut < data_end {
-            cut
-        } else {
-            naive
-        }
+        if cut < data_end { cut } else { naive }
     }
 
     /// Copies a segment of `size` octets at `offset` into the scratch if
     /// the send ring's end would cut it and record buffers are set;
     /// returns the octets the scratch then holds.
     pub(super) fn linearize(&mut self, offset: usize, size: usize) -> Option<usize> {
-        linearize(&mut self.records.scratch, &self.tx_buffer, offset, size, self.records.ends.capacity() > 0)
+        let active = self.records.active();
+        linearize(
+            &mut self.records.scratch,
+            &self.tx_buffer,
+            offset,
+            size,
+            active,
+        )
     }
 }
 
@@ -407,8 +433,7 @@ mod tests {
 
     fn context() -> Context {
         #[cfg(feature = "segmentation-offload")]
-        let (mut iface, _, _) =
-            crate::tests::segmentation_offload::setup_segmenting(Medium::Ip);
+        let (mut iface, _, _) = crate::tests::segmentation_offload::setup_segmenting(Medium::Ip);
         #[cfg(not(feature = "segmentation-offload"))]
         let (mut iface, _, _) = crate::tests::setup(Medium::Ip);
         iface.update_ip_addrs(|addrs| {
@@ -432,7 +457,10 @@ mod tests {
         s.set_rto_min(Duration::from_millis(5));
         s.set_rto_initial(Duration::from_millis(20));
         if records {
-            s.set_record_buffers(vec![TcpSeqNumber::default(); 100_003 / 16 + 2], vec![0; 65536]);
+            s.set_record_buffers(
+                vec![TcpSeqNumber::default(); 100_003 / 16 + 2],
+                vec![0; 65536],
+            );
             s.set_record_packing(packed);
         }
         s
