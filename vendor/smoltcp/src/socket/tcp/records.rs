@@ -14,11 +14,12 @@
 //! - with segmentation offload a super-segment is cut by the device every
 //!   MSS, so it only reaches past one MSS while those cuts fall on record
 //!   cuts too;
-//! - a record the window does not yet fit waits, while data is in flight
-//!   (an ACK will open the window), except up to data the receiver already
-//!   holds (a resend that stops at SACKed data ends where an earlier
-//!   segment started, a cut of its own); with nothing in flight it leaves
-//!   cut, since no ACK would come to open the window;
+//! - with sender-side silly window avoidance on, a record the window does
+//!   not yet fit waits while data is in flight (an ACK will open the
+//!   window), except up to data the receiver already holds (a resend that
+//!   stops at SACKed data ends where an earlier segment started) and for
+//!   the tail loss probe; otherwise, or with nothing in flight, the
+//!   window-limited piece leaves cut;
 //! - a segment the send ring's end would cut is copied whole into a
 //!   scratch buffer first.
 //!
@@ -306,11 +307,18 @@ impl<'a> Socket<'a> {
             sendable
         };
         let n = self.records.aligned_len(start, limit, effective_mss);
-        if n > 0 || (self.flight_size() > 0 && !self.sack_bounded(sendable)) {
+        // Waiting for the window is silly window avoidance's call (see
+        // `sws_hold`); without it the window-limited piece goes, cut.
+        let hold = self.sws_avoidance
+            && self.flight_size() > 0
+            && !self.sack_bounded(sendable)
+            && !self.tlp_probe;
+        if n > 0 || hold {
             return Some(n);
         }
-        // Nothing in flight brings an ACK to open the window; or the
-        // segment stops where SACKed data starts, itself a segment start.
+        // Nothing in flight brings an ACK to open the window; a resend
+        // that stops where SACKed data starts ends on an earlier segment's
+        // start; the tail loss probe must go now.
         Some(limit.min(effective_mss))
     }
 
@@ -457,6 +465,9 @@ mod tests {
         s.set_rto_min(Duration::from_millis(5));
         s.set_rto_initial(Duration::from_millis(20));
         if records {
+            // Waiting for the window to fit a record is silly window
+            // avoidance's part.
+            s.set_sws_avoidance(true);
             s.set_record_buffers(
                 vec![TcpSeqNumber::default(); 100_003 / 16 + 2],
                 vec![0; 65536],
