@@ -101,6 +101,6 @@ pub use linger::CLOSE_LINGER;
 pub use loss_stats::TcpLossStats;
 pub use readiness::poll_readable;
 pub use rng::SplitMix64;
-pub use seam::{ListenerId, StreamId, StreamState, Transport};
+pub use seam::{ListenerId, RecordWriter, StreamId, StreamState, Transport};
 pub use smol::{CongestionControl, TcpTuning};
 pub use wake::{EventFd, Waker};

@@ -49,6 +49,11 @@ impl StreamState {
     }
 }
 
+/// What [`Transport::send_records_with`] lends free send-buffer space to:
+/// it writes whole records into the slice, calls its second argument with
+/// the offset just past each, and returns how many bytes it wrote.
+pub type RecordWriter<'a> = dyn FnMut(&mut [u8], &mut dyn FnMut(usize)) -> usize + 'a;
+
 /// One network stack (or one set of kernel sockets) carrying TCP streams.
 ///
 /// Nothing here blocks except [`Transport::wait`]. The caller drives the
@@ -99,6 +104,30 @@ pub trait Transport {
         s: StreamId,
         f: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> Result<usize, TransportError>;
+
+    /// [`send_with`](Transport::send_with) for a stream of records (MPA
+    /// FPDUs) that `f` writes whole: `f` also reports the end of each record
+    /// it wrote, as an offset into the slice it was lent, in increasing
+    /// order. A transport whose TCP can cut segments there does, so a
+    /// segment carries whole records where they fit the MSS (RFC 5044
+    /// section 4 asks an MPA-aware sender to align FPDUs with segments);
+    /// the default ignores the ends.
+    fn send_records_with(
+        &mut self,
+        s: StreamId,
+        f: &mut RecordWriter<'_>,
+    ) -> Result<usize, TransportError> {
+        self.send_with(s, &mut |buf| f(buf, &mut |_| {}))
+    }
+
+    /// Whether several records that [`send_records_with`] reports may share
+    /// one segment (the default) or each goes in segments of its own.
+    /// Transports that do not cut at record ends ignore it.
+    ///
+    /// [`send_records_with`]: Transport::send_records_with
+    fn set_record_packing(&mut self, s: StreamId, packed: bool) {
+        let _ = (s, packed);
+    }
 
     /// Lends received bytes to `f`, which consumes a prefix and returns how
     /// many bytes it consumed. Returns the total consumed; `Ok(0)` when
@@ -255,6 +284,16 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         f: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> Result<usize, TransportError> {
         (**self).send_with(s, f)
+    }
+    fn send_records_with(
+        &mut self,
+        s: StreamId,
+        f: &mut RecordWriter<'_>,
+    ) -> Result<usize, TransportError> {
+        (**self).send_records_with(s, f)
+    }
+    fn set_record_packing(&mut self, s: StreamId, packed: bool) {
+        (**self).set_record_packing(s, packed)
     }
     fn recv_with(
         &mut self,

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use verbs::transport::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
+use verbs::transport::{
+    ListenerId, RecordWriter, StreamId, StreamState, Transport, TransportError, Waker,
+};
 
 /// Bytes received and sent so far, shared with the transport that counts.
 #[derive(Debug, Default, Clone)]
@@ -78,6 +80,18 @@ impl Transport for Counting {
         let n = self.inner.send_with(s, f)?;
         self.counter.tx.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+    fn send_records_with(
+        &mut self,
+        s: StreamId,
+        f: &mut RecordWriter<'_>,
+    ) -> Result<usize, TransportError> {
+        let n = self.inner.send_records_with(s, f)?;
+        self.counter.tx.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+    fn set_record_packing(&mut self, s: StreamId, packed: bool) {
+        self.inner.set_record_packing(s, packed)
     }
     fn recv_with(
         &mut self,

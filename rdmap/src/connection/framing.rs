@@ -3,6 +3,7 @@
 use core::ops::ControlFlow;
 
 use mpa::framing::{Deframer, FrameWithError, Framer};
+use mpa::StreamOffset;
 
 use crate::term::{TermCause, TermCode};
 
@@ -12,13 +13,44 @@ use super::config::Negotiated;
 #[derive(Debug)]
 pub(crate) struct FrameTx {
     framer: Framer,
+    /// While recording: the stream position recording started at and the
+    /// ends of the FPDUs framed since, as offsets from it.
+    record: Option<(StreamOffset, Vec<usize>)>,
+    /// The recording buffer between recordings, kept for its allocation.
+    spare: Vec<usize>,
 }
 
 impl FrameTx {
     pub fn new(negotiated: &Negotiated) -> Self {
         FrameTx {
             framer: Framer::new(negotiated.crc, negotiated.markers_tx),
+            record: None,
+            spare: Vec::new(),
         }
+    }
+
+    /// Starts noting where each FPDU framed from now on ends.
+    pub fn start_recording(&mut self) {
+        let mut ends = core::mem::take(&mut self.spare);
+        ends.clear();
+        self.record = Some((self.framer.position(), ends));
+    }
+
+    /// Stops recording and hands each FPDU end noted, in order, as octets
+    /// from where recording started.
+    pub fn finish_recording(&mut self, mut each: impl FnMut(usize)) {
+        if let Some((_, mut ends)) = self.record.take() {
+            ends.drain(..).for_each(&mut each);
+            self.spare = ends;
+        }
+    }
+
+    #[inline]
+    fn framed(&mut self, n: usize) -> usize {
+        if let Some((start, ends)) = &mut self.record {
+            ends.push(self.framer.position().wrapping_sub(*start) as usize);
+        }
+        n
     }
 
     /// The largest ULPDU an FPDU of at most `max_fpdu` bytes carries.
@@ -35,7 +67,8 @@ impl FrameTx {
     /// Frames `header ++ payload`; `None` (state untouched) if `out` is too
     /// small.
     pub fn frame(&mut self, header: &[u8], payload: &[u8], out: &mut [u8]) -> Option<usize> {
-        self.framer.frame(header, payload, out).ok()
+        let n = self.framer.frame(header, payload, out).ok()?;
+        Some(self.framed(n))
     }
 
     /// Frames `header` and `payload_len` octets that `fill` writes in place
@@ -55,7 +88,7 @@ impl FrameTx {
         fill: impl FnOnce(&mut [u8], Option<&mut u32>) -> Result<(), E>,
     ) -> Result<Option<usize>, E> {
         match self.framer.frame_with_crc(header, payload_len, out, fill) {
-            Ok(n) => Ok(Some(n)),
+            Ok(n) => Ok(Some(self.framed(n))),
             Err(FrameWithError::Frame(_)) => Ok(None),
             Err(FrameWithError::Fill(e)) => Err(e),
         }

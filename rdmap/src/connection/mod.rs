@@ -108,6 +108,19 @@ impl Connection {
         self.inner.poll_transmit(mem, out)
     }
 
+    /// [`poll_transmit`](Self::poll_transmit) that also calls `fpdu_end`
+    /// with the offset in `out` just past each FPDU it wrote, in order: the
+    /// record boundaries a TCP that aligns FPDUs with segments cuts at
+    /// (RFC 5044 section 4).
+    pub fn poll_transmit_records<M: Memory + ?Sized>(
+        &mut self,
+        mem: &M,
+        out: &mut [u8],
+        fpdu_end: impl FnMut(usize),
+    ) -> usize {
+        self.inner.poll_transmit_records(mem, out, fpdu_end)
+    }
+
     /// After `poll_transmit`: an STag a local Invalidate STag work request
     /// asks the driver to invalidate now (in its registration table; the
     /// connection has checked it is a valid region of its protection

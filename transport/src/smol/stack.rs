@@ -82,6 +82,8 @@ pub struct SmolStack<D: LinkDevice> {
     doomed: Vec<SocketHandle>,
     next_port: u16,
     scratch: Vec<u8>,
+    /// Record ends a `send_records_with` closure reported, until marked.
+    record_ends: Vec<usize>,
     /// Bytes were queued on a stream with nothing unacknowledged since the
     /// last poll: `flush` must poll to send them (see [`Transport::flush`]).
     push_due: bool,
@@ -139,6 +141,7 @@ impl<D: LinkDevice> SmolStack<D> {
             doomed: Vec::new(),
             next_port: EPHEMERAL_FIRST + (seed % port_span) as u16,
             scratch: Vec::new(),
+            record_ends: Vec::new(),
             push_due: false,
             retired: TcpLossStats::default(),
         })
@@ -339,11 +342,14 @@ impl<D: LinkDevice> SmolStack<D> {
             .ok_or(TransportError::UnknownStream(s))
     }
 
-    /// [`Transport::send_with`] without the flush bookkeeping.
+    /// [`Transport::send_records_with`] without the flush bookkeeping. With
+    /// `records`, the ends `f` reports are marked on the socket, which cuts
+    /// its segments there (see the vendored smoltcp's `records.rs`).
     fn queue_with(
         &mut self,
         s: StreamId,
-        f: &mut dyn FnMut(&mut [u8]) -> usize,
+        f: &mut crate::RecordWriter<'_>,
+        records: bool,
     ) -> Result<usize, TransportError> {
         let h = self.handle(s)?;
         let state = self.state(s);
@@ -351,6 +357,12 @@ impl<D: LinkDevice> SmolStack<D> {
         let sock = self.sockets.get_mut::<tcp::Socket>(h);
         if !sock.may_send() {
             return Err(TransportError::InvalidState(state));
+        }
+        let ends = &mut self.record_ends;
+        ends.clear();
+        if records {
+            // `f` writes whole records: what is queued already ends one.
+            sock.mark_record_end(sock.send_queue());
         }
         let mut total = 0;
         // At most: the ring's tail, its head after the wrap, one scratch.
@@ -360,10 +372,11 @@ impl<D: LinkDevice> SmolStack<D> {
                 return Ok(total);
             }
             let mut overrun = None;
+            let base = sock.send_queue();
             let (n, lent) = sock
                 .send(|buf| {
                     let lent = buf.len();
-                    let n = f(buf);
+                    let n = f(buf, &mut |end| ends.push(base + end));
                     if n > lent {
                         overrun = Some(n);
                         (0, (0, lent))
@@ -374,6 +387,9 @@ impl<D: LinkDevice> SmolStack<D> {
                 .map_err(|_| TransportError::InvalidState(state))?;
             if let Some(claimed) = overrun {
                 return Err(TransportError::ClosureOverrun { claimed, lent });
+            }
+            for end in ends.drain(..) {
+                sock.mark_record_end(end);
             }
             total += n;
             if n == lent && n > 0 {
@@ -396,7 +412,8 @@ impl<D: LinkDevice> SmolStack<D> {
                     }
                     offered = len;
                     self.scratch.resize(len, 0);
-                    let m = f(&mut self.scratch[..len]);
+                    let base = sock.send_queue();
+                    let m = f(&mut self.scratch[..len], &mut |end| ends.push(base + end));
                     if m > len {
                         return Err(TransportError::ClosureOverrun {
                             claimed: m,
@@ -404,12 +421,16 @@ impl<D: LinkDevice> SmolStack<D> {
                         });
                     }
                     if m == 0 {
+                        ends.clear();
                         continue;
                     }
                     let queued = sock
                         .send_slice(&self.scratch[..m])
                         .map_err(|_| TransportError::InvalidState(state))?;
                     debug_assert_eq!(queued, m);
+                    for end in ends.drain(..) {
+                        sock.mark_record_end(end);
+                    }
                     total += queued;
                     break;
                 }
@@ -542,11 +563,34 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         let idle = self
             .handle(s)
             .is_ok_and(|h| self.socket(h).send_queue() == 0);
-        let queued = self.queue_with(s, f)?;
+        let queued = self.queue_with(s, &mut |buf, _| f(buf), false)?;
         // Bytes on a stream with nothing queued or unacknowledged must be
         // pushed at once: no acknowledgement is coming to bring a poll.
         self.push_due |= idle && queued > 0;
         Ok(queued)
+    }
+
+    fn send_records_with(
+        &mut self,
+        s: StreamId,
+        f: &mut crate::RecordWriter<'_>,
+    ) -> Result<usize, TransportError> {
+        let idle = self
+            .handle(s)
+            .is_ok_and(|h| self.socket(h).send_queue() == 0);
+        let queued = self.queue_with(s, f, true)?;
+        // Bytes on a stream with nothing queued or unacknowledged must be
+        // pushed at once: no acknowledgement is coming to bring a poll.
+        self.push_due |= idle && queued > 0;
+        Ok(queued)
+    }
+
+    fn set_record_packing(&mut self, s: StreamId, packed: bool) {
+        if let Ok(h) = self.handle(s) {
+            self.sockets
+                .get_mut::<tcp::Socket>(h)
+                .set_record_packing(packed);
+        }
     }
 
     fn recv_with(

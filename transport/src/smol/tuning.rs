@@ -3,6 +3,10 @@
 use std::time::Duration;
 
 use smoltcp::socket::tcp;
+use smoltcp::wire::TcpSeqNumber;
+
+/// Scratch for one segment that the send ring's end would cut: any MSS.
+const RECORD_SCRATCH: usize = 1 << 16;
 
 /// Congestion control algorithm of the smoltcp sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,6 +127,13 @@ impl TcpTuning {
         let rx = tcp::SocketBuffer::new(vec![0u8; self.rx_buffer.max(1)]);
         let tx = tcp::SocketBuffer::new(vec![0u8; self.tx_buffer.max(1)]);
         let mut s = tcp::Socket::new(rx, tx);
+        // Where FPDUs end, so segments carry them whole (RFC 5044 section
+        // 4); only streams written with `send_records_with` mark any. An
+        // FPDU takes at least 20 octets (length, DDP header, CRC).
+        s.set_record_buffers(
+            vec![TcpSeqNumber::default(); self.tx_buffer / 16 + 2],
+            vec![0u8; RECORD_SCRATCH],
+        );
         s.set_nagle_enabled(self.nagle);
         s.set_sws_avoidance(self.segment_aligned);
         s.set_ack_delay(self.ack_delay.map(to_smoltcp_duration));

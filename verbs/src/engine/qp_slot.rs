@@ -433,6 +433,10 @@ impl QpSlot {
                     ord: negotiated.ord,
                     rtr: negotiated.rtr,
                 };
+                // Segments carry whole FPDUs (RFC 5044 appendix A.1); with
+                // markers, one each, as a receiver (Wireshark's dissector)
+                // that finds the FPDU by the segment reads them.
+                transport.set_record_packing(stream, !negotiated.markers_tx);
                 let mut cfg = ConnectionConfig::new(*negotiated, self.pd, transport.mss(stream));
                 cfg.sq_depth = self.init.sq_depth;
                 cfg.rq_depth = self.init.rq_depth;
@@ -667,7 +671,9 @@ fn send_fpdus(
         let mut sent = false;
         for _ in 0..rounds {
             sent |= transport
-                .send_with(stream, &mut |buf| conn.poll_transmit(&*view, buf))
+                .send_records_with(stream, &mut |buf, end| {
+                    conn.poll_transmit_records(&*view, buf, end)
+                })
                 .unwrap_or(0)
                 > 0;
             // Still due but out of room: the transport may free some at

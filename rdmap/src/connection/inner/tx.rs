@@ -162,6 +162,23 @@ fn header_bytes(
 
 impl Inner {
     pub fn poll_transmit<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> usize {
+        self.transmit_fpdus(mem, out)
+    }
+
+    /// `poll_transmit`, reporting where in `out` each FPDU ends.
+    pub fn poll_transmit_records<M: Memory + ?Sized>(
+        &mut self,
+        mem: &M,
+        out: &mut [u8],
+        fpdu_end: impl FnMut(usize),
+    ) -> usize {
+        self.tx.start_recording();
+        let written = self.transmit_fpdus(mem, out);
+        self.tx.finish_recording(fpdu_end);
+        written
+    }
+
+    fn transmit_fpdus<M: Memory + ?Sized>(&mut self, mem: &M, out: &mut [u8]) -> usize {
         let mut written = 0;
         // Every FPDU is at least 8 bytes and a state change without output
         // happens at most once per error, so this bound is never reached.

@@ -23,10 +23,12 @@ mod frto;
 #[cfg(all(test, feature = "medium-ip", feature = "proto-ipv4"))]
 mod loss_sim;
 mod offload;
+mod records;
 mod scoreboard;
 mod stats;
 mod undo;
 
+use records::Records;
 use scoreboard::Scoreboard;
 use frto::{AckNews, Frto, Verdict};
 use undo::Undo;
@@ -724,6 +726,8 @@ pub struct Socket<'a> {
     nagle: bool,
     /// See `set_sws_avoidance`.
     sws_avoidance: bool,
+    /// See `set_record_buffers`.
+    records: Records<'a>,
 
     /// The congestion control algorithm.
     congestion_controller: congestion::AnyController,
@@ -866,6 +870,7 @@ impl<'a> Socket<'a> {
             challenge_ack_timer: Instant::from_secs(0),
             nagle: true,
             sws_avoidance: false,
+            records: Records::new(),
             tsval_generator: None,
             last_remote_tsval: 0,
             congestion_controller: congestion::AnyController::new(),
@@ -1251,6 +1256,7 @@ impl<'a> Socket<'a> {
         self.end_recovery();
         self.rto_recovery_point = None;
         self.scoreboard.clear();
+        self.records.clear();
         self.stats = TcpStats::default();
         self.sack_recent = [None; 3];
         self.quick_acks = 0;
@@ -3613,7 +3619,9 @@ impl<'a> Socket<'a> {
         }
 
         // Sender-side silly window avoidance; see `sws_hold`.
-        if self.sws_hold(max_send, effective_mss) {
+        if self.sws_hold(max_send, effective_mss)
+            || self.record_hold(max_send, effective_mss)
+        {
             can_send = false;
         }
 
@@ -3950,10 +3958,13 @@ impl<'a> Socket<'a> {
                     // RFC 8985 section 7.3: no new data to probe with, so
                     // resend the last segment.
                     let data_end = self.flight_size().min(self.tx_buffer.len());
-                    let size = effective_mss.min(data_end);
-                    let offset = data_end - size;
+                    let offset = self.record_probe_offset(data_end, effective_mss);
+                    let size = data_end - offset;
                     repr.seq_number = self.local_seq_no + offset;
-                    repr.payload = self.tx_buffer.get_allocated(offset, size);
+                    repr.payload = match self.linearize(offset, size) {
+                        Some(n) => self.records.scratch(n),
+                        None => self.tx_buffer.get_allocated(offset, size),
+                    };
                     offset
                 } else if let Some((seq, len)) = self.retransmit_to_send() {
                     // A hole in recovery (RFC 6675 NextSeg rule 1), or the
@@ -3962,10 +3973,13 @@ impl<'a> Socket<'a> {
                     let size = len
                         .min(effective_mss)
                         .min(self.tx_buffer.len().saturating_sub(offset));
+                    let size = self.record_resend_len(seq, size, effective_mss);
                     repr.seq_number = seq;
-                    repr.payload = self.tx_buffer.get_allocated(offset, size);
-
                     self.pending_fast_retransmit = false;
+                    repr.payload = match self.linearize(offset, size) {
+                        Some(n) => self.records.scratch(n),
+                        None => self.tx_buffer.get_allocated(offset, size),
+                    };
 
                     offset
                 } else {
@@ -4041,13 +4055,18 @@ impl<'a> Socket<'a> {
                         let sendable = win_limit.min(device_limit).min(self.cwnd_remaining());
                         if self.sws_hold(sendable, effective_mss) {
                             0
+                        } else if let Some(size) = self.record_len(sendable, effective_mss) {
+                            size
                         } else {
                             self.offload_aligned(sendable, effective_mss)
                         }
                     };
 
                     let offset = self.flight_size();
-                    repr.payload = self.tx_buffer.get_allocated(offset, size);
+                    repr.payload = match self.linearize(offset, size) {
+                        Some(n) => self.records.scratch(n),
+                        None => self.tx_buffer.get_allocated(offset, size),
+                    };
 
                     #[cfg(feature = "segmentation-offload")]
                     if repr.payload.len() > effective_mss {
