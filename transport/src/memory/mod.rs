@@ -13,7 +13,7 @@
 //! window by fast retransmit and waits out its 1 s minimum RTO for further
 //! losses in the same window (no NewReno partial-ACK or SACK recovery).
 //! Measured raw goodput at MTU 1500 with the default rings, one thread on a
-//! 2.8 GHz core (`cargo run --release -p verbs --example raw_goodput`):
+//! 2.8 GHz core (`cargo run --release -p iwarp-verbs --example raw_goodput`):
 //! about 13–17 Gbit/s clean, 12–18 Gbit/s at 0.1 % loss, and a few Mbit/s
 //! at 1 % loss.
 
