@@ -12,7 +12,7 @@
 //! a round, and the `crc32` instruction for the last few bytes worked out
 //! beside the folding, take half the time `crc-fast` takes for one such
 //! call, at the same rate over many overlapping calls (`cargo run
-//! --release -p mpa --example crc_bench`, figures in docs/performance.md).
+//! --release -p iwarp-mpa --example crc_bench`, figures in docs/performance.md).
 //!
 //! The folding follows Intel's "Fast CRC Computation for Generic
 //! Polynomials Using PCLMULQDQ" (Gopal et al., 2009), in the bit-reflected

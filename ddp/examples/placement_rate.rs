@@ -2,7 +2,7 @@
 //! tagged placement and untagged reassembly of 1428-byte segments (what
 //! siw sends over a 1500-byte MTU), through the reference `RegionTable`.
 //!
-//! `cargo run --release -p ddp --example placement_rate`
+//! `cargo run --release -p iwarp-ddp --example placement_rate`
 
 use std::time::Instant;
 

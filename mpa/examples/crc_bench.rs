@@ -10,7 +10,7 @@
 //! (the next call waits for the last: nearer the data path, where each
 //! FPDU's CRC sits between copies and protocol work).
 //!
-//! Run with `cargo run --release -p mpa --example crc_bench`.
+//! Run with `cargo run --release -p iwarp-mpa --example crc_bench`.
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

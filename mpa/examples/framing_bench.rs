@@ -2,7 +2,7 @@
 //! for the FPDU sizes that matter: a small control message, an Ethernet MSS,
 //! a jumbo MSS and the largest ULPDU, with CRC and markers on and off.
 //!
-//! Run with `cargo run --release -p mpa --example framing_bench`.
+//! Run with `cargo run --release -p iwarp-mpa --example framing_bench`.
 use std::hint::black_box;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};

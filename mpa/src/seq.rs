@@ -34,7 +34,7 @@ impl StreamOffset {
     /// True when a marker starts at this position.
     #[inline]
     pub fn is_marker_slot(self) -> bool {
-        self.0 as usize % MARKER_INTERVAL == 0
+        (self.0 as usize).is_multiple_of(MARKER_INTERVAL)
     }
 
     /// Octets from here to the next marker slot; 0 when a marker starts

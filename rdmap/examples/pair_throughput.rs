@@ -1,7 +1,7 @@
 //! Throughput of two connections joined in memory (no TCP): how fast the
 //! protocol machinery itself frames, checks, places and completes.
 //!
-//!     cargo run --release -p rdmap --example pair_throughput
+//!     cargo run --release -p iwarp-rdmap --example pair_throughput
 
 use std::time::Instant;
 

@@ -100,6 +100,7 @@ impl WcOpcode {
 
 /// One completed work request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct WorkCompletion {
     /// The id the work request was posted with.
     pub wr_id: u64,

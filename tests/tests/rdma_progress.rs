@@ -304,16 +304,7 @@ fn concurrent_posters_on_one_queue_pair() {
     let mut recvs = Vec::new();
     let deadline = Instant::now() + LIMIT;
     while recvs.len() < THREADS * EACH && Instant::now() < deadline {
-        let mut out = [verbs::WorkCompletion {
-            wr_id: 0,
-            status: WcStatus::GeneralErr,
-            opcode: WcOpcode::Recv,
-            byte_len: 0,
-            qp_num: 0,
-            invalidated: None,
-            solicited: false,
-            imm_data: None,
-        }; 64];
+        let mut out = [verbs::WorkCompletion::FILLER; 64];
         let n = p.server_cq.wait(&mut out, Duration::from_secs(1)).unwrap();
         recvs.extend_from_slice(&out[..n]);
     }

@@ -1,7 +1,7 @@
 //! Raw TCP over the memory link on a long path with no loss: how much of
 //! the rate (or, with no rate, of the window) it carries.
 //!
-//! `cargo run --release -p transport --example long_path [MiB [ring KiB]]`
+//! `cargo run --release -p iwarp-transport --example long_path [MiB [ring KiB]]`
 //!
 //! Each case runs the same transfer twice: with delay alone (the delay line
 //! hands a whole window over at one instant), and with the delay behind a

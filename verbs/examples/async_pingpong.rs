@@ -2,7 +2,7 @@
 //! single-threaded runtime, both devices driven by the runtime (no progress
 //! thread). Runs without privileges and ends on its own.
 //!
-//! `cargo run -p verbs --features tokio --example async_pingpong [ROUNDS] [TRANSPORT]`
+//! `cargo run -p iwarp-verbs --features tokio --example async_pingpong [ROUNDS] [TRANSPORT]`
 //!
 //! TRANSPORT: `memory` (the in-memory link, the default), `kernel` (kernel
 //! TCP on 127.0.0.1, the runtime watching its epoll readiness descriptor)

@@ -4,7 +4,7 @@
 //! and Sends a message, and both print their completions. Needs no
 //! privileges and ends on its own.
 //!
-//! `cargo run -p verbs --example memory_pair`
+//! `cargo run -p iwarp-verbs --example memory_pair`
 
 use std::net::SocketAddr;
 use std::thread;

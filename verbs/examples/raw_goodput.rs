@@ -1,7 +1,7 @@
 //! Raw TCP goodput over the in-memory smoltcp link: the baseline an RDMA
 //! benchmark over the same link is divided by.
 //!
-//! `cargo run --release -p verbs --example raw_goodput [MiB]`
+//! `cargo run --release -p iwarp-verbs --example raw_goodput [MiB]`
 
 use std::time::Duration;
 

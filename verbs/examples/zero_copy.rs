@@ -4,7 +4,7 @@
 //! deregistration. Then it times that hand-back against the copy a
 //! program needs when the bytes stay with the region (`to_vec`).
 //!
-//! `cargo run --release -p verbs --example zero_copy`
+//! `cargo run --release -p iwarp-verbs --example zero_copy`
 
 use std::net::SocketAddr;
 use std::thread;

@@ -40,7 +40,7 @@ impl PcapNgWriter {
     /// Any block, its body padded to 4 bytes.
     pub fn block(&mut self, block_type: u32, body: &[u8]) -> &mut Self {
         let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
+        while !body.len().is_multiple_of(4) {
             body.push(0);
         }
         let len = (body.len() + 12) as u32;

@@ -4,6 +4,7 @@ pub use rdmap::{WcOpcode, WcStatus};
 
 /// One completed work request, shaped like `struct ibv_wc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct WorkCompletion {
     /// The id the work request was posted with.
     pub wr_id: u64,

@@ -8,6 +8,7 @@ pub const MAX_SRQ_SGE: usize = 6;
 
 /// Sizes of a new shared receive queue (`struct ibv_srq_init_attr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct SrqInit {
     /// Receive work requests it holds at most (1 to [`MAX_SRQ_WR`]).
     pub max_wr: usize,

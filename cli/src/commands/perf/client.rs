@@ -224,7 +224,7 @@ fn drive(
             return Ok(());
         }
         spins += 1;
-        if n == 0 && spins % 1024 == 0 {
+        if n == 0 && spins.is_multiple_of(1024) {
             for r in runs.iter() {
                 if let Some(CmEvent::Disconnected { reason }) = r.conn.qp.try_event() {
                     return Err(PerfError::Disconnected(reason));

@@ -114,7 +114,7 @@ pub fn run_server(
             std::thread::yield_now();
         }
         spins += 1;
-        if n == 0 && spins % 256 == 0 {
+        if n == 0 && spins.is_multiple_of(256) {
             for q in qps.iter_mut().filter(|q| !q.finished) {
                 while let Some(ev) = q.conn.qp.try_event() {
                     match ev {

@@ -357,7 +357,7 @@ impl Inner {
             Ok(at) => at,
             Err(e) => return self.terminate_local(fail(e.rdmap_terminate()), ulpdu),
         };
-        if r.to % OPERAND_LEN as u64 != 0 {
+        if !r.to.is_multiple_of(OPERAND_LEN as u64) {
             return self.terminate_local(fail(ATOMIC_MISALIGNED), ulpdu);
         }
         let mut apply = |old: u64| r.apply(old).unwrap_or(old);

@@ -227,7 +227,7 @@ fn emulate_client(name: &str, rtr: Option<Rtr>, max_fpdu: usize) -> Option<(Term
             return;
         };
         let i = info(payload);
-        if next_send % 2 == 0 {
+        if next_send.is_multiple_of(2) {
             let data = read_data[reads].clone();
             reads += 1;
             assert_eq!(data.len(), i.size as usize);
@@ -328,7 +328,7 @@ fn emulate_server(name: &str, rtr: Option<Rtr>, max_fpdu: usize) {
                     to: buf_to,
                     len: i.size,
                 };
-                let op = if recvs % 2 == 0 {
+                let op = if recvs.is_multiple_of(2) {
                     SendOp::Read {
                         remote_stag: i.rkey,
                         remote_to: i.addr,

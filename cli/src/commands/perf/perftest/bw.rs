@@ -173,7 +173,7 @@ fn best_time(posted: &[Instant], done: &[Instant]) -> Option<Duration> {
             consider(j);
             j += CQ_MOD;
         }
-        if n % CQ_MOD != 0 {
+        if !n.is_multiple_of(CQ_MOD) {
             consider(n - 1);
         }
     }
