@@ -12,7 +12,7 @@ use verbs::{QpInit, QpState, QueuePair};
 use super::cq::cq;
 use super::device::{MAX_QP_WR, MAX_SGE};
 use super::pd::pd;
-use super::wr::{post_errno, recv_wr, send_wr, SendLimits};
+use super::wr::{post_list, recv_wr, send_wr, SendLimits};
 use super::{from_c, into_c, obj};
 use crate::guard::{guard, set_errno};
 use crate::stack::stack;
@@ -263,44 +263,9 @@ pub extern "C" fn post_send(
             max_inline: q.cap.max_inline_data as usize,
             sig_all: q.sig_all,
         };
-        let mut ptrs = Vec::new();
-        let mut wrs = Vec::new();
-        let mut cur = wr;
-        let mut refused = None;
-        // SAFETY: the caller's list, each entry valid until `next` is NULL.
-        while let Some(w) = unsafe { cur.as_ref() } {
-            // SAFETY: as above.
-            match unsafe { send_wr(w, lim) } {
-                Ok(s) => {
-                    wrs.push(s);
-                    ptrs.push(cur);
-                }
-                Err(e) => {
-                    refused = Some((cur, e));
-                    break;
-                }
-            }
-            cur = w.next;
-        }
-        let set_bad = |w: *mut sys::ibv_send_wr| {
-            if !bad.is_null() {
-                // SAFETY: the caller's out-pointer.
-                unsafe { *bad = w };
-            }
-        };
-        if !wrs.is_empty() {
-            if let Err(e) = q.qp.post_send_list(wrs) {
-                set_bad(ptrs[e.posted]);
-                return post_errno(&e.error);
-            }
-        }
-        match refused {
-            Some((w, e)) => {
-                set_bad(w);
-                e
-            }
-            None => 0,
-        }
+        // SAFETY: the caller's list and out-pointer, as the ABI promises;
+        // each entry is valid while it is converted.
+        unsafe { post_list(wr, bad, |w| send_wr(w, lim), |wrs| q.qp.post_send_list(wrs)) }
     })
 }
 
@@ -316,43 +281,8 @@ pub extern "C" fn post_recv(
             return libc::EINVAL;
         };
         let max = q.cap.max_recv_sge as usize;
-        let mut ptrs = Vec::new();
-        let mut wrs = Vec::new();
-        let mut cur = wr;
-        let mut refused = None;
-        // SAFETY: the caller's list, each entry valid until `next` is NULL.
-        while let Some(w) = unsafe { cur.as_ref() } {
-            // SAFETY: as above.
-            match unsafe { recv_wr(w, max) } {
-                Ok(r) => {
-                    wrs.push(r);
-                    ptrs.push(cur);
-                }
-                Err(e) => {
-                    refused = Some((cur, e));
-                    break;
-                }
-            }
-            cur = w.next;
-        }
-        let set_bad = |w: *mut sys::ibv_recv_wr| {
-            if !bad.is_null() {
-                // SAFETY: the caller's out-pointer.
-                unsafe { *bad = w };
-            }
-        };
-        if !wrs.is_empty() {
-            if let Err(e) = q.qp.post_recv_list(wrs) {
-                set_bad(ptrs[e.posted]);
-                return post_errno(&e.error);
-            }
-        }
-        match refused {
-            Some((w, e)) => {
-                set_bad(w);
-                e
-            }
-            None => 0,
-        }
+        // SAFETY: the caller's list and out-pointer, as the ABI promises;
+        // each entry is valid while it is converted.
+        unsafe { post_list(wr, bad, |w| recv_wr(w, max), |wrs| q.qp.post_recv_list(wrs)) }
     })
 }

@@ -153,3 +153,74 @@ pub fn post_errno(e: &verbs::VerbsError) -> Errno {
         _ => libc::EINVAL,
     }
 }
+
+/// An entry of a C work request list: each names the next, NULL ends it.
+pub trait WrList {
+    /// The entry after this one, or NULL.
+    fn next_wr(&self) -> *mut Self;
+}
+
+impl WrList for sys::ibv_send_wr {
+    fn next_wr(&self) -> *mut Self {
+        self.next
+    }
+}
+
+impl WrList for sys::ibv_recv_wr {
+    fn next_wr(&self) -> *mut Self {
+        self.next
+    }
+}
+
+/// Posts the caller's list `first` as rdma-core's providers do: each entry
+/// is converted (`convert`) up to the first it refuses, those before it go
+/// to `post` as one batch, and `bad` names the first request not posted.
+/// Returns 0 or the errno of the refusal.
+///
+/// # Safety
+/// `first` is NULL or the head of a list whose entries stay valid until
+/// `next` is NULL; `bad` is NULL or writable.
+pub unsafe fn post_list<W: WrList, R>(
+    first: *mut W,
+    bad: *mut *mut W,
+    mut convert: impl FnMut(&W) -> Result<R, Errno>,
+    post: impl FnOnce(Vec<R>) -> Result<(), verbs::PostListError>,
+) -> Errno {
+    let mut ptrs = Vec::new();
+    let mut wrs = Vec::new();
+    let mut cur = first;
+    let mut refused = None;
+    // SAFETY: the caller's list, each entry valid until `next` is NULL.
+    while let Some(w) = unsafe { cur.as_ref() } {
+        match convert(w) {
+            Ok(r) => {
+                wrs.push(r);
+                ptrs.push(cur);
+            }
+            Err(e) => {
+                refused = Some((cur, e));
+                break;
+            }
+        }
+        cur = w.next_wr();
+    }
+    let set_bad = |w: *mut W| {
+        if !bad.is_null() {
+            // SAFETY: the caller's out-pointer.
+            unsafe { *bad = w };
+        }
+    };
+    if !wrs.is_empty() {
+        if let Err(e) = post(wrs) {
+            set_bad(ptrs[e.posted]);
+            return post_errno(&e.error);
+        }
+    }
+    match refused {
+        Some((w, e)) => {
+            set_bad(w);
+            e
+        }
+        None => 0,
+    }
+}
