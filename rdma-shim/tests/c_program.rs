@@ -37,54 +37,41 @@ pub fn build_c(source: &str, name: &str) -> Option<PathBuf> {
     Some(out)
 }
 
-#[test]
-fn a_c_program_writes_reads_and_sends_over_the_shim() {
-    let Some(exe) = build_c("tests/c/write_read_send.c", "write_read_send") else {
+/// Builds `tests/c/write_read_send.c` as `name`, runs it over the shim
+/// with `args` after its port and `env` set, and checks it printed OK.
+fn run_write_read_send(name: &str, args: &[&str], env: &[(&str, &str)]) {
+    let Some(exe) = build_c("tests/c/write_read_send.c", name) else {
         return;
     };
     let mut cmd = over_shim(&exe);
-    cmd.arg(free_port().to_string());
+    cmd.arg(free_port().to_string())
+        .args(args)
+        .envs(env.iter().copied());
     let (status, out) = Reaped::spawn(cmd).finish(Duration::from_secs(60));
-    let report = show("write_read_send", status, &out);
+    let report = show(name, status, &out);
     assert!(status.is_some_and(|s| s.success()), "{report}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "OK",
         "{report}"
     );
+}
+
+#[test]
+fn a_c_program_writes_reads_and_sends_over_the_shim() {
+    run_write_read_send("write_read_send", &[], &[]);
 }
 
 #[test]
 fn the_c_program_receives_through_a_shared_receive_queue() {
-    let Some(exe) = build_c("tests/c/write_read_send.c", "write_read_send_srq") else {
-        return;
-    };
-    let mut cmd = over_shim(&exe);
-    cmd.args([free_port().to_string().as_str(), "srq"]);
-    let (status, out) = Reaped::spawn(cmd).finish(Duration::from_secs(60));
-    let report = show("write_read_send srq", status, &out);
-    assert!(status.is_some_and(|s| s.success()), "{report}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "OK",
-        "{report}"
-    );
+    run_write_read_send("write_read_send_srq", &["srq"], &[]);
 }
 
 #[test]
 fn the_c_program_uses_immediate_data_and_atomics_with_rfc7306() {
-    let Some(exe) = build_c("tests/c/write_read_send.c", "write_read_send_7306") else {
-        return;
-    };
-    let mut cmd = over_shim(&exe);
-    cmd.args([free_port().to_string().as_str(), "rfc7306"]);
-    cmd.env("IWARP_RFC7306", "1");
-    let (status, out) = Reaped::spawn(cmd).finish(Duration::from_secs(60));
-    let report = show("write_read_send rfc7306", status, &out);
-    assert!(status.is_some_and(|s| s.success()), "{report}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "OK",
-        "{report}"
+    run_write_read_send(
+        "write_read_send_7306",
+        &["rfc7306"],
+        &[("IWARP_RFC7306", "1")],
     );
 }
