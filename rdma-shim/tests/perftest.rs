@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, iwarp_tool, over_shim, show, tool, wait_listening, Reaped};
+use common::{
+    assert_both_succeeded, free_port, iwarp_tool, over_shim, tool, wait_listening, Reaped,
+};
 
 const LIMIT: Duration = Duration::from_secs(180);
 
@@ -49,13 +51,7 @@ fn pair(what: &str, make: impl Fn() -> (Command, Command), iters: &str) {
             continue;
         }
         let (ss, sout) = s.finish(LIMIT);
-        let report = format!(
-            "{what}\n{}\n{}",
-            show("client", cs, &cout),
-            show("server", ss, &sout)
-        );
-        assert!(cs.is_some_and(|s| s.success()), "{report}");
-        assert!(ss.is_some_and(|s| s.success()), "{report}");
+        let report = assert_both_succeeded(what, (cs, &cout), (ss, &sout));
         let text = String::from_utf8_lossy(&cout.stdout);
         let row = text
             .lines()

@@ -9,7 +9,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, over_shim, show, tool, wait_listening, Reaped};
+use common::{assert_both_succeeded, free_port, over_shim, tool, wait_listening, Reaped};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -21,13 +21,7 @@ fn pair(what: &str, server: Command, client: Command, port: u16) -> (String, Str
     );
     let (cs, cout) = Reaped::spawn(client).finish(LIMIT);
     let (ss, sout) = s.finish(LIMIT);
-    let report = format!(
-        "{what}\n{}\n{}",
-        show("client", cs, &cout),
-        show("server", ss, &sout)
-    );
-    assert!(cs.is_some_and(|s| s.success()), "{report}");
-    assert!(ss.is_some_and(|s| s.success()), "{report}");
+    assert_both_succeeded(what, (cs, &cout), (ss, &sout));
     (
         String::from_utf8_lossy(&cout.stdout).into_owned(),
         String::from_utf8_lossy(&sout.stdout).into_owned(),

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, iwarp_tool, over_shim, show, tool, wait_listening, Reaped};
+use common::{
+    assert_both_succeeded, free_port, iwarp_tool, over_shim, show, tool, wait_listening, Reaped,
+};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const ARGS: [&str; 5] = ["-C", "100", "-V", "-S", "65000"];
@@ -38,13 +40,7 @@ fn pair(mut server: Command, mut client: Command, port: u16) {
     let c = Reaped::spawn(client);
     let (cs, cout) = c.finish(LIMIT);
     let (ss, sout) = s.finish(LIMIT);
-    let report = format!(
-        "{}\n{}",
-        show("client", cs, &cout),
-        show("server", ss, &sout)
-    );
-    assert!(cs.is_some_and(|s| s.success()), "{report}");
-    assert!(ss.is_some_and(|s| s.success()), "{report}");
+    let report = assert_both_succeeded("rping", (cs, &cout), (ss, &sout));
     assert!(
         !String::from_utf8_lossy(&cout.stderr).contains("data mismatch"),
         "{report}"

@@ -137,6 +137,23 @@ pub fn wait_listening(port: u16, limit: Duration) -> bool {
 }
 
 /// Prints a finished program's output, for a failing test's log.
+/// Asserts that both ends of a client/server run exited successfully, and
+/// returns the report of both (what each printed) for further checks.
+pub fn assert_both_succeeded(
+    what: &str,
+    client: (Option<ExitStatus>, &Output),
+    server: (Option<ExitStatus>, &Output),
+) -> String {
+    let report = format!(
+        "{what}\n{}\n{}",
+        show("client", client.0, client.1),
+        show("server", server.0, server.1)
+    );
+    assert!(client.0.is_some_and(|s| s.success()), "{report}");
+    assert!(server.0.is_some_and(|s| s.success()), "{report}");
+    report
+}
+
 pub fn show(what: &str, status: Option<ExitStatus>, out: &Output) -> String {
     format!(
         "{what}: {status:?}\n--- stdout\n{}\n--- stderr\n{}",
