@@ -13,20 +13,14 @@
 //!   channels, ids, address resolution, connect/accept) implement them.
 //!
 //! Unsafe code lives in this crate only: raw pointers handed in by C,
-//! the user's memory registered in place ([`alloc`]), and the exported
+//! the user's memory registered in place ([`foreign`]), and the exported
 //! symbols' aliases. Each block says why it holds.
 
-pub mod alloc;
 mod cm;
 mod exports;
+pub mod foreign;
 pub mod guard;
 mod ibv;
 pub mod stack;
 mod stubs;
 pub mod sys;
-
-/// The allocator of everything Rust allocates in the library: the system
-/// allocator, except that it never frees the user's buffers that memory
-/// registration adopted (see [`alloc`]).
-#[global_allocator]
-static ALLOCATOR: alloc::ShimAlloc = alloc::ShimAlloc;

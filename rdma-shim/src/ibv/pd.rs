@@ -7,6 +7,7 @@ use verbs::{Access, MemoryRegion, ProtectionDomain};
 
 use super::device::context;
 use super::{from_c, into_c, obj};
+use crate::foreign::ForeignBuffer;
 use crate::guard::{guard, set_errno};
 use crate::stack::stack;
 use crate::sys;
@@ -87,13 +88,10 @@ fn register(p: *mut sys::ibv_pd, addr: *mut c_void, len: usize, access: c_int) -
     }
     // SAFETY: `ibv_reg_mr`'s contract: the program keeps the buffer valid
     // until `ibv_dereg_mr`, which drops the region made from it.
-    let Some(bytes) = (unsafe { crate::alloc::adopt(addr as *mut u8, len) }) else {
-        set_errno(libc::ENOMEM);
-        return std::ptr::null_mut();
-    };
+    let bytes = unsafe { ForeignBuffer::new(addr as *mut u8, len) };
     match pdo
         .pd
-        .register_vec(bytes, Access::from_bits_truncate(a as u32 & 0xf))
+        .register_buffer(bytes, Access::from_bits_truncate(a as u32 & 0xf))
     {
         Ok(mr) => {
             let ibv = sys::ibv_mr {
