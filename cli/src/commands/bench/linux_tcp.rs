@@ -122,7 +122,7 @@ pub(crate) fn measure(
             &rto,
         ])?;
     }
-    sysctl(router.name(), "net.ipv4.ip_forward=1")?;
+    enable_forwarding(router.name())?;
     if loss > 0.0 {
         nft_loss::install(router.name(), Hook::Forward, loss)?;
     }
@@ -141,20 +141,12 @@ pub(crate) fn measure(
     })
 }
 
-/// `sysctl -qw SETTING` inside `ns`.
-fn sysctl(ns: &str, setting: &str) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, "sysctl", "-qw", setting])
-        .output()
-        .map_err(|e| format!("sysctl in {ns}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "sysctl {setting} in {ns}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+/// Turns on IPv4 forwarding in `ns` (its `/proc/sys/net` is the one of
+/// the thread that opens it).
+fn enable_forwarding(ns: &str) -> Result<(), String> {
+    in_netns(ns, || std::fs::write("/proc/sys/net/ipv4/ip_forward", "1"))
+        .and_then(|r| r)
+        .map_err(|e| format!("IPv4 forwarding in {ns}: {e}"))
 }
 
 /// `ethtool -K DEV tso off gso off gro off` inside `ns`; false if it failed.
