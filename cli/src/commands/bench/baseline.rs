@@ -198,14 +198,14 @@ pub(crate) fn measure_small(
     let per_size = (budget / sizes.len().max(1) as u32).max(Duration::from_millis(20));
     for &size in sizes {
         let t = round_trips(a, b, client, server, size, per_size)?;
-        latency.push((size, super::report::percentile(&t, 50.0)));
+        latency.push((size, super::percentile::percentile(&t, 50.0)));
     }
     pair.close();
     Ok(SmallBaseline {
         record: RECORD,
         msgs_per_s: records as f64 / secs.max(1e-9),
         cpu_msgs_per_s: cpu_secs.filter(|s| *s > 0.0).map(|s| records as f64 / s),
-        rtt_us_p50: super::report::percentile(&rtts, 50.0),
+        rtt_us_p50: super::percentile::percentile(&rtts, 50.0),
         latency,
     })
 }

@@ -13,6 +13,7 @@ mod cpu;
 mod link;
 mod linux_tcp;
 mod nft_loss;
+mod percentile;
 mod plot;
 mod report;
 mod scale;

@@ -1,12 +1,12 @@
 //! The bench's output: a progress line while it runs, then a table or JSON.
 
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
 
 use super::baseline::{Baseline, SmallBaseline};
 use super::case::{Measured, Op};
 use super::link::TransportKind;
 use super::linux_tcp::{LinuxTcp, Offloads};
+use super::percentile::percentile;
 use super::scale::ScaleRow;
 use super::Args;
 use verbs::transport::TcpLossStats;
@@ -156,15 +156,6 @@ impl Row {
 fn linux_note(l: &LinuxTcp) -> Option<String> {
     (l.offloads == Offloads::StillOn)
         .then(|| "TSO/GSO/GRO could not be turned off: a drop may take a whole burst".into())
-}
-
-/// Nearest-rank percentile of sorted samples, in microseconds.
-pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e6
 }
 
 fn transport_name(t: TransportKind) -> &'static str {
@@ -530,15 +521,7 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_use_nearest_rank() {
-        let s: Vec<Duration> = (1..=100).map(Duration::from_micros).collect();
-        assert_eq!(percentile(&s, 50.0), 50.0);
-        assert_eq!(percentile(&s, 99.0), 99.0);
-        assert_eq!(percentile(&s[..1], 99.0), 1.0);
-        assert_eq!(percentile(&[], 50.0), 0.0);
-    }
+    use std::time::Duration;
 
     #[test]
     fn resent_line_gives_the_share_of_bytes_sent() {
