@@ -174,23 +174,15 @@ impl QpSlot {
             | Phase::Closed {
                 conn: Some(conn), ..
             } => {
-                let mut refused = None;
-                for wr in wrs {
-                    if let Err(e) = conn.post_send(wr) {
-                        refused = Some(VerbsError::Post(e));
-                        break;
-                    }
-                    *posted += 1;
-                }
+                let refused = post_each(wrs, posted, |wr| conn.post_send(wr));
                 let routed = self.route_events();
                 refused.map_or(Ok(routed), Err)
             }
             Phase::Closed { conn: None, .. } => {
-                for wr in wrs {
-                    self.send_cq
-                        .push(flushed(wr.wr_id, opcode_of(&wr), self.num));
-                    *posted += 1;
-                }
+                let num = self.num;
+                flush_each(wrs, posted, &self.send_cq, |wr| {
+                    flushed(wr.wr_id, opcode_of(wr), num)
+                });
                 Ok(true)
             }
             Phase::Idle | Phase::Starting { .. } => Err(VerbsError::NotConnected),
@@ -213,23 +205,15 @@ impl QpSlot {
             | Phase::Closed {
                 conn: Some(conn), ..
             } => {
-                let mut refused = None;
-                for wr in wrs {
-                    if let Err(e) = conn.post_recv(wr) {
-                        refused = Some(VerbsError::Post(e));
-                        break;
-                    }
-                    *posted += 1;
-                }
+                let refused = post_each(wrs, posted, |wr| conn.post_recv(wr));
                 let routed = self.route_events();
                 refused.map_or(Ok(routed), Err)
             }
             Phase::Closed { conn: None, .. } => {
-                for wr in wrs {
-                    self.recv_cq
-                        .push(flushed(wr.wr_id, WcOpcode::Recv, self.num));
-                    *posted += 1;
-                }
+                let num = self.num;
+                flush_each(wrs, posted, &self.recv_cq, |wr| {
+                    flushed(wr.wr_id, WcOpcode::Recv, num)
+                });
                 Ok(true)
             }
             Phase::Idle | Phase::Starting { .. } => {
@@ -693,6 +677,36 @@ fn send_fpdus(
         invalidated = true;
     }
     sent || invalidated
+}
+
+/// Posts `wrs` in order through `post`, counting each posted in `posted`;
+/// stops at the first one refused and returns its error.
+fn post_each<W>(
+    wrs: impl IntoIterator<Item = W>,
+    posted: &mut usize,
+    mut post: impl FnMut(W) -> Result<(), rdmap::work_request::PostError>,
+) -> Option<VerbsError> {
+    for wr in wrs {
+        if let Err(e) = post(wr) {
+            return Some(VerbsError::Post(e));
+        }
+        *posted += 1;
+    }
+    None
+}
+
+/// Completes each of `wrs` at once with a flush status (the queue pair
+/// has no connection left to carry them), counting each in `posted`.
+fn flush_each<W>(
+    wrs: impl IntoIterator<Item = W>,
+    posted: &mut usize,
+    cq: &CqShared,
+    flushed: impl Fn(&W) -> WorkCompletion,
+) {
+    for wr in wrs {
+        cq.push(flushed(&wr));
+        *posted += 1;
+    }
 }
 
 fn opcode_of(wr: &SendWr) -> WcOpcode {
