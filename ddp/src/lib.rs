@@ -21,7 +21,7 @@ pub mod untagged;
 pub mod wire;
 
 pub use error::{DdpError, Layer, TaggedError, TermCode, UntaggedError};
-pub use memory::{Access, Memory, PdId, RegionInfo, RegionTable, STag};
+pub use memory::{Access, CopyHook, Memory, PdId, PlainCopy, RegionInfo, RegionTable, STag};
 pub use segment::Segmenter;
 pub use tagged::{place_tagged, TaggedSequence};
 pub use untagged::{Completion, Placed, QueueMode, RecvQueue, Sge, SharedBuffers, UntaggedQueues};

@@ -2,14 +2,37 @@
 //!
 //! DDP validates and places; it never owns buffers. The verbs layer implements
 //! [`Memory`] over its registration table, tests and fuzzers use
-//! [`RegionTable`]. A `&mut dyn Memory` is held for the duration of one call
-//! into the protocol, so a lookup and the write that follows it see the same
-//! registration.
+//! [`RegionTable`]. A `&mut` to the memory is held for the duration of one
+//! call into the protocol, so a lookup and the write that follows it see the
+//! same registration.
 
 use std::collections::HashMap;
 
 pub use crate::region::{Access, InvalidateError, OutOfRange, PdId, RegionInfo, STag};
 use crate::rights::check;
+
+/// Work done over bytes as they are gathered out of a region: DDP moves
+/// the bytes, the layer below decides what else the pass computes.
+pub trait CopyHook {
+    /// Copies `src` into `out` (of the same length).
+    fn copy(&mut self, out: &mut [u8], src: &[u8]);
+    /// Sees bytes the memory has already copied into their place.
+    fn copied(&mut self, bytes: &[u8]);
+}
+
+/// a hook that only copies.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlainCopy;
+
+impl CopyHook for PlainCopy {
+    #[inline]
+    fn copy(&mut self, out: &mut [u8], src: &[u8]) {
+        out.copy_from_slice(src);
+    }
+
+    #[inline]
+    fn copied(&mut self, _bytes: &[u8]) {}
+}
 
 /// Registered memory as placement sees it.
 ///
@@ -44,21 +67,21 @@ pub trait Memory {
         Ok(old)
     }
 
-    /// Copies from the region at `offset` into `out`, as [`Memory::read`]
-    /// does, and returns the CRC32c register `register` (not inverted, as
-    /// `crc32c_fold::update` keeps it) advanced over the copied bytes: the
-    /// sender's gather into an FPDU with its CRC on. The default reads,
-    /// then computes the CRC over `out`; an implementation that can do
-    /// both in one pass over the bytes (`crc32c_fold::copy_update`) does.
-    fn read_crc(
+    /// Copies from the region at `offset` into `out` through `hook`, so
+    /// whatever the caller computes over the bytes on their way out (the
+    /// FPDU's CRC32c, for MPA) can share the copy's one pass. The default
+    /// reads, then shows `hook` the copied bytes; an implementation that
+    /// can hand out the region's bytes calls [`CopyHook::copy`] with them.
+    fn read_via<H: CopyHook>(
         &self,
         stag: STag,
         offset: u64,
         out: &mut [u8],
-        register: u32,
-    ) -> Result<u32, OutOfRange> {
+        hook: &mut H,
+    ) -> Result<(), OutOfRange> {
         self.read(stag, offset, out)?;
-        Ok(crc32c_fold::update(register, out))
+        hook.copied(out);
+        Ok(())
     }
 
     /// Checks `data.len()` bytes at tagged offset `to` of `stag` for
@@ -202,16 +225,17 @@ impl Memory for RegionTable {
         Ok(())
     }
 
-    fn read_crc(
+    fn read_via<H: CopyHook>(
         &self,
         stag: STag,
         offset: u64,
         out: &mut [u8],
-        register: u32,
-    ) -> Result<u32, OutOfRange> {
+        hook: &mut H,
+    ) -> Result<(), OutOfRange> {
         let range = self.range(stag, offset, out.len())?;
         let (_, bytes, _) = &self.regions[&stag.0];
-        Ok(crc32c_fold::copy_update(register, out, &bytes[range]))
+        hook.copy(out, &bytes[range]);
+        Ok(())
     }
 }
 
@@ -261,10 +285,10 @@ mod tests {
         assert_eq!(t.bytes(s).unwrap(), &[0u8; 16][..]);
     }
 
-    /// A table that keeps the trait's default `read_crc` (read, then CRC).
-    struct DefaultReadCrc(RegionTable);
+    /// A table that keeps the trait's default `read_via` (read, then show).
+    struct DefaultReadVia(RegionTable);
 
-    impl Memory for DefaultReadCrc {
+    impl Memory for DefaultReadVia {
         fn region(&self, stag: STag) -> Option<RegionInfo> {
             self.0.region(stag)
         }
@@ -279,27 +303,48 @@ mod tests {
         }
     }
 
+    /// Records every byte it is shown, whichever way it is shown them.
+    #[derive(Default)]
+    struct Witness {
+        seen: Vec<u8>,
+        copies: usize,
+    }
+
+    impl CopyHook for Witness {
+        fn copy(&mut self, out: &mut [u8], src: &[u8]) {
+            out.copy_from_slice(src);
+            self.seen.extend_from_slice(src);
+            self.copies += 1;
+        }
+        fn copied(&mut self, bytes: &[u8]) {
+            self.seen.extend_from_slice(bytes);
+        }
+    }
+
     #[test]
-    fn read_crc_copies_and_advances_the_register() {
+    fn read_via_copies_and_shows_the_hook_each_byte_once() {
         let s = STag::new(1, 0);
         let bytes: Vec<u8> = (0..3000u32).map(|i| (i * 7 + 1) as u8).collect();
         let mut t = RegionTable::new();
         t.register(s, PdId(1), 0, Access::ALL, bytes.clone(), false);
-        let default = DefaultReadCrc(t.clone());
+        let default = DefaultReadVia(t.clone());
         for (offset, len) in [(0, 0), (3, 1), (5, 255), (1, 1460), (0, 3000)] {
             let at = offset as usize;
-            let want = crc32c_fold::update(0x1234_5678, &bytes[at..at + len]);
+            let want = &bytes[at..at + len];
+            let mut w = Witness::default();
             let mut out = vec![0u8; len];
-            assert_eq!(t.read_crc(s, offset, &mut out, 0x1234_5678), Ok(want));
-            assert_eq!(out, &bytes[at..at + len]);
+            assert_eq!(t.read_via(s, offset, &mut out, &mut w), Ok(()));
+            assert_eq!((&out[..], &w.seen[..], w.copies), (want, want, 1));
+            let mut w = Witness::default();
             let mut out = vec![0u8; len];
-            assert_eq!(default.read_crc(s, offset, &mut out, 0x1234_5678), Ok(want));
-            assert_eq!(out, &bytes[at..at + len]);
+            assert_eq!(default.read_via(s, offset, &mut out, &mut w), Ok(()));
+            assert_eq!((&out[..], &w.seen[..], w.copies), (want, want, 0));
         }
         let mut out = [0u8; 2];
-        assert!(t.read_crc(s, 2999, &mut out, !0).is_err());
-        assert!(default.read_crc(s, 2999, &mut out, !0).is_err());
-        assert_eq!(out, [0, 0]);
+        let mut w = Witness::default();
+        assert!(t.read_via(s, 2999, &mut out, &mut w).is_err());
+        assert!(default.read_via(s, 2999, &mut out, &mut w).is_err());
+        assert_eq!((out, w.seen.len()), ([0, 0], 0));
     }
 
     #[test]

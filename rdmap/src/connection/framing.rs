@@ -9,6 +9,23 @@ use crate::term::{TermCause, TermCode};
 
 use super::config::Negotiated;
 
+/// The FPDU's CRC32c register (not inverted) advanced over payload bytes
+/// as DDP copies them out of a region: MPA's CRC in the same pass as the
+/// copy.
+pub(crate) struct FpduCrc<'a>(pub &'a mut u32);
+
+impl ddp::CopyHook for FpduCrc<'_> {
+    #[inline]
+    fn copy(&mut self, out: &mut [u8], src: &[u8]) {
+        *self.0 = crc32c_fold::copy_update(*self.0, out, src);
+    }
+
+    #[inline]
+    fn copied(&mut self, bytes: &[u8]) {
+        *self.0 = crc32c_fold::update(*self.0, bytes);
+    }
+}
+
 /// Builds FPDUs straight into the caller's buffer.
 #[derive(Debug)]
 pub(crate) struct FrameTx {

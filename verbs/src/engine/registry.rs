@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ddp::memory::{
-    place_in_two_steps, Access, InvalidateError, Memory, OutOfRange, PdId, RegionInfo, STag,
+    place_in_two_steps, Access, CopyHook, InvalidateError, Memory, OutOfRange, PdId, RegionInfo,
+    STag,
 };
 use ddp::tagged::check;
 use ddp::TaggedError;
@@ -425,7 +426,7 @@ impl<'a> RegistryView<'a> {
 
     /// Runs `copy(out, bytes)` with the region's `out.len()` bytes at
     /// `offset`: the one path of [`Memory::read`] and
-    /// [`Memory::read_crc`].
+    /// [`Memory::read_via`].
     #[inline]
     fn read_with<R>(
         &self,
@@ -544,17 +545,15 @@ impl Memory for RegistryView<'_> {
     }
 
     #[inline]
-    fn read_crc(
+    fn read_via<H: CopyHook>(
         &self,
         stag: STag,
         offset: u64,
         out: &mut [u8],
-        register: u32,
-    ) -> Result<u32, OutOfRange> {
-        // One pass: each byte is read once, stored and folded into the CRC.
-        self.read_with(stag, offset, out, |out, from| {
-            crc32c_fold::copy_update(register, out, from)
-        })
+        hook: &mut H,
+    ) -> Result<(), OutOfRange> {
+        // One pass: each byte is read once, stored and shown to the hook.
+        self.read_with(stag, offset, out, |out, from| hook.copy(out, from))
     }
 
     /// The home region (nearly every segment of a transfer) is looked up
@@ -581,7 +580,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn read_crc_through_home_and_other_regions() {
+    fn read_via_through_home_and_other_regions() {
         let registry = Registry::with_seed(7);
         let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 29 + 3) as u8).collect();
         let home = registry
@@ -596,20 +595,40 @@ mod tests {
                 for (offset, len) in [(0usize, 0usize), (1, 1), (3, 257), (100, 1460)] {
                     let want = src[offset..offset + len].to_vec();
                     let mut out = vec![0u8; len];
-                    let got = view.read_crc(stag, offset as u64, &mut out, !0);
-                    assert_eq!(out, want);
-                    assert_eq!(got, Ok(crc32c_fold::update(!0, &want)));
+                    let mut seen = Seen::default();
+                    let got = view.read_via(stag, offset as u64, &mut out, &mut seen);
+                    assert_eq!(got, Ok(()));
+                    assert_eq!((&out, &seen.0), (&want, &want));
                     let mut plain = vec![0u8; len];
                     view.read(stag, offset as u64, &mut plain).expect("reads");
                     assert_eq!(plain, want);
                 }
                 let mut out = vec![0u8; 8];
                 let end = src.len() as u64 - 4;
-                assert!(view.read_crc(stag, end, &mut out, !0).is_err());
+                assert!(view
+                    .read_via(stag, end, &mut out, &mut Seen::default())
+                    .is_err());
                 assert_eq!(out, [0; 8], "nothing copied out of range");
             }
-            assert!(view.read_crc(STag(0x100), 0, &mut [0; 4], !0).is_err());
+            let mut seen = Seen::default();
+            assert!(view
+                .read_via(STag(0x100), 0, &mut [0; 4], &mut seen)
+                .is_err());
         });
+    }
+
+    /// Copies as the CRC hook does and keeps what it was shown.
+    #[derive(Default)]
+    struct Seen(Vec<u8>);
+
+    impl CopyHook for Seen {
+        fn copy(&mut self, out: &mut [u8], src: &[u8]) {
+            out.copy_from_slice(src);
+            self.0.extend_from_slice(src);
+        }
+        fn copied(&mut self, bytes: &[u8]) {
+            self.0.extend_from_slice(bytes);
+        }
     }
 
     const PD: PdId = PdId(1);

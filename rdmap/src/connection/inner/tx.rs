@@ -1,7 +1,7 @@
 //! The transmit half: choosing the next FPDU and building it straight into
 //! the transport's buffer.
 
-use ddp::memory::{Access, Memory, PdId, STag};
+use ddp::memory::{Access, CopyHook, Memory, PdId, STag};
 use ddp::tagged::check;
 use ddp::untagged::{QN_READ_REQUEST, QN_SEND};
 use ddp::wire::{
@@ -20,6 +20,7 @@ use crate::wire::{
 };
 use crate::work_request::{AtomicArgs, SendOp, Sge};
 
+use super::super::framing::FpduCrc;
 use super::super::send_queue::Progress;
 use super::phase::Phase;
 use super::Inner;
@@ -129,7 +130,9 @@ impl Gather {
             };
             let piece = buf.get_mut(done..done + n).ok_or(())?;
             match register.as_deref_mut() {
-                Some(r) => *r = mem.read_crc(s.stag, at, piece, *r).map_err(|_| ())?,
+                Some(r) => mem
+                    .read_via(s.stag, at, piece, &mut FpduCrc(r))
+                    .map_err(|_| ())?,
                 None => mem.read(s.stag, at, piece).map_err(|_| ())?,
             }
             done += n;
@@ -571,7 +574,7 @@ impl Inner {
                         let from = wr.inline.get(sent as usize..sent as usize + buf.len());
                         let from = from.ok_or(())?;
                         match register {
-                            Some(r) => *r = crc32c_fold::copy_update(*r, buf, from),
+                            Some(r) => FpduCrc(r).copy(buf, from),
                             None => buf.copy_from_slice(from),
                         }
                         Ok(())
@@ -937,9 +940,7 @@ impl Inner {
                 this.tx
                     .frame_with(hdr, chunk as usize, rest, |buf, register| {
                         let read = match (at, register) {
-                            (Some(at), Some(r)) => {
-                                mem.read_crc(src, at, buf, *r).map(|crc| *r = crc)
-                            }
+                            (Some(at), Some(r)) => mem.read_via(src, at, buf, &mut FpduCrc(r)),
                             (Some(at), None) => mem.read(src, at, buf),
                             // No payload: the register stands as it is.
                             (None, _) => Ok(()),

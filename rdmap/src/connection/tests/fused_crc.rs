@@ -1,5 +1,5 @@
 //! The sender's gather computes each FPDU's CRC as it copies the payload
-//! (`Memory::read_crc`); the octets on the wire are the ones framing the
+//! (`Memory::read_via` with MPA's CRC as its copy hook); the octets on the wire are the ones framing the
 //! same ULPDUs after the copy gives, CRC on and off, markers on and off.
 
 use ddp::memory::Access;
