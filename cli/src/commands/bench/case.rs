@@ -311,6 +311,29 @@ impl Case {
         })
     }
 
+    /// The bandwidth phase alone, at exactly the case's depth: a flow
+    /// measured beside others, where a latency phase would leave the
+    /// path to them.
+    pub(crate) fn run_bandwidth(&self, ep: &Endpoints) -> Result<Measured, String> {
+        let depth = self.depth.unwrap_or(2).clamp(1, MAX_DEPTH);
+        let buffers = self.buffers(ep, depth)?;
+        let mut driver = Driver {
+            ep,
+            case: self,
+            buffers: &buffers,
+            posted: 0,
+            next_slot: 0,
+            client_done: 0,
+            server_done: 0,
+        };
+        driver.prime_receives()?;
+        let bw = driver.bandwidth(depth)?;
+        driver.drain_receives()?;
+        driver.fence()?;
+        buffers.release();
+        Ok(bw)
+    }
+
     fn buffers(&self, ep: &Endpoints, depth: usize) -> Result<Buffers, String> {
         let access = Access::LOCAL_WRITE
             | Access::REMOTE_WRITE

@@ -17,6 +17,7 @@ mod percentile;
 mod plot;
 mod report;
 mod scale;
+mod share;
 
 use std::process::ExitCode;
 use std::time::Duration;
