@@ -31,8 +31,8 @@ vendored="$here/smoltcp"
 packaging=(.cargo_vcs_info.json Cargo.toml.orig Cargo.lock)
 
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit "${1:-2}"
 }
 
 mode=rebuild force=0 name="" into=""
@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
         shift
         ;;
     --force) force=1 ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     *) usage ;;
     esac
     shift
@@ -143,9 +143,13 @@ record)
         exit 1
     fi
     {
+        # The shape of `git format-patch --zero-commit`, so that `git am`
+        # takes the series as it stands.
+        printf 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n'
         printf 'From: %s <%s>\n' "$(git -C "$root" config user.name || echo author)" \
             "$(git -C "$root" config user.email || echo author@localhost)"
-        printf 'Subject: [PATCH] %s\n\n' "${name#*-}"
+        printf 'Date: %s\n' "$(LC_ALL=C date -R)"
+        printf 'Subject: [PATCH] %s\n\n' "$(printf '%s' "${name#*-}" | tr - ' ')"
         printf 'What it does, and why.\n\nRFC: which RFC and section it follows (or: follows Linux, not RFC NNNN\nsection N, because ...).\n\nTests: the tests that fail without it.\n---\n'
         g diff --cached --stat
         echo
