@@ -12501,6 +12501,63 @@ mod test {
     // =========================================================================================//
 
     #[test]
+    fn test_sws_avoidance_holds_a_window_limited_runt() {
+        // RFC 1122 section 4.2.3.4: with data in flight, a segment that the
+        // peer's window would cut short of an MSS, with more data waiting,
+        // waits for the window to open. Without the avoidance (and without
+        // Nagle) the runt leaves at once.
+        for avoid in [false, true] {
+            let mut s = socket_established();
+            s.set_nagle_enabled(false);
+            s.set_sws_avoidance(avoid);
+            s.remote_mss = 6;
+            s.remote_win_len = 9;
+            s.send_slice(b"abcdefghijkl").unwrap();
+            let first = TcpRepr {
+                seq_number: LOCAL_SEQ + 1,
+                ack_number: Some(REMOTE_SEQ + 1),
+                payload: &b"abcdef"[..],
+                ..RECV_TEMPL
+            };
+            if !avoid {
+                recv!(
+                    s,
+                    [
+                        first,
+                        TcpRepr {
+                            seq_number: LOCAL_SEQ + 1 + 6,
+                            ack_number: Some(REMOTE_SEQ + 1),
+                            payload: &b"ghi"[..],
+                            ..RECV_TEMPL
+                        }
+                    ]
+                );
+                continue;
+            }
+            recv!(s, [first]);
+            // The window opens: the rest leaves as one full segment.
+            send!(
+                s,
+                TcpRepr {
+                    seq_number: REMOTE_SEQ + 1,
+                    ack_number: Some(LOCAL_SEQ + 1 + 6),
+                    window_len: 9,
+                    ..SEND_TEMPL
+                }
+            );
+            recv!(
+                s,
+                [TcpRepr {
+                    seq_number: LOCAL_SEQ + 1 + 6,
+                    ack_number: Some(REMOTE_SEQ + 1),
+                    payload: &b"ghijkl"[..],
+                    ..RECV_TEMPL
+                }]
+            );
+        }
+    }
+
+    #[test]
     fn test_nagle() {
         let mut s = socket_established();
         s.remote_mss = 6;
