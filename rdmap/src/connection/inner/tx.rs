@@ -192,6 +192,7 @@ impl Inner {
                 Step::Blocked => break,
             }
         }
+        self.tx.traffic.bytes(written);
         written
     }
 
