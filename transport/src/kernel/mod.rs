@@ -30,7 +30,7 @@ use super::linger::Linger;
 use super::slab::Slab;
 use super::synth::TcpSynth;
 use super::wake::WakeFd;
-use super::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
+use super::{ListenerId, StreamId, StreamState, TcpStreamStats, Transport, TransportError, Waker};
 use capture::pcap::PcapSink;
 
 /// MSS reported when the kernel will not say.
@@ -705,6 +705,18 @@ impl Transport for KernelTransport {
 
     fn mss(&self, s: StreamId) -> usize {
         self.streams.get(s.0).map_or(DEFAULT_MSS, |st| st.mss)
+    }
+
+    fn tcp_stream_stats(&self, s: StreamId) -> Option<TcpStreamStats> {
+        let st = self.streams.get(s.0)?;
+        let info = sys::tcp_info(&st.sock).ok()?;
+        // Staged here, then in the kernel's send queue until acknowledged.
+        let in_kernel = sys::unacknowledged(&st.sock).unwrap_or(0);
+        Some(TcpStreamStats::from_tcp_info(
+            &info,
+            st.tx.len() + in_kernel,
+            st.rx.len(),
+        ))
     }
 
     fn close(&mut self, s: StreamId) {
