@@ -710,12 +710,14 @@ impl Transport for KernelTransport {
     fn tcp_stream_stats(&self, s: StreamId) -> Option<TcpStreamStats> {
         let st = self.streams.get(s.0)?;
         let info = sys::tcp_info(&st.sock).ok()?;
-        // Staged here, then in the kernel's send queue until acknowledged.
-        let in_kernel = sys::unacknowledged(&st.sock).unwrap_or(0);
+        // Staged here, then in the kernel's send queue until acknowledged;
+        // received, in the kernel's queue and then read into ours.
+        let unacked = sys::unacknowledged(&st.sock).unwrap_or(0);
+        let unread = sys::unread(&st.sock).unwrap_or(0);
         Some(TcpStreamStats::from_tcp_info(
             &info,
-            st.tx.len() + in_kernel,
-            st.rx.len(),
+            st.tx.len() + unacked,
+            st.rx.len() + unread,
         ))
     }
 

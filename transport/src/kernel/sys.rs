@@ -143,6 +143,18 @@ pub(crate) fn advertised_mss(s: &TcpStream) -> io::Result<usize> {
     Ok(tcp_info(s)?.tcpi_advmss as usize)
 }
 
+/// Bytes the kernel has received for the connection that nobody has
+/// read yet (SIOCINQ).
+pub(crate) fn unread(s: &TcpStream) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: a live socket and a pointer to a c_int, as SIOCINQ takes.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n as *mut libc::c_int) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// Makes the next close send RST instead of FIN (SO_LINGER with timeout 0).
 pub(crate) fn set_linger_zero(s: &TcpStream) -> io::Result<()> {
     let l = libc::linger {

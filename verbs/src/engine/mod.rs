@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use ddp::memory::PdId;
 use rdmap::work_request::{RecvWr, SendWr};
 
+use crate::qp_stats::{MpaPhase, QpStats};
 use crate::transport::{ListenerId, StreamId, Transport};
 use crate::types::{
     AcceptParams, CmEvent, ConnectParams, ListenOptions, PostListError, QpLimits, QpState,
@@ -331,6 +332,18 @@ impl Engine {
 
     pub(crate) fn qp_state(&self, num: u32) -> QpState {
         self.qps.get(&num).map_or(QpState::Error, |s| s.state())
+    }
+
+    pub(crate) fn qp_stats(&self, num: u32) -> QpStats {
+        match self.qps.get(&num) {
+            Some(slot) => slot.stats(self.transport.as_deref()),
+            None => QpStats {
+                state: QpState::Error,
+                phase: MpaPhase::Closed,
+                rdma: Default::default(),
+                tcp: None,
+            },
+        }
     }
 
     pub(crate) fn post_send(&mut self, num: u32, wr: SendWr) -> Result<(), VerbsError> {

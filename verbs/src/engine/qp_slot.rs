@@ -14,6 +14,7 @@ use rdmap::{WcOpcode, WcStatus};
 use super::completions::CqShared;
 use super::registry::{RegionCache, Registry};
 use super::startup::{Startup, StartupOutcome};
+use crate::qp_stats::{MpaPhase, QpStats};
 use crate::transport::{StreamId, StreamState, Transport};
 use crate::types::{
     CmEvent, ConnectError, ConnectionInfo, DisconnectReason, QpLimits, QpState, VerbsError,
@@ -112,6 +113,46 @@ impl QpSlot {
                 QpState::Rts
             }
             Phase::Connected { .. } | Phase::Closed { .. } => QpState::Error,
+        }
+    }
+
+    pub(super) fn stats(&self, transport: Option<&(dyn Transport + Send)>) -> QpStats {
+        let stream = match &self.phase {
+            Phase::Starting { stream, .. } | Phase::Connected { stream, .. } => Some(*stream),
+            Phase::Closed { stream, .. } => *stream,
+            Phase::Idle => None,
+        };
+        let conn = match &self.phase {
+            Phase::Connected { conn, .. } => Some(conn),
+            Phase::Closed { conn, .. } => conn.as_ref(),
+            _ => None,
+        };
+        QpStats {
+            state: self.state(),
+            phase: self.mpa_phase(transport),
+            rdma: conn.map(|c| c.stats()).unwrap_or_default(),
+            tcp: stream
+                .zip(transport)
+                .and_then(|(s, t)| t.tcp_stream_stats(s)),
+        }
+    }
+
+    fn mpa_phase(&self, transport: Option<&(dyn Transport + Send)>) -> MpaPhase {
+        match &self.phase {
+            Phase::Idle => MpaPhase::Idle,
+            Phase::Starting { stream, .. }
+                if transport.is_some_and(|t| t.state(*stream) == StreamState::Connecting) =>
+            {
+                MpaPhase::TcpConnecting
+            }
+            Phase::Starting { startup, .. } if startup.is_initiator() => MpaPhase::AwaitingReply,
+            Phase::Starting { .. } => MpaPhase::SendingReply,
+            Phase::Connected { conn, .. } => match conn.state() {
+                State::AwaitingFirstFpdu => MpaPhase::AwaitingFirstFpdu,
+                State::Established => MpaPhase::Established,
+                State::Error | State::Closed => MpaPhase::Closed,
+            },
+            Phase::Closed { .. } => MpaPhase::Closed,
         }
     }
 
