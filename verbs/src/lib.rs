@@ -37,6 +37,9 @@
 /// building a device needs only this crate (`verbs::transport::memory`, ...).
 pub use transport;
 
+#[macro_use]
+mod trace;
+
 pub mod channel;
 pub mod cm;
 pub mod cq;
