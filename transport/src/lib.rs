@@ -85,6 +85,7 @@ mod pcap_check;
 mod readiness;
 mod rng;
 mod seam;
+mod setters;
 mod slab;
 mod smol;
 mod stream_stats;

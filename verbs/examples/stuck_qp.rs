@@ -26,11 +26,9 @@ const WRITES: u64 = 32;
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 fn kernel_device() -> Device {
-    let cfg = KernelConfig {
-        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        socket_buffers: Some(64 * 1024),
-        ..Default::default()
-    };
+    let cfg = KernelConfig::default()
+        .bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        .socket_buffers(Some(64 * 1024));
     Device::new(Box::new(KernelTransport::new(cfg)))
 }
 

@@ -15,13 +15,11 @@ const WRITE: usize = 256 * 1024;
 const WRITES: u64 = 32;
 
 fn kernel_device() -> Device {
-    let cfg = KernelConfig {
-        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        // Small socket buffers: a peer that stops reading backs the
-        // sender up after little data.
-        socket_buffers: Some(64 * 1024),
-        ..Default::default()
-    };
+    // Small socket buffers: a peer that stops reading backs the sender up
+    // after little data.
+    let cfg = KernelConfig::default()
+        .bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        .socket_buffers(Some(64 * 1024));
     Device::new(Box::new(KernelTransport::new(cfg)))
 }
 

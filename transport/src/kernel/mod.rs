@@ -52,6 +52,7 @@ const EPOLL_RETRY: Duration = Duration::from_millis(1);
 
 /// How the kernel transport sets up its sockets.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KernelConfig {
     /// Address listeners bind to.
     pub bind_ip: IpAddr,
@@ -65,6 +66,13 @@ pub struct KernelConfig {
     /// autotuning.
     pub socket_buffers: Option<usize>,
 }
+
+crate::setters::setters!(KernelConfig {
+    bind_ip: IpAddr,
+    send_buffer: usize,
+    recv_buffer: usize,
+    socket_buffers: Option<usize>,
+});
 
 impl Default for KernelConfig {
     fn default() -> Self {

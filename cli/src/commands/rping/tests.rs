@@ -137,16 +137,14 @@ fn a_hundred_verified_pings_at_each_size() {
 
 #[test]
 fn pings_survive_a_lossy_reordering_link() {
-    let link = MemoryLinkConfig {
-        faults: FaultConfig {
-            loss: 0.02,
-            latency: Duration::from_micros(200),
-            jitter: Duration::from_micros(300),
-            ..FaultConfig::default()
-        },
-        seed: 77,
-        ..MemoryLinkConfig::default()
-    };
+    let link = MemoryLinkConfig::default()
+        .faults(
+            FaultConfig::default()
+                .loss(0.02)
+                .latency(Duration::from_micros(200))
+                .jitter(Duration::from_micros(300)),
+        )
+        .seed(77);
     let (c, s, addr) = devices(&link);
     let srv = spawn_server(s.clone(), server_cfg(8000), ListenOptions::default(), false);
     let client = run_client(
