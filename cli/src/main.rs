@@ -28,7 +28,23 @@ enum Command {
     Rping(commands::rping::Args),
 }
 
+/// The stack's tracing (docs/diagnostics.md) on stderr, filtered by
+/// `RUST_LOG` (`RUST_LOG=debug`, `RUST_LOG=verbs=info`, ...); nothing
+/// when it is unset or does not parse.
+fn init_tracing() {
+    use std::io::IsTerminal;
+    let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
 fn main() -> ExitCode {
+    init_tracing();
     match Cli::parse().command {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Decode(args) => commands::decode::run(&args),

@@ -117,14 +117,14 @@ impl Config {
                     Some(g) => Some(g.parse().map_err(|e| format!("IWARP_GATEWAY={g}: {e}"))?),
                     None => None,
                 };
-                Some(TapConfig {
-                    ifname,
-                    netns: get("IWARP_NETNS"),
-                    addr,
-                    prefix_len,
-                    gateway,
-                    ..TapConfig::default()
-                })
+                Some(
+                    TapConfig::default()
+                        .ifname(ifname)
+                        .netns(get("IWARP_NETNS"))
+                        .addr(addr)
+                        .prefix_len(prefix_len)
+                        .gateway(gateway),
+                )
             }
             Some(other) => return Err(format!("IWARP_TRANSPORT={other}: expected kernel or tap")),
         };
@@ -136,10 +136,9 @@ impl Config {
             Some(cfg) => {
                 Box::new(TapTransport::open(cfg).map_err(|e| format!("TAP {}: {e}", cfg.ifname))?)
             }
-            None => Box::new(KernelTransport::new(KernelConfig {
-                bind_ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-                ..KernelConfig::default()
-            })),
+            None => Box::new(KernelTransport::new(
+                KernelConfig::default().bind_ip(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+            )),
         })
     }
 }

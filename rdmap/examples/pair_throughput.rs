@@ -59,14 +59,14 @@ fn run(op: Op, crc: bool, mss: usize) -> f64 {
     while done < messages {
         while posted < messages && posted - done < 16 {
             if let Op::Send = op {
-                b.post_recv(RecvWr {
-                    wr_id: posted as u64,
-                    sgl: vec![Sge {
+                b.post_recv(RecvWr::new(
+                    posted as u64,
+                    vec![Sge {
                         stag: STag(0x200),
                         to: 0,
                         len: MSG as u32,
                     }],
-                })
+                ))
                 .unwrap();
             }
             let op = match op {
@@ -83,15 +83,8 @@ fn run(op: Op, crc: bool, mss: usize) -> f64 {
                     invalidate: None,
                 },
             };
-            a.post_send(SendWr {
-                wr_id: posted as u64,
-                op,
-                sgl: vec![local],
-                signaled: true,
-                fence: false,
-                inline: Vec::new(),
-            })
-            .unwrap();
+            a.post_send(SendWr::new(posted as u64, op, vec![local]))
+                .unwrap();
             posted += 1;
         }
         let n = a.poll_transmit(&ma, &mut buf_ab);

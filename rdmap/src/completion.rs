@@ -4,7 +4,10 @@ use ddp::memory::STag;
 
 /// Completion status, mirroring `enum ibv_wc_status` (same order, so
 /// [`WcStatus::ibv_value`] is the libibverbs number).
+///
+/// Statuses may be added (libibverbs has more): a match needs a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WcStatus {
     /// The work request did what it asked.
     Success,
@@ -67,7 +70,11 @@ impl WcStatus {
 
 /// What completed, mirroring `enum ibv_wc_opcode` for the operations iWARP
 /// carries.
+///
+/// Opcodes may be added (memory window binds, say): a match needs a `_`
+/// arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WcOpcode {
     /// A Send (any variant) left the send queue.
     Send,

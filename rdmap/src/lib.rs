@@ -31,15 +31,12 @@
 //! mem_a.register(STag(0x100), pd, 0, Access::NONE, b"hello".to_vec(), false);
 //! mem_b.register(STag(0x200), pd, 0, Access::LOCAL_WRITE, vec![0; 5], false);
 //!
-//! b.post_recv(RecvWr { wr_id: 7, sgl: vec![Sge { stag: STag(0x200), to: 0, len: 5 }] })?;
-//! a.post_send(SendWr {
-//!     wr_id: 1,
-//!     op: SendOp::Send { solicited: false, invalidate: None },
-//!     sgl: vec![Sge { stag: STag(0x100), to: 0, len: 5 }],
-//!     signaled: true,
-//!     fence: false,
-//!     inline: Vec::new(),
-//! })?;
+//! b.post_recv(RecvWr::new(7, vec![Sge { stag: STag(0x200), to: 0, len: 5 }]))?;
+//! a.post_send(SendWr::new(
+//!     1,
+//!     SendOp::Send { solicited: false, invalidate: None },
+//!     vec![Sge { stag: STag(0x100), to: 0, len: 5 }],
+//! ))?;
 //!
 //! let mut wire = [0u8; 1500];
 //! let n = a.poll_transmit(&mem_a, &mut wire);

@@ -6,8 +6,10 @@ pub use ddp::untagged::Sge;
 use crate::completion::WcOpcode;
 pub use crate::wire::AtomicOp;
 
-/// What a send queue entry does.
+/// What a send queue entry does. Operations may be added (memory window
+/// binds, say): a match needs a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SendOp {
     /// A Send; with `invalidate`, a Send with Invalidate naming the peer's
     /// STag; with `solicited`, the Solicited Event variant.
@@ -153,7 +155,11 @@ impl AtomicArgs {
 }
 
 /// A send queue entry.
+///
+/// Fields may be added: build one with [`SendWr::new`] and the builder
+/// methods (or `verbs::wr`), and read its fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SendWr {
     /// Returned in the completion, to tell requests apart.
     pub wr_id: u64,
@@ -174,20 +180,54 @@ pub struct SendWr {
 }
 
 impl SendWr {
+    /// A signaled request doing `op` over `sgl`, unfenced, without
+    /// inline data.
+    pub fn new(wr_id: u64, op: SendOp, sgl: Vec<Sge>) -> Self {
+        SendWr {
+            wr_id,
+            op,
+            sgl,
+            signaled: true,
+            fence: false,
+            inline: Vec::new(),
+        }
+    }
+
     /// With the fence flag: waits for earlier Reads and atomics.
     pub fn fenced(mut self) -> Self {
         self.fence = true;
         self
     }
+
+    /// Reporting a completion on success or not (failures always are).
+    pub fn with_signaled(mut self, signaled: bool) -> Self {
+        self.signaled = signaled;
+        self
+    }
+
+    /// Carrying `data` inline in place of a scatter/gather list.
+    pub fn with_inline(mut self, data: Vec<u8>) -> Self {
+        self.inline = data;
+        self
+    }
 }
 
-/// A receive queue entry.
+/// A receive queue entry. Fields may be added: build one with
+/// [`RecvWr::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecvWr {
     /// Returned in the completion, to tell requests apart.
     pub wr_id: u64,
     /// Where a received message goes; its total length bounds the message.
     pub sgl: Vec<Sge>,
+}
+
+impl RecvWr {
+    /// A receive into `sgl`.
+    pub fn new(wr_id: u64, sgl: Vec<Sge>) -> Self {
+        RecvWr { wr_id, sgl }
+    }
 }
 
 /// A work request refused at posting: local misuse, nothing on the wire.

@@ -19,18 +19,11 @@ use verbs::{
 };
 
 fn link(faults: FaultConfig, seed: u64) -> MemoryLinkConfig {
-    MemoryLinkConfig {
-        faults,
-        seed,
-        ..Default::default()
-    }
+    MemoryLinkConfig::default().faults(faults).seed(seed)
 }
 
 fn loss(rate: f64) -> FaultConfig {
-    FaultConfig {
-        loss: rate,
-        ..Default::default()
-    }
+    FaultConfig::default().loss(rate)
 }
 
 /// What a workload expects where, to check against afterwards.
@@ -252,22 +245,17 @@ fn five_percent_loss() {
 
 #[test]
 fn latency_jitter_and_reordering() {
-    let faults = FaultConfig {
-        latency: Duration::from_millis(5),
-        jitter: Duration::from_millis(3),
-        loss: 0.005,
-        ..Default::default()
-    };
+    let faults = FaultConfig::default()
+        .latency(Duration::from_millis(5))
+        .jitter(Duration::from_millis(3))
+        .loss(0.005);
     survives(link(faults, 4));
 }
 
 /// Corruption the TCP checksum catches is just loss to RDMA.
 #[test]
 fn corruption_caught_by_tcp_checksums() {
-    let faults = FaultConfig {
-        corrupt: 0.02,
-        ..Default::default()
-    };
+    let faults = FaultConfig::default().corrupt(0.02);
     survives(link(faults, 5));
 }
 
@@ -293,20 +281,14 @@ enum Corrupted {
     Terminated,
 }
 
-const PAYLOAD_CORRUPTION: FaultConfig = FaultConfig {
-    loss: 0.0,
-    corrupt: 0.003,
-    fix_tcp_checksum: true,
-    latency: Duration::ZERO,
-    jitter: Duration::ZERO,
-    burst: None,
-    rate_bps: None,
-    queue_bytes: None,
-    reorder: None,
-};
+/// A link that corrupts payload and fixes the TCP checksum after, so
+/// only the FPDU CRC can catch it.
+fn payload_corruption() -> FaultConfig {
+    FaultConfig::default().corrupt(0.003).fix_tcp_checksum(true)
+}
 
 fn corrupted_run(seed: u64) -> Corrupted {
-    let faults = PAYLOAD_CORRUPTION;
+    let faults = payload_corruption();
     let p = match try_connect(Net::memory_virtual(&link(faults, seed)), Opts::crc()) {
         Ok(p) => p,
         Err(e) => match *e {
@@ -391,7 +373,8 @@ fn without_crc_the_same_damage_goes_unseen() {
         let mut opts = Opts::default();
         opts.connect.mpa.crc = verbs::CrcPolicy::Never;
         opts.listen.mpa.crc = verbs::CrcPolicy::Never;
-        let Ok(p) = try_connect(Net::memory_virtual(&link(PAYLOAD_CORRUPTION, seed)), opts) else {
+        let Ok(p) = try_connect(Net::memory_virtual(&link(payload_corruption(), seed)), opts)
+        else {
             continue;
         };
         assert!(!p.client_info.crc);
@@ -478,12 +461,10 @@ impl SplitMix {
 fn random_workloads_over_random_links() {
     for seed in 0..6u64 {
         let mut rng = SplitMix(SplitMix64::new(seed.wrapping_mul(0x1234_5678_9abc)));
-        let faults = FaultConfig {
-            loss: rng.below(30) as f64 / 1000.0,
-            latency: Duration::from_micros(rng.below(2000)),
-            jitter: Duration::from_micros(rng.below(500)),
-            ..Default::default()
-        };
+        let faults = FaultConfig::default()
+            .loss(rng.below(30) as f64 / 1000.0)
+            .latency(Duration::from_micros(rng.below(2000)))
+            .jitter(Duration::from_micros(rng.below(500)));
         let p = connect(
             Net::memory_virtual(&link(faults.clone(), seed)),
             Opts::crc(),

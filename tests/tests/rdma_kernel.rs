@@ -74,11 +74,9 @@ fn unsignaled_requests() {
 fn kernel_with_staging(staging: usize) -> Net {
     use std::net::{IpAddr, Ipv4Addr};
     use verbs::transport::kernel::{KernelConfig, KernelTransport};
-    let cfg = KernelConfig {
-        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        send_buffer: staging,
-        ..Default::default()
-    };
+    let cfg = KernelConfig::default()
+        .bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        .send_buffer(staging);
     Net {
         client: verbs::Device::new(Box::new(KernelTransport::new(cfg.clone()))),
         server: verbs::Device::new(Box::new(KernelTransport::new(cfg))),

@@ -69,15 +69,9 @@ fn all_messages() -> Vec<u8> {
 }
 
 fn link(loss: f64, seed: u64) -> MemoryLinkConfig {
-    MemoryLinkConfig {
-        faults: FaultConfig {
-            loss,
-            latency: LATENCY,
-            ..Default::default()
-        },
-        seed,
-        ..Default::default()
-    }
+    MemoryLinkConfig::default()
+        .faults(FaultConfig::default().loss(loss).latency(LATENCY))
+        .seed(seed)
 }
 
 /// Drives until `want[i]` completions arrived on `cqs[i]`, noting the

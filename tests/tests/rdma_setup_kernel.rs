@@ -18,10 +18,9 @@ use common::LIMIT;
 const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 fn device() -> Device {
-    Device::new(Box::new(KernelTransport::new(KernelConfig {
-        bind_ip: LOCALHOST,
-        ..Default::default()
-    })))
+    Device::new(Box::new(KernelTransport::new(
+        KernelConfig::default().bind_ip(LOCALHOST),
+    )))
 }
 
 /// How the peer's side of a stream ended.

@@ -24,28 +24,21 @@ fn main() {
         .nth(2)
         .and_then(|a| a.parse::<usize>().ok())
         .map_or(8 << 20, |k| k << 10);
-    let tuning = TcpTuning {
-        rx_buffer: ring,
-        tx_buffer: ring,
+    let tuning = TcpTuning::default()
+        .rx_buffer(ring)
+        .tx_buffer(ring)
         // Sender-side silly window avoidance: with one ACK per segment,
         // congestion avoidance opens the window a few bytes at a time.
-        segment_aligned: true,
-        ..Default::default()
-    };
+        .segment_aligned(true);
     println!(
         "{mib} MiB one way, {} KiB rings, 200 ms minimum RTO, Cubic, no loss",
         ring >> 10
     );
     for one_way_ms in [1u64, 10] {
         let latency = Duration::from_millis(one_way_ms);
-        let cfg = MemoryLinkConfig {
-            faults: FaultConfig {
-                latency,
-                ..Default::default()
-            },
-            tuning: tuning.clone(),
-            ..Default::default()
-        };
+        let cfg = MemoryLinkConfig::default()
+            .faults(FaultConfig::default().latency(latency))
+            .tuning(tuning.clone());
         let window_gbit = ring as f64 * 8.0 / (2.0 * latency.as_secs_f64()) / 1e9;
         run(
             &format!(
@@ -56,11 +49,9 @@ fn main() {
         );
     }
     for profile in [Profile::Lan, Profile::Wan] {
-        let cfg = MemoryLinkConfig {
-            faults: FaultConfig::from_link_model(&profile.config()),
-            tuning: tuning.clone(),
-            ..Default::default()
-        };
+        let cfg = MemoryLinkConfig::default()
+            .faults(FaultConfig::from_link_model(&profile.config()))
+            .tuning(tuning.clone());
         let rate = profile.rate_bps() as f64 / 1e9;
         run(
             &format!(

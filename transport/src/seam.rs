@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use super::{TcpLossStats, TransportError, Waker};
+use super::{TcpLossStats, TcpStreamStats, TransportError, Waker};
 
 /// A listening port of one transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -252,6 +252,14 @@ pub trait Transport {
     fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
         None
     }
+
+    /// What one stream's TCP knows: round-trip time, congestion window,
+    /// resends, timeouts and queued octets. `None` for an unknown or
+    /// released stream, or a transport that cannot tell.
+    fn tcp_stream_stats(&self, s: StreamId) -> Option<TcpStreamStats> {
+        let _ = s;
+        None
+    }
 }
 
 /// A boxed transport (say `Box<dyn Transport + Send>`, as a device holds
@@ -349,6 +357,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
         (**self).tcp_loss_stats()
+    }
+    fn tcp_stream_stats(&self, s: StreamId) -> Option<TcpStreamStats> {
+        (**self).tcp_stream_stats(s)
     }
 }
 

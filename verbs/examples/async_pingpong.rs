@@ -136,10 +136,7 @@ fn main() -> Result<(), Error> {
                 (a, b, PORT, Box::new(move |p| cfg.endpoint_b(p)))
             }
             "kernel" | "kernel-thread" => {
-                let cfg = KernelConfig {
-                    bind_ip: localhost,
-                    ..KernelConfig::default()
-                };
+                let cfg = KernelConfig::default().bind_ip(localhost);
                 let kernel = || Device::new(Box::new(KernelTransport::new(cfg.clone())));
                 (
                     kernel(),

@@ -18,10 +18,7 @@ fn main() {
     println!("raw TCP goodput, {mib} MiB one way, memory link, one thread");
     for mtu in [1500, 9000, 65535] {
         for dispatch in [Dispatch::Static, Dispatch::Dynamic] {
-            let cfg = MemoryLinkConfig {
-                mtu,
-                ..Default::default()
-            };
+            let cfg = MemoryLinkConfig::default().mtu(mtu);
             match raw_tcp_goodput_with(&cfg, mib << 20, limit, dispatch) {
                 Ok(m) => println!("  MTU {mtu:>5} {dispatch:?}: {m}"),
                 Err(e) => println!("  MTU {mtu:>5} {dispatch:?}: failed: {e}"),
@@ -31,18 +28,9 @@ fn main() {
     println!("with loss (MTU 1500, 16 MiB, receive window varied)");
     for loss in [0.001, 0.01] {
         for window in [64 << 10, 256 << 10, 1 << 20] {
-            let cfg = MemoryLinkConfig {
-                faults: FaultConfig {
-                    loss,
-                    ..Default::default()
-                },
-                tuning: TcpTuning {
-                    rx_buffer: window,
-                    tx_buffer: window,
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
+            let cfg = MemoryLinkConfig::default()
+                .faults(FaultConfig::default().loss(loss))
+                .tuning(TcpTuning::default().rx_buffer(window).tx_buffer(window));
             match raw_tcp_goodput_with(&cfg, 16 << 20, limit, Dispatch::Static) {
                 Ok(m) => println!(
                     "  loss {:.1}% window {:>4} KiB: {m}",

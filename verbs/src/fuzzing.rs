@@ -231,10 +231,7 @@ fn run(data: &[u8]) -> Outcome {
     let shared = opts & 4 != 0;
     let ird = 1 + u16::from((opts >> 4) & 3);
 
-    let cfg = MemoryLinkConfig {
-        seed: u64::from(opts) << 8 | u64::from(chunk_seed),
-        ..MemoryLinkConfig::default()
-    };
+    let cfg = MemoryLinkConfig::default().seed(u64::from(opts) << 8 | u64::from(chunk_seed));
     let (peer_host, host) = MemoryLink::pair(&cfg).expect("a default memory link");
     let device = Device::new(Box::new(host));
     let start = Instant::now();

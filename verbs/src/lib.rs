@@ -37,6 +37,9 @@
 /// building a device needs only this crate (`verbs::transport::memory`, ...).
 pub use transport;
 
+#[macro_use]
+mod trace;
+
 pub mod channel;
 pub mod cm;
 pub mod cq;
@@ -49,6 +52,7 @@ pub mod mr;
 mod mr_buffer;
 pub mod pd;
 pub mod qp;
+mod qp_stats;
 mod query;
 pub mod srq;
 #[cfg(feature = "tokio")]
@@ -67,6 +71,7 @@ pub use mr::MemoryRegion;
 pub use mr_buffer::RegionBuffer;
 pub use pd::ProtectionDomain;
 pub use qp::{wr, AtomicArgs, AtomicOp, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, Sge};
+pub use qp_stats::{ConnectionStats, MpaPhase, QpStats, TcpStreamStats, TerminateRecord};
 pub use query::{DeviceAttr, QpAttr, QpCap};
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqEvent, SrqInUse, SrqInit};
 pub use types::{ConnectError, MpaFailure, MpaSettingsError, PostListError, VerbsError};

@@ -9,9 +9,16 @@
 //! per-region lock. A peer's RDMA Write lands while the program runs, so the
 //! program never holds a plain `&mut [u8]` that a remote write could race
 //! with; it reads and writes through copy accessors ([`MemoryRegion::read`],
-//! [`MemoryRegion::write`]) or short closures ([`MemoryRegion::with_bytes`],
-//! [`MemoryRegion::with_bytes_mut`]) that hold the lock. Placement takes the
-//! same lock per DDP segment, so every observation is of whole segments.
+//! [`MemoryRegion::write`]) and closures over a copy
+//! ([`MemoryRegion::with_bytes`], [`MemoryRegion::with_bytes_mut`]).
+//! Placement takes the same lock per DDP segment, so every observation is
+//! of whole segments.
+//!
+//! No program code runs under a region's lock: the program holds it for
+//! one copy, never for a closure. Placement runs under the device's engine
+//! lock and waits for the region's lock, so a closure holding it could
+//! stall every queue pair of the device, and one calling into the device
+//! would deadlock it; a copy cannot do either (docs/memory-regions.md).
 //!
 //! The tagged offset of a region's first byte is the address of its buffer,
 //! as with libibverbs, so peers such as rping see ordinary virtual addresses.
@@ -172,32 +179,52 @@ impl MemoryRegion {
         Ok(())
     }
 
-    /// Runs `f` over the bytes, in place, while holding off placement.
+    /// Runs `f` over a copy of the bytes, taken whole between placements.
+    ///
+    /// `f` runs without the region's lock: it may take as long as it
+    /// likes and call into the device (post, poll, wait) while placement
+    /// goes on. It costs a copy of the region; to read a few bytes, use
+    /// [`read`](Self::read), and to own the bytes without a copy, take the
+    /// buffer back with [`deregister_into`](Self::deregister_into).
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        f(self
-            .reg
-            .region
-            .bytes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .bytes())
+        f(&self.to_vec())
     }
 
-    /// Runs `f` over the bytes, mutably and in place, while holding off
-    /// placement.
+    /// Runs `f` over a copy of the bytes and writes back, in one step
+    /// between placements, the bytes `f` changed. What placement wrote
+    /// meanwhile stays, except where `f` changed the same bytes (a race
+    /// the program must avoid, as with any buffer a peer writes into).
+    ///
+    /// Like [`with_bytes`](Self::with_bytes), `f` runs without the
+    /// region's lock. It costs two copies of the region and a comparison;
+    /// to write a few bytes, use [`write`](Self::write).
     pub fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        f(self
+        let before = self.to_vec();
+        let mut after = before.clone();
+        let out = f(&mut after);
+        let mut bytes = self
             .reg
             .region
             .bytes
             .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .bytes_mut())
+            .unwrap_or_else(|e| e.into_inner());
+        for run in changed_runs(&before, &after) {
+            if let Some(to) = bytes.bytes_mut().get_mut(run.clone()) {
+                to.copy_from_slice(&after[run]);
+            }
+        }
+        out
     }
 
     /// A copy of the whole region.
     pub fn to_vec(&self) -> Vec<u8> {
-        self.with_bytes(|b| b.to_vec())
+        self.reg
+            .region
+            .bytes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .bytes()
+            .to_vec()
     }
 
     /// Invalidates the STag and removes the registration at once, for
@@ -256,6 +283,28 @@ impl MemoryRegion {
                 region_len: self.len(),
             })
     }
+}
+
+/// The ranges where `after` differs from `before` (same length), each as
+/// long as it runs.
+fn changed_runs<'a>(
+    before: &'a [u8],
+    after: &'a [u8],
+) -> impl Iterator<Item = core::ops::Range<usize>> + 'a {
+    let mut i = 0;
+    core::iter::from_fn(move || {
+        let start = i + before[i..]
+            .iter()
+            .zip(&after[i..])
+            .position(|(a, b)| a != b)?;
+        let len = before[start..]
+            .iter()
+            .zip(&after[start..])
+            .position(|(a, b)| a == b)
+            .unwrap_or(before.len() - start);
+        i = start + len;
+        Some(start..i)
+    })
 }
 
 /// Registration hands out [`MemoryRegion`] handles. It is written here,
@@ -760,6 +809,41 @@ mod tests {
         let pages: Pages = mr.deregister_into().unwrap();
         assert_eq!(pages.0[8191], 5);
         assert!(reg.is_empty());
+    }
+
+    #[test]
+    fn changed_runs_cover_exactly_the_changed_bytes() {
+        let before = [0u8, 1, 2, 3, 4, 5, 6, 7];
+        let mut after = before;
+        assert_eq!(changed_runs(&before, &after).count(), 0);
+        after[0] = 9;
+        after[3] = 9;
+        after[4] = 9;
+        after[7] = 9;
+        let runs: Vec<_> = changed_runs(&before, &after).collect();
+        assert_eq!(runs, [0..1, 3..5, 7..8]);
+        assert_eq!(changed_runs(&[], &[]).count(), 0);
+    }
+
+    #[test]
+    fn a_closure_holds_no_lock_and_keeps_what_placement_wrote_meanwhile() {
+        let reg = Registry::new();
+        let mr = reg.register_vec(PD, vec![0; 8], Access::ALL).unwrap();
+        let stag = mr.rkey();
+        mr.with_bytes_mut(|b| {
+            b[0] = 1;
+            // Placement while the closure runs: it would wait forever on a
+            // lock the closure held.
+            reg.view().write(stag, 4, &[7, 7]).unwrap();
+            assert_eq!(mr.to_vec()[4..6], [7, 7]);
+            b[7] = 2;
+        });
+        assert_eq!(mr.to_vec(), [1, 0, 0, 0, 7, 7, 0, 2]);
+        let seen = mr.with_bytes(|b| {
+            reg.view().write(stag, 0, &[5]).unwrap();
+            b[0]
+        });
+        assert_eq!((seen, mr.to_vec()[0]), (1, 5), "a copy from before");
     }
 
     #[test]

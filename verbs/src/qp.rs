@@ -9,6 +9,7 @@ use crate::channel::EventChannel;
 use crate::cq::CompletionQueue;
 use crate::device::{Device, DeviceShared, Watched};
 use crate::pd::ProtectionDomain;
+use crate::qp_stats::QpStats;
 use crate::srq::SharedReceiveQueue;
 use crate::types::{
     CmEvent, ConnectError, ConnectParams, ConnectionInfo, PostListError, QpCap, QpLimits,
@@ -179,6 +180,14 @@ impl QueuePair {
     /// Where the queue pair stands now.
     pub fn state(&self) -> QpState {
         self.device.with_engine(|e| e.qp_state(self.num))
+    }
+
+    /// Its traffic each way, outstanding work, IRD/ORD in use, start-up
+    /// phase, last TERMINATE and its TCP connection's state: what tells a
+    /// stuck queue pair from a busy one (docs/diagnostics.md). Waits for
+    /// the transport if a thread is waiting in it.
+    pub fn stats(&self) -> QpStats {
+        self.device.with_transport_engine(|e| e.qp_stats(self.num))
     }
 
     /// Posts a send-queue work request (Send, Write or Read). Only a

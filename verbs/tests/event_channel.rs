@@ -155,10 +155,7 @@ fn a_caller_driven_loop_over_readiness_descriptors_needs_no_thread() {
 fn a_caller_driven_loop_over_kernel_tcp_needs_no_thread() {
     use std::net::{IpAddr, Ipv4Addr, SocketAddr};
     use verbs::transport::kernel::{KernelConfig, KernelTransport};
-    let cfg = KernelConfig {
-        bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        ..Default::default()
-    };
+    let cfg = KernelConfig::default().bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let client = Device::new(Box::new(KernelTransport::new(cfg.clone())));
     let server = Device::new(Box::new(KernelTransport::new(cfg)));
     caller_driven_loop(client, server, 0, |port| {

@@ -135,10 +135,7 @@ fn over_kernel_tcp_the_runtime_drives_the_devices_too() {
     use std::net::{IpAddr, Ipv4Addr, SocketAddr};
     use verbs::transport::kernel::{KernelConfig, KernelTransport};
     runtime().block_on(async {
-        let cfg = KernelConfig {
-            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            ..Default::default()
-        };
+        let cfg = KernelConfig::default().bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let client = Device::new(Box::new(KernelTransport::new(cfg.clone())));
         let server = Device::new(Box::new(KernelTransport::new(cfg)));
         let drivers = (drive(&client).unwrap(), drive(&server).unwrap());

@@ -76,7 +76,8 @@ pub struct Args {
     #[arg(short = 'S', value_name = "SIZE", default_value_t = pattern::DEFAULT_SIZE as u32,
           value_parser = clap::value_parser!(u32).range(pattern::MIN_SIZE as i64..=pattern::MAX_SIZE as i64))]
     size: u32,
-    /// Display ping data to stdout.
+    /// Display ping data to stdout, and the queue pair's figures
+    /// (`QueuePair::stats`) when a connection ends.
     #[arg(short = 'v')]
     verbose: bool,
     /// Validate ping data.

@@ -259,27 +259,26 @@ impl TransportArgs {
         let transport: Box<dyn Transport + Send> = match (&self.tap, self.ip) {
             (Some(ifname), Some(ip)) => {
                 let defaults = TapConfig::default();
-                let cfg = TapConfig {
-                    ifname: ifname.clone(),
-                    netns: self.netns.clone(),
-                    addr: ip.addr,
-                    prefix_len: ip.prefix_len,
-                    mac: self.mac.map_or(defaults.mac, |m| m.0),
-                    gateway: self.gateway,
-                    seed: seed_from_clock(),
-                    offload: !self.no_offload,
-                    ..defaults
-                };
+                let mac = self.mac.map_or(defaults.mac, |m| m.0);
+                let cfg = defaults
+                    .ifname(ifname.clone())
+                    .netns(self.netns.clone())
+                    .addr(ip.addr)
+                    .prefix_len(ip.prefix_len)
+                    .mac(mac)
+                    .gateway(self.gateway)
+                    .seed(seed_from_clock())
+                    .offload(!self.no_offload);
                 let mut tap = TapTransport::open(&cfg).map_err(|e| format!("TAP {ifname}: {e}"))?;
                 tap.device_mut().set_pcap(sink);
                 Box::new(tap)
             }
             (Some(_), None) => return Err("--tap needs --ip A.B.C.D/N".into()),
             (None, _) => {
-                let mut k = KernelTransport::new(KernelConfig {
-                    bind_ip: bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
-                    ..KernelConfig::default()
-                });
+                let mut k = KernelTransport::new(
+                    KernelConfig::default()
+                        .bind_ip(bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))),
+                );
                 k.set_pcap(sink);
                 Box::new(k)
             }

@@ -122,9 +122,19 @@ impl Proc {
         Proc::spawn_program("ip", &all)
     }
 
+    /// `iwarp args` with `env` added to its environment.
+    pub fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
+        Proc::spawn_program_env(env!("CARGO_BIN_EXE_iwarp"), args, env)
+    }
+
     pub fn spawn_program(program: &str, args: &[&str]) -> Proc {
+        Proc::spawn_program_env(program, args, &[])
+    }
+
+    fn spawn_program_env(program: &str, args: &[&str], env: &[(&str, &str)]) -> Proc {
         let mut child = Command::new(program)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

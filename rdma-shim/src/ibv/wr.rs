@@ -124,14 +124,11 @@ pub unsafe fn send_wr(wr: &sys::ibv_send_wr, lim: SendLimits) -> Result<SendWr, 
     } else {
         Vec::new()
     };
-    Ok(SendWr {
-        wr_id: wr.wr_id,
-        op,
-        sgl: list,
-        signaled: lim.sig_all || flags & sys::IBV_SEND_SIGNALED != 0,
-        fence: flags & sys::IBV_SEND_FENCE != 0,
-        inline,
-    })
+    let fenced = flags & sys::IBV_SEND_FENCE != 0;
+    let wr = SendWr::new(wr.wr_id, op, list)
+        .with_signaled(lim.sig_all || flags & sys::IBV_SEND_SIGNALED != 0)
+        .with_inline(inline);
+    Ok(if fenced { wr.fenced() } else { wr })
 }
 
 /// One receive work request.
@@ -139,10 +136,7 @@ pub unsafe fn send_wr(wr: &sys::ibv_send_wr, lim: SendLimits) -> Result<SendWr, 
 /// # Safety
 /// `wr` points to a valid `ibv_recv_wr` whose list is valid.
 pub unsafe fn recv_wr(wr: &sys::ibv_recv_wr, max_sge: usize) -> Result<RecvWr, Errno> {
-    Ok(RecvWr {
-        wr_id: wr.wr_id,
-        sgl: sgl(wr.sg_list, wr.num_sge, max_sge)?,
-    })
+    Ok(RecvWr::new(wr.wr_id, sgl(wr.sg_list, wr.num_sge, max_sge)?))
 }
 
 /// What a refused post returns, as rdma-core providers do.

@@ -6,8 +6,10 @@ use ddp::memory::PdId;
 
 pub use mpa::{Negotiated, Role};
 
-/// How a [`Connection`](super::Connection) is set up.
+/// How a [`Connection`](super::Connection) is set up. Fields may be
+/// added: start from [`ConnectionConfig::new`] and set the fields.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ConnectionConfig {
     /// The outcome of MPA start-up: CRC, markers, IRD/ORD, RTR, role.
     pub negotiated: Negotiated,

@@ -8,6 +8,7 @@ use mpa::StreamOffset;
 use crate::term::{TermCause, TermCode};
 
 use super::config::Negotiated;
+use super::stats::Traffic;
 
 /// The FPDU's CRC32c register (not inverted) advanced over payload bytes
 /// as DDP copies them out of a region: MPA's CRC in the same pass as the
@@ -35,6 +36,8 @@ pub(crate) struct FrameTx {
     record: Option<(StreamOffset, Vec<usize>)>,
     /// The recording buffer between recordings, kept for its allocation.
     spare: Vec<usize>,
+    /// What was framed.
+    pub traffic: Traffic,
 }
 
 impl FrameTx {
@@ -43,6 +46,7 @@ impl FrameTx {
             framer: Framer::new(negotiated.crc, negotiated.markers_tx),
             record: None,
             spare: Vec::new(),
+            traffic: Traffic::default(),
         }
     }
 
@@ -63,7 +67,8 @@ impl FrameTx {
     }
 
     #[inline]
-    fn framed(&mut self, n: usize) -> usize {
+    fn framed(&mut self, header: &[u8], n: usize) -> usize {
+        self.traffic.segment(header);
         if let Some((start, ends)) = &mut self.record {
             ends.push(self.framer.position().wrapping_sub(*start) as usize);
         }
@@ -85,7 +90,7 @@ impl FrameTx {
     /// small.
     pub fn frame(&mut self, header: &[u8], payload: &[u8], out: &mut [u8]) -> Option<usize> {
         let n = self.framer.frame(header, payload, out).ok()?;
-        Some(self.framed(n))
+        Some(self.framed(header, n))
     }
 
     /// Frames `header` and `payload_len` octets that `fill` writes in place
@@ -105,7 +110,7 @@ impl FrameTx {
         fill: impl FnOnce(&mut [u8], Option<&mut u32>) -> Result<(), E>,
     ) -> Result<Option<usize>, E> {
         match self.framer.frame_with_crc(header, payload_len, out, fill) {
-            Ok(n) => Ok(Some(self.framed(n))),
+            Ok(n) => Ok(Some(self.framed(header, n))),
             Err(FrameWithError::Frame(_)) => Ok(None),
             Err(FrameWithError::Fill(e)) => Err(e),
         }
@@ -116,12 +121,15 @@ impl FrameTx {
 #[derive(Debug)]
 pub(crate) struct FrameRx {
     deframer: Deframer,
+    /// What was deframed.
+    pub traffic: Traffic,
 }
 
 impl FrameRx {
     pub fn new(negotiated: &Negotiated, max_ulpdu: usize) -> Self {
         FrameRx {
             deframer: Deframer::new(negotiated.crc, negotiated.markers_rx, max_ulpdu),
+            traffic: Traffic::default(),
         }
     }
 
@@ -131,10 +139,16 @@ impl FrameRx {
     pub fn feed(
         &mut self,
         input: &[u8],
-        each: impl FnMut(&[u8]) -> ControlFlow<()>,
+        mut each: impl FnMut(&[u8]) -> ControlFlow<()>,
     ) -> Result<usize, TermCode> {
-        self.deframer
-            .feed(input, each)
-            .map_err(|e| TermCause::from(e).code)
+        let traffic = &mut self.traffic;
+        let fed = self.deframer.feed(input, |ulpdu| {
+            traffic.segment(ulpdu);
+            each(ulpdu)
+        });
+        if let Ok(n) = fed {
+            traffic.bytes(n);
+        }
+        fed.map_err(|e| TermCause::from(e).code)
     }
 }

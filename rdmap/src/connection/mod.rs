@@ -19,6 +19,7 @@ mod event;
 mod framing;
 mod inner;
 mod send_queue;
+mod stats;
 mod terminate;
 
 #[cfg(test)]
@@ -31,6 +32,7 @@ use ddp::untagged::SharedBuffers;
 
 pub use config::{ConnectionConfig, Negotiated, Role, DEFAULT_MAX_INLINE, MAX_RX_ULPDU, MIN_FPDU};
 pub use event::{Event, PeerTerminate, State};
+pub use stats::{ConnectionStats, TerminateRecord};
 pub use terminate::startup_terminate;
 
 use crate::work_request::{PostError, RecvWr, SendWr};
@@ -199,5 +201,15 @@ impl Connection {
     /// READs we may have outstanding towards the peer.
     pub fn ord(&self) -> usize {
         self.inner.ord()
+    }
+
+    /// What the connection carried each way and has outstanding, and the
+    /// TERMINATE that ended it, if one did.
+    pub fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            bytes_received: self.rx.traffic.bytes,
+            messages_received: self.rx.traffic.messages,
+            ..self.inner.stats()
+        }
     }
 }

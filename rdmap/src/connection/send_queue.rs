@@ -86,6 +86,11 @@ impl SendQueue {
         self.entries.is_empty()
     }
 
+    /// Work requests posted and not yet retired.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Appends a work request whose length the caller computed.
     pub fn push(&mut self, wr: SendWr, len: u32) -> Result<u64, PostError> {
         if self.entries.len() >= self.depth {

@@ -70,10 +70,7 @@ impl Net {
     /// Kernel TCP on 127.0.0.1, an ephemeral port, the client's bytes
     /// recorded as synthesized frames.
     pub fn kernel() -> Net {
-        let cfg = KernelConfig {
-            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            ..Default::default()
-        };
+        let cfg = KernelConfig::default().bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let mut client = KernelTransport::new(cfg.clone());
         let capture = Capture::default();
         client.set_pcap(Some(capture.sink()));
@@ -98,20 +95,15 @@ impl Net {
         let tap_ip = Ipv4Addr::new(10, 77, subnet, 2);
         let kernel_ip = Ipv4Addr::new(10, 77, subnet, 1);
         let ifname = format!("iwtap{k}");
-        let cfg = TapConfig {
-            ifname: ifname.clone(),
-            netns: None,
-            addr: tap_ip,
-            ..Default::default()
-        };
+        let cfg = TapConfig::default()
+            .ifname(ifname.clone())
+            .netns(None)
+            .addr(tap_ip);
         let mut tap = TapTransport::open(&cfg).expect("TAP in the namespace");
         ns.ip(&["addr", "add", &format!("{kernel_ip}/24"), "dev", &ifname])
             .expect("address on the TAP device");
         let capture = Capture::default();
-        let kernel = KernelTransport::new(KernelConfig {
-            bind_ip: IpAddr::V4(kernel_ip),
-            ..Default::default()
-        });
+        let kernel = KernelTransport::new(KernelConfig::default().bind_ip(IpAddr::V4(kernel_ip)));
         let (client, server, server_ip, listen_port) = if tap_is_client {
             tap.device_mut().set_pcap(Some(capture.sink()));
             (
@@ -157,14 +149,12 @@ impl Net {
         ns.ip(&["link", "set", &bridge, "up"]).expect("bridge up");
         let open = |side: u8, offload: bool| {
             let ifname = format!("iwtap{k}s{side}");
-            let cfg = TapConfig {
-                ifname: ifname.clone(),
-                netns: None,
-                addr: Ipv4Addr::new(10, 77, subnet, side),
-                mac: [0x02, 0x49, 0x57, subnet, 0, side],
-                offload,
-                ..Default::default()
-            };
+            let cfg = TapConfig::default()
+                .ifname(ifname.clone())
+                .netns(None)
+                .addr(Ipv4Addr::new(10, 77, subnet, side))
+                .mac([0x02, 0x49, 0x57, subnet, 0, side])
+                .offload(offload);
             let tap = TapTransport::open(&cfg).expect("TAP in the namespace");
             assert_eq!(tap.device().offload(), offload, "the kernel's offloads");
             ns.ip(&["link", "set", &ifname, "master", &bridge])

@@ -30,7 +30,7 @@ use super::linger::Linger;
 use super::slab::Slab;
 use super::synth::TcpSynth;
 use super::wake::WakeFd;
-use super::{ListenerId, StreamId, StreamState, Transport, TransportError, Waker};
+use super::{ListenerId, StreamId, StreamState, TcpStreamStats, Transport, TransportError, Waker};
 use capture::pcap::PcapSink;
 
 /// MSS reported when the kernel will not say.
@@ -52,6 +52,7 @@ const EPOLL_RETRY: Duration = Duration::from_millis(1);
 
 /// How the kernel transport sets up its sockets.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KernelConfig {
     /// Address listeners bind to.
     pub bind_ip: IpAddr,
@@ -65,6 +66,13 @@ pub struct KernelConfig {
     /// autotuning.
     pub socket_buffers: Option<usize>,
 }
+
+crate::setters::setters!(KernelConfig {
+    bind_ip: IpAddr,
+    send_buffer: usize,
+    recv_buffer: usize,
+    socket_buffers: Option<usize>,
+});
 
 impl Default for KernelConfig {
     fn default() -> Self {
@@ -705,6 +713,20 @@ impl Transport for KernelTransport {
 
     fn mss(&self, s: StreamId) -> usize {
         self.streams.get(s.0).map_or(DEFAULT_MSS, |st| st.mss)
+    }
+
+    fn tcp_stream_stats(&self, s: StreamId) -> Option<TcpStreamStats> {
+        let st = self.streams.get(s.0)?;
+        let info = sys::tcp_info(&st.sock).ok()?;
+        // Staged here, then in the kernel's send queue until acknowledged;
+        // received, in the kernel's queue and then read into ours.
+        let unacked = sys::unacknowledged(&st.sock).unwrap_or(0);
+        let unread = sys::unread(&st.sock).unwrap_or(0);
+        Some(TcpStreamStats::from_tcp_info(
+            &info,
+            st.tx.len() + unacked,
+            st.rx.len() + unread,
+        ))
     }
 
     fn close(&mut self, s: StreamId) {

@@ -115,9 +115,8 @@ pub(crate) fn tcp_maxseg(s: &TcpStream) -> io::Result<usize> {
     usize::try_from(v).map_err(|_| io::Error::other("negative TCP_MAXSEG"))
 }
 
-/// The MSS this end advertised (TCP_INFO's `tcpi_advmss`): what its route
-/// allows, before any bound from the peer's window.
-pub(crate) fn advertised_mss(s: &TcpStream) -> io::Result<usize> {
+/// The connection's TCP_INFO.
+pub(crate) fn tcp_info(s: &TcpStream) -> io::Result<libc::tcp_info> {
     // SAFETY: tcp_info is plain old data; all-zero is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -135,7 +134,25 @@ pub(crate) fn advertised_mss(s: &TcpStream) -> io::Result<usize> {
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(info.tcpi_advmss as usize)
+    Ok(info)
+}
+
+/// The MSS this end advertised (TCP_INFO's `tcpi_advmss`): what its route
+/// allows, before any bound from the peer's window.
+pub(crate) fn advertised_mss(s: &TcpStream) -> io::Result<usize> {
+    Ok(tcp_info(s)?.tcpi_advmss as usize)
+}
+
+/// Bytes the kernel has received for the connection that nobody has
+/// read yet (SIOCINQ).
+pub(crate) fn unread(s: &TcpStream) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: a live socket and a pointer to a c_int, as SIOCINQ takes.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n as *mut libc::c_int) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(n).unwrap_or(0))
 }
 
 /// Makes the next close send RST instead of FIN (SO_LINGER with timeout 0).

@@ -15,6 +15,7 @@ use crate::rng::SplitMix64;
 /// (see [`FaultConfig::link_model`]), so the memory link and the TAP
 /// forwarder impair frames with the same code.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct FaultConfig {
     /// Probability a frame is dropped, independently of the others.
     pub loss: f64,
@@ -42,6 +43,18 @@ pub struct FaultConfig {
     /// Occasional reordering on top of jitter.
     pub reorder: Option<Reorder>,
 }
+
+crate::setters::setters!(FaultConfig {
+    loss: f64,
+    corrupt: f64,
+    fix_tcp_checksum: bool,
+    latency: Duration,
+    jitter: Duration,
+    burst: Option<GilbertElliott>,
+    rate_bps: Option<u64>,
+    queue_bytes: Option<usize>,
+    reorder: Option<Reorder>,
+});
 
 impl FaultConfig {
     /// No impairment at all.

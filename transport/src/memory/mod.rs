@@ -61,6 +61,7 @@ pub type MemoryHost = SmolStack<MemoryDevice>;
 
 /// How a memory link is built.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MemoryLinkConfig {
     /// IP MTU of both ends (Ethernet frames are 14 bytes longer).
     pub mtu: usize,
@@ -82,6 +83,15 @@ pub struct MemoryLinkConfig {
     /// Address of host A (host B is the next one); both in a /24.
     pub addr_a: Ipv4Addr,
 }
+
+crate::setters::setters!(MemoryLinkConfig {
+    mtu: usize,
+    faults: FaultConfig,
+    seed: u64,
+    queue_frames: usize,
+    tuning: TcpTuning,
+    addr_a: Ipv4Addr,
+});
 
 impl Default for MemoryLinkConfig {
     fn default() -> Self {

@@ -12,7 +12,10 @@ use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Cidr};
 use super::tuning::TcpTuning;
 use crate::linger::Linger;
 use crate::slab::Slab;
-use crate::{ListenerId, StreamId, StreamState, TcpLossStats, Transport, TransportError, Waker};
+use crate::{
+    ListenerId, StreamId, StreamState, TcpLossStats, TcpStreamStats, Transport, TransportError,
+    Waker,
+};
 
 /// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
 const IPV4_TCP_HEADERS: usize = 40;
@@ -788,6 +791,17 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             }
         }
         Some(sum)
+    }
+
+    fn tcp_stream_stats(&self, s: StreamId) -> Option<TcpStreamStats> {
+        let t = self.socket(self.handle(s).ok()?);
+        Some(TcpStreamStats::from_smoltcp(
+            &t.stats(),
+            t.rtt().map(|d| Duration::from_micros(d.total_micros())),
+            t.congestion_window(),
+            t.send_queue(),
+            t.recv_queue(),
+        ))
     }
 }
 

@@ -38,6 +38,7 @@ impl CongestionControl {
 /// stall a READ response behind a 10 ms timer), and buffers are large
 /// enough for a bandwidth-delay product of a few milliseconds at 10 Gbit/s.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TcpTuning {
     /// Receive ring per socket; above 64 KiB smoltcp negotiates window scaling.
     pub rx_buffer: usize,
@@ -83,6 +84,21 @@ pub struct TcpTuning {
     /// Retransmission timeout before the first RTT sample (RFC 6298: 1 s).
     pub rto_initial: Duration,
 }
+
+crate::setters::setters!(TcpTuning {
+    rx_buffer: usize,
+    tx_buffer: usize,
+    backlog: usize,
+    congestion: CongestionControl,
+    nagle: bool,
+    ack_delay: Option<Duration>,
+    user_timeout: Option<Duration>,
+    keep_alive: Option<Duration>,
+    segment_aligned: bool,
+    autocork: bool,
+    rto_min: Duration,
+    rto_initial: Duration,
+});
 
 impl TcpTuning {
     /// A minimum RTO for the in-memory link: far above its round trip (tens

@@ -28,6 +28,7 @@ pub type TapTransport = SmolStack<TapDevice>;
 
 /// How the TAP transport is set up.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TapConfig {
     /// Interface to create or attach to (at most 15 bytes; `%d` lets the
     /// kernel number it).
@@ -64,6 +65,22 @@ pub struct TapConfig {
     /// Seeds initial sequence numbers and ephemeral ports.
     pub seed: u64,
 }
+
+crate::setters::setters!(TapConfig {
+    ifname: String,
+    netns: Option<String>,
+    addr: Ipv4Addr,
+    prefix_len: u8,
+    mac: [u8; 6],
+    gateway: Option<Ipv4Addr>,
+    mtu: Option<usize>,
+    bring_up: bool,
+    tuning: TcpTuning,
+    fit_window_to_queue: bool,
+    tx_burst: usize,
+    offload: bool,
+    seed: u64,
+});
 
 impl Default for TapConfig {
     fn default() -> Self {

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::startup::{RequestInfo, Startup, StartupOutcome};
+use crate::trace::Span;
 use crate::transport::{StreamId, StreamState, Transport};
 
 pub(crate) enum IncomingState {
@@ -24,6 +25,8 @@ pub(crate) struct Incoming {
     pub(crate) stream: StreamId,
     pub(crate) startup: Startup,
     pub(crate) state: IncomingState,
+    /// The connection's span, handed to the queue pair that accepts it.
+    pub(crate) span: Span,
 }
 
 /// What one drive of an incoming connection did.
@@ -36,12 +39,13 @@ pub(crate) struct Step {
 }
 
 impl Incoming {
-    pub(crate) fn new(listener: u32, stream: StreamId, startup: Startup) -> Self {
+    pub(crate) fn new(listener: u32, stream: StreamId, startup: Startup, span: Span) -> Self {
         Incoming {
             listener,
             stream,
             startup,
             state: IncomingState::AwaitingRequest,
+            span,
         }
     }
 
@@ -56,6 +60,8 @@ impl Incoming {
     }
 
     pub(crate) fn drive(&mut self, transport: &mut dyn Transport, now: Instant) -> Step {
+        let span = self.span.clone();
+        let _entered = span.enter();
         let mut step = Step {
             busy: false,
             offered: false,

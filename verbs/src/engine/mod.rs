@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use ddp::memory::PdId;
 use rdmap::work_request::{RecvWr, SendWr};
 
+use crate::qp_stats::{MpaPhase, QpStats};
 use crate::transport::{ListenerId, StreamId, Transport};
 use crate::types::{
     AcceptParams, CmEvent, ConnectParams, ListenOptions, PostListError, QpLimits, QpState,
@@ -333,6 +334,18 @@ impl Engine {
         self.qps.get(&num).map_or(QpState::Error, |s| s.state())
     }
 
+    pub(crate) fn qp_stats(&self, num: u32) -> QpStats {
+        match self.qps.get(&num) {
+            Some(slot) => slot.stats(self.transport.as_deref().map(|t| t as &dyn Transport)),
+            None => QpStats {
+                state: QpState::Error,
+                phase: MpaPhase::Closed,
+                rdma: Default::default(),
+                tcp: None,
+            },
+        }
+    }
+
     pub(crate) fn post_send(&mut self, num: u32, wr: SendWr) -> Result<(), VerbsError> {
         let completed = self.slot(num)?.post_send(wr)?;
         self.changed |= completed;
@@ -429,6 +442,20 @@ impl Engine {
         let stream = transport.connect(remote).map_err(VerbsError::Transport)?;
         // The SYN leaves now, not at the next turn.
         transport.poll(now);
+        slot.set_conn_span(trace_span!(
+            parent: slot.span(),
+            "conn",
+            stream = ?stream,
+            peer = %remote,
+            role = "initiator"
+        ));
+        trace_event!(
+            parent: slot.span(),
+            tracing::Level::DEBUG,
+            qp = num,
+            peer = %remote,
+            "MPA initiator: TCP connecting"
+        );
         slot.set_first_fpdu_delay(params.mpa.first_fpdu_delay);
         slot.set_rfc7306(params.mpa.rfc7306);
         slot.phase = Phase::Starting {
@@ -555,8 +582,21 @@ impl Engine {
             Ok(startup) => {
                 let id = self.next_request;
                 self.next_request += 1;
+                let span = trace_span!(
+                    "conn",
+                    stream = ?stream,
+                    peer = ?transport.peer_addr(stream),
+                    role = "responder",
+                    qp = tracing::field::Empty
+                );
+                trace_event!(
+                    parent: &span,
+                    tracing::Level::DEBUG,
+                    listener = lid,
+                    "MPA responder: TCP accepted, awaiting the Request"
+                );
                 self.incoming
-                    .insert(id, Incoming::new(lid, stream, startup));
+                    .insert(id, Incoming::new(lid, stream, startup, span));
             }
             Err(_) => transport.abort(stream),
         }
@@ -663,7 +703,12 @@ impl Engine {
             }
             return Err(VerbsError::RequestGone);
         }
-        if let Err(e) = inc.startup.accept(&params, now) {
+        let accepted = {
+            let span = inc.span.clone();
+            let _entered = span.enter();
+            inc.startup.accept(&params, now)
+        };
+        if let Err(e) = accepted {
             // The request is gone either way: do not leave its stream open.
             if let Some(t) = self.transport.as_deref_mut() {
                 t.abort(inc.stream);
@@ -671,6 +716,9 @@ impl Engine {
             return Err(e);
         }
         inc.state = IncomingState::Handed;
+        #[cfg(feature = "tracing")]
+        inc.span.record("qp", qp);
+        slot.set_conn_span(inc.span.clone());
         slot.phase = Phase::Starting {
             stream: inc.stream,
             startup: Box::new(inc.startup),

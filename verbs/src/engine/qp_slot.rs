@@ -14,6 +14,8 @@ use rdmap::{WcOpcode, WcStatus};
 use super::completions::CqShared;
 use super::registry::{RegionCache, Registry};
 use super::startup::{Startup, StartupOutcome};
+use crate::qp_stats::{MpaPhase, QpStats};
+use crate::trace::Span;
 use crate::transport::{StreamId, StreamState, Transport};
 use crate::types::{
     CmEvent, ConnectError, ConnectionInfo, DisconnectReason, QpLimits, QpState, VerbsError,
@@ -70,6 +72,12 @@ pub(super) struct QpSlot {
     tx_regions: RegionCache,
     /// See [`Staged`].
     staged: Staged,
+    /// The queue pair's span, and its connection's once it has one.
+    span: Span,
+    conn_span: Option<Span>,
+    /// The phase last reported in a trace event.
+    #[cfg(feature = "tracing")]
+    traced_phase: MpaPhase,
 }
 
 impl QpSlot {
@@ -99,7 +107,44 @@ impl QpSlot {
             rx_regions: RegionCache::default(),
             tx_regions: RegionCache::default(),
             staged: Staged::default(),
+            span: trace_span!("qp", num),
+            conn_span: None,
+            #[cfg(feature = "tracing")]
+            traced_phase: MpaPhase::Idle,
         }
+    }
+
+    /// The queue pair's span, parent of its connection's.
+    #[cfg(feature = "tracing")]
+    pub(super) fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// From now on the queue pair's work is traced in `span`.
+    pub(super) fn set_conn_span(&mut self, span: Span) {
+        self.conn_span = Some(span);
+    }
+
+    /// Traces a change of phase since the last one traced.
+    #[inline(always)]
+    fn note_phase(&mut self, transport: &dyn Transport) {
+        #[cfg(feature = "tracing")]
+        {
+            let now = self.mpa_phase(Some(transport));
+            if now != self.traced_phase {
+                trace_event!(
+                    tracing::Level::DEBUG,
+                    qp = self.num,
+                    from = %self.traced_phase,
+                    to = %now,
+                    state = ?self.state(),
+                    "queue pair phase"
+                );
+                self.traced_phase = now;
+            }
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = transport;
     }
 
     pub(super) fn state(&self) -> QpState {
@@ -112,6 +157,46 @@ impl QpSlot {
                 QpState::Rts
             }
             Phase::Connected { .. } | Phase::Closed { .. } => QpState::Error,
+        }
+    }
+
+    pub(super) fn stats(&self, transport: Option<&dyn Transport>) -> QpStats {
+        let stream = match &self.phase {
+            Phase::Starting { stream, .. } | Phase::Connected { stream, .. } => Some(*stream),
+            Phase::Closed { stream, .. } => *stream,
+            Phase::Idle => None,
+        };
+        let conn = match &self.phase {
+            Phase::Connected { conn, .. } => Some(conn),
+            Phase::Closed { conn, .. } => conn.as_ref(),
+            _ => None,
+        };
+        QpStats {
+            state: self.state(),
+            phase: self.mpa_phase(transport),
+            rdma: conn.map(|c| c.stats()).unwrap_or_default(),
+            tcp: stream
+                .zip(transport)
+                .and_then(|(s, t)| t.tcp_stream_stats(s)),
+        }
+    }
+
+    fn mpa_phase(&self, transport: Option<&dyn Transport>) -> MpaPhase {
+        match &self.phase {
+            Phase::Idle => MpaPhase::Idle,
+            Phase::Starting { stream, .. }
+                if transport.is_some_and(|t| t.state(*stream) == StreamState::Connecting) =>
+            {
+                MpaPhase::TcpConnecting
+            }
+            Phase::Starting { startup, .. } if startup.is_initiator() => MpaPhase::AwaitingReply,
+            Phase::Starting { .. } => MpaPhase::SendingReply,
+            Phase::Connected { conn, .. } => match conn.state() {
+                State::AwaitingFirstFpdu => MpaPhase::AwaitingFirstFpdu,
+                State::Established => MpaPhase::Established,
+                State::Error | State::Closed => MpaPhase::Closed,
+            },
+            Phase::Closed { .. } => MpaPhase::Closed,
         }
     }
 
@@ -268,6 +353,20 @@ impl QpSlot {
     /// Drives this queue pair. Returns (anything happened, a waiter may care).
     /// `srq`: the buffers of its shared receive queue, if it has one.
     pub(super) fn drive(
+        &mut self,
+        transport: &mut dyn Transport,
+        registry: &Registry,
+        srq: Option<&mut SharedBuffers>,
+        now: Instant,
+    ) -> (bool, bool) {
+        let span = self.conn_span.as_ref().unwrap_or(&self.span).clone();
+        let _entered = span.enter();
+        let (busy, changed) = self.drive_in_span(transport, registry, srq, now);
+        self.note_phase(transport);
+        (busy, changed)
+    }
+
+    fn drive_in_span(
         &mut self,
         transport: &mut dyn Transport,
         registry: &Registry,
@@ -443,6 +542,19 @@ impl QpSlot {
                 if !self.first_fpdu_delay.is_zero() && initiator {
                     self.hold_until = Some(now + self.first_fpdu_delay);
                 }
+                trace_event!(
+                    tracing::Level::INFO,
+                    qp = self.num,
+                    peer = ?info.peer_addr,
+                    revision = info.revision,
+                    crc = info.crc,
+                    markers_tx = info.markers_tx,
+                    markers_rx = info.markers_rx,
+                    ird = info.ird,
+                    ord = info.ord,
+                    rtr = ?info.rtr,
+                    "connection established"
+                );
                 self.phase = Phase::Connected {
                     stream,
                     conn,
@@ -485,6 +597,7 @@ impl QpSlot {
     }
 
     fn fail(&mut self, transport: &mut dyn Transport, why: ConnectError) {
+        trace_event!(tracing::Level::INFO, qp = self.num, why = %why, "connect failed");
         self.events.push_back(CmEvent::ConnectFailed(why));
         self.close_without_connection(transport);
     }
@@ -504,6 +617,14 @@ impl QpSlot {
     }
 
     pub(super) fn disconnect(&mut self, transport: &mut dyn Transport, _now: Instant) {
+        if !matches!(self.phase, Phase::Closed { .. }) {
+            trace_event!(tracing::Level::INFO, qp = self.num, "disconnect");
+        }
+        self.disconnect_phase(transport);
+        self.note_phase(transport);
+    }
+
+    fn disconnect_phase(&mut self, transport: &mut dyn Transport) {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Connected {
                 stream, mut conn, ..
@@ -587,6 +708,16 @@ impl QpSlot {
                     }
                 }
                 Event::Terminated { by_peer, cause, .. } => {
+                    trace_event!(
+                        tracing::Level::WARN,
+                        qp = self.num,
+                        by_peer,
+                        layer = ?cause.layer,
+                        etype = cause.etype,
+                        code = cause.code,
+                        "{}",
+                        if by_peer { "TERMINATE received" } else { "TERMINATE sent" }
+                    );
                     self.events.push_back(CmEvent::Disconnected {
                         reason: DisconnectReason::Terminated {
                             by_peer,
@@ -597,11 +728,22 @@ impl QpSlot {
                     });
                 }
                 Event::FirstFpduTimeout => {
+                    trace_event!(
+                        tracing::Level::INFO,
+                        qp = self.num,
+                        "no first FPDU from the initiator in time"
+                    );
                     self.events.push_back(CmEvent::Disconnected {
                         reason: DisconnectReason::FirstFpduTimeout,
                     });
                 }
                 Event::PeerClosed => {
+                    trace_event!(
+                        tracing::Level::INFO,
+                        qp = self.num,
+                        reset = self.reset,
+                        "peer closed the stream"
+                    );
                     let reason = if self.reset {
                         DisconnectReason::Reset
                     } else {

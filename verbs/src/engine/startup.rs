@@ -121,6 +121,10 @@ impl Startup {
     /// TCP connected at `now`: the MPA timer starts over from here.
     pub(crate) fn tcp_connected(&mut self, now: Instant) {
         if !self.tcp_up {
+            trace_event!(
+                tracing::Level::DEBUG,
+                "MPA initiator: TCP connected, sending the Request"
+            );
             self.tcp_up = true;
             self.inner.restart_timer(now);
         }
@@ -132,6 +136,10 @@ impl Startup {
     }
 
     pub(crate) fn handle_peer_closed(&mut self) {
+        trace_event!(
+            tracing::Level::DEBUG,
+            "MPA: the peer closed during start-up"
+        );
         self.inner.handle_peer_closed();
         self.collect();
     }
@@ -155,6 +163,14 @@ impl Startup {
             sent += transport
                 .send_with(stream, &mut |buf| inner.transmit_into(buf))
                 .unwrap_or(0);
+            if !self.inner.has_transmit() {
+                trace_event!(
+                    tracing::Level::DEBUG,
+                    role = ?self.inner.role(),
+                    "MPA: {} queued whole",
+                    if self.is_initiator() { "Request" } else { "Reply" }
+                );
+            }
         }
         if !self.inner.has_transmit() && !self.terminate.is_empty() {
             let term = &self.terminate;
@@ -169,6 +185,9 @@ impl Startup {
                 })
                 .unwrap_or(0);
             self.terminate.drain(..n.min(self.terminate.len()));
+            if n > 0 && self.terminate.is_empty() {
+                trace_event!(tracing::Level::DEBUG, "MPA: start-up TERMINATE queued");
+            }
             sent += n;
         }
         sent > 0
@@ -219,6 +238,12 @@ impl Startup {
         self.inner
             .accept(params, now)
             .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
+        trace_event!(
+            tracing::Level::DEBUG,
+            ird = p.ird,
+            ord = p.ord,
+            "MPA responder: Request accepted"
+        );
         self.collect();
         Ok(())
     }
@@ -227,6 +252,7 @@ impl Startup {
         self.inner
             .reject(private_data, now)
             .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
+        trace_event!(tracing::Level::DEBUG, "MPA responder: Request rejected");
         self.collect();
         Ok(())
     }
@@ -242,6 +268,15 @@ impl Startup {
                     rtr: _,
                     private_data,
                 } => {
+                    trace_event!(
+                        tracing::Level::DEBUG,
+                        rev,
+                        crc,
+                        markers,
+                        ird_ord = ?ird_ord,
+                        private_data_len = private_data.len(),
+                        "MPA responder: Request received"
+                    );
                     let p2p = ird_ord
                         .filter(|b| b.peer_to_peer)
                         .map(|b| {
@@ -262,14 +297,38 @@ impl Startup {
                     });
                 }
                 StartupEvent::Established(n) => {
+                    trace_event!(
+                        tracing::Level::DEBUG,
+                        rev = n.rev,
+                        crc = n.crc,
+                        markers_tx = n.markers_tx,
+                        markers_rx = n.markers_rx,
+                        ird = n.ird,
+                        ord = n.ord,
+                        rtr = ?n.rtr,
+                        "MPA: start-up complete"
+                    );
                     self.outcome = Some(StartupOutcome::Established(Box::new(n)))
                 }
                 StartupEvent::Rejected { private_data } => {
+                    trace_event!(
+                        tracing::Level::DEBUG,
+                        "MPA initiator: the Responder rejected"
+                    );
                     self.outcome = Some(StartupOutcome::Rejected(private_data))
                 }
                 StartupEvent::Failed(e) => {
+                    trace_event!(tracing::Level::INFO, error = %e, "MPA: start-up failed");
                     if let Some(t) = self.inner.terminate() {
                         let code = TermCode::new(Layer::Llp, t.etype, t.code);
+                        trace_event!(
+                            tracing::Level::WARN,
+                            by_peer = false,
+                            layer = ?code.layer,
+                            etype = code.etype,
+                            code = code.code,
+                            "TERMINATE sent (MPA start-up)"
+                        );
                         self.terminate = startup_terminate(code, t.crc, t.markers);
                         self.terminates = true;
                     }

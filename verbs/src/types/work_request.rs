@@ -11,94 +11,73 @@ pub mod wr {
 
     /// A signaled Send of the bytes `sgl` names.
     pub fn send(wr_id: u64, sgl: Vec<Sge>) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::Send {
+            SendOp::Send {
                 solicited: false,
                 invalidate: None,
             },
             sgl,
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        )
     }
 
     /// A signaled Send that asks the peer for a solicited event.
     pub fn send_solicited(wr_id: u64, sgl: Vec<Sge>) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::Send {
+            SendOp::Send {
                 solicited: true,
                 invalidate: None,
             },
             sgl,
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        )
     }
 
     /// A signaled Send with Invalidate: the peer's `invalidate` STag is invalidated on arrival.
     pub fn send_invalidate(wr_id: u64, sgl: Vec<Sge>, invalidate: STag) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::Send {
+            SendOp::Send {
                 solicited: false,
                 invalidate: Some(invalidate),
             },
             sgl,
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        )
     }
 
     /// A signaled RDMA Write of `sgl` to the peer's `remote_stag` at tagged offset `remote_to`.
     pub fn write(wr_id: u64, sgl: Vec<Sge>, remote_stag: STag, remote_to: u64) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::Write {
+            SendOp::Write {
                 remote_stag,
                 remote_to,
             },
             sgl,
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        )
     }
 
     /// A signaled RDMA Read from the peer's `remote_stag` at `remote_to` into `sink`.
     pub fn read(wr_id: u64, sink: Sge, remote_stag: STag, remote_to: u64) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::Read {
+            SendOp::Read {
                 remote_stag,
                 remote_to,
             },
-            sgl: vec![sink],
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+            vec![sink],
+        )
     }
 
     /// A signaled Send of `data`, copied in now (inline: no registered
     /// buffer; at most the queue pair's `max_inline_data` bytes).
     pub fn send_inline(wr_id: u64, data: &[u8]) -> SendWr {
-        SendWr {
-            inline: data.to_vec(),
-            ..send(wr_id, Vec::new())
-        }
+        send(wr_id, Vec::new()).with_inline(data.to_vec())
     }
 
     /// A signaled RDMA Write of `data`, copied in now (inline).
     pub fn write_inline(wr_id: u64, data: &[u8], remote_stag: STag, remote_to: u64) -> SendWr {
-        SendWr {
-            inline: data.to_vec(),
-            ..write(wr_id, Vec::new(), remote_stag, remote_to)
-        }
+        write(wr_id, Vec::new(), remote_stag, remote_to).with_inline(data.to_vec())
     }
 
     /// A signaled RDMA Write with Immediate Data (RFC 7306): the Write,
@@ -110,50 +89,41 @@ pub mod wr {
         remote_to: u64,
         imm: u32,
     ) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::WriteImm {
+            SendOp::WriteImm {
                 remote_stag,
                 remote_to,
                 imm,
             },
             sgl,
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        )
     }
 
     /// A signaled Send with Immediate Data (RFC 7306): a Send of `sgl`
     /// (none when empty), then `imm`; each consumes one receive at the
     /// peer.
     pub fn send_imm(wr_id: u64, sgl: Vec<Sge>, imm: u32) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::SendImm {
+            SendOp::SendImm {
                 solicited: false,
                 imm,
             },
             sgl,
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        )
     }
 
     /// As [`send_imm`], the immediate data raising a solicited event.
     pub fn send_solicited_imm(wr_id: u64, sgl: Vec<Sge>, imm: u32) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::SendImm {
+            SendOp::SendImm {
                 solicited: true,
                 imm,
             },
             sgl,
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        )
     }
 
     /// A signaled RFC 7306 atomic on the peer's 8 bytes at `remote_to`
@@ -166,18 +136,15 @@ pub mod wr {
         remote_to: u64,
         args: AtomicArgs,
     ) -> SendWr {
-        SendWr {
+        SendWr::new(
             wr_id,
-            op: SendOp::Atomic {
+            SendOp::Atomic {
                 remote_stag,
                 remote_to,
                 args,
             },
-            sgl: vec![sink],
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+            vec![sink],
+        )
     }
 
     /// Atomic Fetch and Add of `add`.
@@ -214,18 +181,11 @@ pub mod wr {
     /// are on their way, `stag` (a region of this queue pair's protection
     /// domain) is invalid for the peer and for later requests.
     pub fn local_invalidate(wr_id: u64, stag: STag) -> SendWr {
-        SendWr {
-            wr_id,
-            op: SendOp::LocalInvalidate { stag },
-            sgl: Vec::new(),
-            signaled: true,
-            fence: false,
-            inline: Vec::new(),
-        }
+        SendWr::new(wr_id, SendOp::LocalInvalidate { stag }, Vec::new())
     }
 
     /// A receive into the buffers `sgl` names.
     pub fn recv(wr_id: u64, sgl: Vec<Sge>) -> RecvWr {
-        RecvWr { wr_id, sgl }
+        RecvWr::new(wr_id, sgl)
     }
 }

@@ -184,6 +184,11 @@ impl Endpoints {
         })
     }
 
+    /// Both queue pairs' figures (`QueuePair::stats`), client first.
+    pub(crate) fn qp_stats(&self) -> [verbs::QpStats; 2] {
+        [self.client_qp.stats(), self.server_qp.stats()]
+    }
+
     pub(crate) fn close(&self) {
         self.client_qp.disconnect();
         let start = Instant::now();

@@ -62,16 +62,12 @@ pub(crate) struct Link {
 
 impl LinkOptions {
     pub(crate) fn memory_config(&self) -> MemoryLinkConfig {
-        MemoryLinkConfig {
-            mtu: self.mtu,
-            faults: FaultConfig {
-                loss: self.loss,
-                corrupt: self.corrupt,
-                jitter: self.jitter,
-                ..FaultConfig::default()
-            },
-            ..MemoryLinkConfig::default()
-        }
+        MemoryLinkConfig::default().mtu(self.mtu).faults(
+            FaultConfig::default()
+                .loss(self.loss)
+                .corrupt(self.corrupt)
+                .jitter(self.jitter),
+        )
     }
 }
 
@@ -103,11 +99,9 @@ pub(crate) fn build_with(
             })
         }
         TransportKind::Kernel => {
-            let cfg = KernelConfig {
-                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                send_buffer: KERNEL_STAGING,
-                ..KernelConfig::default()
-            };
+            let cfg = KernelConfig::default()
+                .bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST))
+                .send_buffer(KERNEL_STAGING);
             let mut a = KernelTransport::new(cfg.clone());
             a.set_pcap(sink);
             let b = KernelTransport::new(cfg);
@@ -131,16 +125,14 @@ pub(crate) fn build_with(
                 nft_loss::install(guard.name(), Hook::BridgeForward, opts.loss)?;
             }
             let open = |name: &str, last: u8| -> Result<TapTransport, String> {
-                let cfg = TapConfig {
-                    ifname: name.into(),
-                    netns: Some(guard.name().to_owned()),
-                    addr: Ipv4Addr::new(10, 77, 2, last),
-                    prefix_len: 24,
-                    mac: [0x02, 0x49, 0x57, 0xbe, 0, last],
-                    mtu: None,
-                    offload: opts.tap_offload,
-                    ..TapConfig::default()
-                };
+                let cfg = TapConfig::default()
+                    .ifname(name.into())
+                    .netns(Some(guard.name().to_owned()))
+                    .addr(Ipv4Addr::new(10, 77, 2, last))
+                    .prefix_len(24)
+                    .mac([0x02, 0x49, 0x57, 0xbe, 0, last])
+                    .mtu(None)
+                    .offload(opts.tap_offload);
                 TapTransport::open(&cfg).map_err(|e| format!("TAP {name}: {e}"))
             };
             // The kernel side of each TAP joins the bridge; MTU first.

@@ -296,6 +296,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
             sum.merge(&s);
             sum
         });
+    let qp_stats = endpoints.qp_stats();
     endpoints.close();
     drop(endpoints);
     drop(link.guard);
@@ -350,6 +351,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
         report::table(&rows, baseline, small.as_ref(), linux.as_ref(), args);
         report::resent(baseline.and_then(|b| b.tcp), rdma_tcp);
         report::scale_table(&scale_rows, baseline, args);
+        for (who, stats) in ["client", "server"].iter().zip(&qp_stats) {
+            println!("\n{who} queue pair after the RDMA cases:\n{stats}");
+        }
     }
     Ok(())
 }

@@ -221,16 +221,18 @@ impl Conn {
 
     /// The last byte of the buffer (what write_lat polls).
     pub fn last_byte(&self) -> u8 {
-        self.buf.with_bytes(|b| b.last().copied().unwrap_or(0))
+        let mut last = [0u8];
+        match self.buf.len().checked_sub(1) {
+            Some(at) => self.buf.read(at, &mut last).map_or(0, |()| last[0]),
+            None => 0,
+        }
     }
 
     /// Sets the last byte of the source buffer.
     pub fn set_tx_last_byte(&self, v: u8) {
-        self.tx.with_bytes_mut(|b| {
-            if let Some(l) = b.last_mut() {
-                *l = v;
-            }
-        });
+        if let Some(at) = self.tx.len().checked_sub(1) {
+            let _ = self.tx.write(at, &[v]);
+        }
     }
 }
 

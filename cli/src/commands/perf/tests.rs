@@ -159,15 +159,13 @@ fn a_duration_limit_ends_the_run() {
 
 #[test]
 fn bandwidth_over_a_lossy_link() {
-    let link = MemoryLinkConfig {
-        faults: FaultConfig {
-            loss: 0.01,
-            latency: Duration::from_micros(100),
-            ..FaultConfig::default()
-        },
-        seed: 9,
-        ..MemoryLinkConfig::default()
-    };
+    let link = MemoryLinkConfig::default()
+        .faults(
+            FaultConfig::default()
+                .loss(0.01)
+                .latency(Duration::from_micros(100)),
+        )
+        .seed(9);
     for op in [Op::Write, Op::Send, Op::Read] {
         let (c, s) = run_pair(
             &link,

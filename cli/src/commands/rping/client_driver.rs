@@ -73,6 +73,9 @@ pub fn run_client(
     }
     let mut client = Client::new(cfg.size, cfg.count, cfg.validate, cfg.verbose);
     let result = ping_loop(&conn, &cq, &mut client, cfg, log);
+    if cfg.verbose {
+        super::conn::print_stats(&conn.qp, log);
+    }
     conn.qp.disconnect();
     log.err("client DISCONNECT EVENT...");
     drop(conn);

@@ -152,3 +152,12 @@ impl Conn {
         Ok(sge.len)
     }
 }
+
+/// Prints the queue pair's figures (`-v`), one line per subject, before
+/// the connection is closed: traffic, outstanding work, the last
+/// TERMINATE and TCP's state.
+pub fn print_stats(qp: &verbs::QueuePair, log: &super::log::Log) {
+    for line in qp.stats().to_string().lines() {
+        log.out(&format!("qp stats: {line}"));
+    }
+}

@@ -132,6 +132,9 @@ pub fn run_server(
             let s = sessions.swap_remove(i);
             ended += 1;
             report.pings += s.server.pings();
+            if cfg.verbose {
+                super::conn::print_stats(&s.conn.qp, log);
+            }
             s.conn.qp.disconnect();
             log.err("server DISCONNECT EVENT...");
             match s.outcome {

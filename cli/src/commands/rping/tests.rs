@@ -117,21 +117,34 @@ fn a_hundred_verified_pings_at_each_size() {
         assert!(pings[0].starts_with("ping data: rdma-ping-0: ABC"));
         assert!(pings[99].starts_with("ping data: rdma-ping-99: "));
         assert_eq!(pings[5].len(), "ping data: ".len() + size - 1);
+        // `-v` ends with the queue pair's figures. Per ping the client
+        // sends two Sends and a Read Response; the server a Read Request,
+        // a Write and two Sends.
+        let stats: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with("qp stats: "))
+            .collect();
+        assert!(stats.len() >= 5, "{stats:?}");
+        assert!(stats[0].contains("phase established"), "{stats:?}");
+        assert!(
+            stats[1].contains("in 300 messages, received") && stats[1].ends_with("in 400 messages"),
+            "{stats:?}"
+        );
+        assert!(stats[2].contains("outstanding: 0 sends"), "{stats:?}");
+        assert!(stats.iter().any(|l| l.contains("tcp: srtt")), "{stats:?}");
     }
 }
 
 #[test]
 fn pings_survive_a_lossy_reordering_link() {
-    let link = MemoryLinkConfig {
-        faults: FaultConfig {
-            loss: 0.02,
-            latency: Duration::from_micros(200),
-            jitter: Duration::from_micros(300),
-            ..FaultConfig::default()
-        },
-        seed: 77,
-        ..MemoryLinkConfig::default()
-    };
+    let link = MemoryLinkConfig::default()
+        .faults(
+            FaultConfig::default()
+                .loss(0.02)
+                .latency(Duration::from_micros(200))
+                .jitter(Duration::from_micros(300)),
+        )
+        .seed(77);
     let (c, s, addr) = devices(&link);
     let srv = spawn_server(s.clone(), server_cfg(8000), ListenOptions::default(), false);
     let client = run_client(

@@ -26,6 +26,7 @@ use super::config::{ConnectionConfig, MIN_FPDU};
 use super::event::{Event, State};
 use super::framing::FrameTx;
 use super::send_queue::{Progress, SendQueue};
+use super::stats::{ConnectionStats, TerminateRecord};
 use super::terminate::{self, Offender, TermFrame};
 use phase::Phase;
 use tx::Turn;
@@ -75,6 +76,8 @@ pub(super) struct Inner {
     events: Fifo<Event>,
     /// Posts are refused while this many events wait to be polled.
     event_cap: usize,
+    /// The TERMINATE that ended the stream, either way.
+    last_terminate: Option<TerminateRecord>,
 }
 
 impl Inner {
@@ -109,6 +112,25 @@ impl Inner {
             rq_head_status: None,
             events: Fifo::default(),
             event_cap: cfg.sq_depth.saturating_add(cfg.rq_depth).saturating_add(4),
+            last_terminate: None,
+        }
+    }
+
+    /// What the connection carried (this side's framing; the receive
+    /// side's counts are added by the caller) and has outstanding.
+    pub fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            bytes_sent: self.tx.traffic.bytes,
+            messages_sent: self.tx.traffic.messages,
+            sends_outstanding: self.sq.len(),
+            reads_outstanding: self.orq.len(),
+            atomics_outstanding: self.atomics_out.len(),
+            ird: self.irq.ird(),
+            ird_in_use: self.irq.counted() + self.atomics_in.len(),
+            ord: self.orq.ord(),
+            ord_in_use: self.orq.len() + self.atomics_out.len(),
+            last_terminate: self.last_terminate,
+            ..ConnectionStats::default()
         }
     }
 
@@ -321,6 +343,10 @@ impl Inner {
         }
         let msn = self.msn_term.take();
         self.pending_term = Some(terminate::build(cause, offending, msn));
+        self.last_terminate = Some(TerminateRecord {
+            by_peer: false,
+            cause: cause.code,
+        });
         self.events.push(Event::Terminated {
             by_peer: false,
             cause: cause.code,
@@ -357,6 +383,10 @@ impl Inner {
             }
             None => (TermCode::RDMAP_CATASTROPHIC, None),
         };
+        self.last_terminate = Some(TerminateRecord {
+            by_peer: true,
+            cause,
+        });
         if let Some(offender) = t.and_then(terminate::offender) {
             let seq = self.sq.find_any(|e| match (offender, e.wr.op) {
                 (

@@ -195,6 +195,7 @@ impl Inner {
                 Step::Blocked => break,
             }
         }
+        self.tx.traffic.bytes(written);
         written
     }
 

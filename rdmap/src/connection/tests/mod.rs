@@ -16,5 +16,6 @@ mod replay;
 mod rfc7306;
 mod send_runs;
 mod shared_receive;
+mod stats;
 mod teardown;
 mod transport;

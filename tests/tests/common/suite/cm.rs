@@ -565,16 +565,15 @@ pub fn local_misuse_is_refused(make: MakeNet) {
     let p = connect(net, opts);
     assert_eq!(p.client_info.ord, 0);
     let mr = guarded(&p.client_pd, 16, REMOTE);
-    let read = |sgl| SendWr {
-        wr_id: 9,
-        op: SendOp::Read {
-            remote_stag: mr.rkey(),
-            remote_to: mr.addr(),
-        },
-        sgl,
-        signaled: true,
-        fence: false,
-        inline: Vec::new(),
+    let read = |sgl| {
+        SendWr::new(
+            9,
+            SendOp::Read {
+                remote_stag: mr.rkey(),
+                remote_to: mr.addr(),
+            },
+            sgl,
+        )
     };
     assert!(matches!(
         p.client_qp.post_send(read(vec![mr.sge(0, 8).unwrap()])),

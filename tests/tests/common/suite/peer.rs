@@ -60,10 +60,7 @@ impl RawNet {
     }
 
     pub fn kernel() -> RawNet {
-        let cfg = KernelConfig {
-            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            ..Default::default()
-        };
+        let cfg = KernelConfig::default().bind_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
         RawNet {
             raw: Box::new(KernelTransport::new(cfg.clone())),
             device: Device::new(Box::new(KernelTransport::new(cfg))),

@@ -1141,6 +1141,11 @@ impl<'a> Socket<'a> {
         self.stats
     }
 
+    /// Return the congestion window in octets.
+    pub fn congestion_window(&self) -> usize {
+        self.congestion_controller.inner().window()
+    }
+
     /// Whether sender-side silly window avoidance is on.
     pub fn sws_avoidance(&self) -> bool {
         self.sws_avoidance

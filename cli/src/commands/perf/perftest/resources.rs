@@ -211,16 +211,14 @@ impl TestQp {
 
     /// write_lat: the byte the peer's WRITE of `size` bytes ends with.
     pub fn polled_byte(&self, size: usize) -> u8 {
+        let mut last = [0u8];
         self.remote
-            .with_bytes(|b| b.get(size.saturating_sub(1)).copied().unwrap_or(0))
+            .read(size.saturating_sub(1), &mut last)
+            .map_or(0, |()| last[0])
     }
 
     /// write_lat: sets the last byte of the next WRITE of `size` bytes.
     pub fn set_post_byte(&self, size: usize, v: u8) {
-        self.local.with_bytes_mut(|b| {
-            if let Some(x) = b.get_mut(size.saturating_sub(1)) {
-                *x = v;
-            }
-        });
+        let _ = self.local.write(size.saturating_sub(1), &[v]);
     }
 }
