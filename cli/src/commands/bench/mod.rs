@@ -14,6 +14,7 @@ mod link;
 mod linux_tcp;
 mod nft_loss;
 mod plot;
+mod raw_many;
 mod report;
 mod scale;
 
@@ -343,11 +344,11 @@ fn run_inner(args: &Args) -> Result<(), String> {
     }
 
     if args.json {
-        println!("{}", report::json(&rows, &scale_rows, baseline));
+        println!("{}", report::json(&rows, &scale_rows));
     } else {
         report::table(&rows, baseline, small.as_ref(), linux.as_ref(), args);
         report::resent(baseline.and_then(|b| b.tcp), rdma_tcp);
-        report::scale_table(&scale_rows, baseline, args);
+        report::scale_table(&scale_rows, args);
     }
     Ok(())
 }

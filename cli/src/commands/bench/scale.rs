@@ -5,8 +5,8 @@
 //! memory is read before and after (idle queue pairs, nothing sent yet),
 //! then every client queue pair keeps Writes outstanding for the duration
 //! while one thread drives both devices. The figures: total goodput, CPU
-//! seconds per GB moved (set beside the raw transport's), and resident
-//! bytes per idle queue pair.
+//! seconds per GB moved (set beside raw TCP's over as many connections,
+//! see `raw_many`), and resident bytes per idle queue pair.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use verbs::{
 };
 
 use super::link::{self, LinkOptions};
+use super::raw_many::{self, RawMany};
 use super::{cpu, progress_both};
 
 /// Connections started at once: within smoltcp's listen backlog.
@@ -45,6 +46,8 @@ pub(crate) struct ScaleRow {
     pub idle_bytes_per_qp: Option<f64>,
     /// Seconds it took to connect them all.
     pub connect_secs: f64,
+    /// Raw TCP over as many connections, measured right after.
+    pub raw: RawMany,
 }
 
 /// Settings shared by every count.
@@ -188,6 +191,7 @@ impl Scale<'_> {
         let close = Instant::now();
         while close.elapsed() < Duration::from_millis(200) && progress_both(&client, &server) {}
         drop(link.guard);
+        let raw = raw_many::measure(self.opts, qps, self.size, self.duration)?;
 
         let bytes = done as f64 * self.size as f64;
         Ok(ScaleRow {
@@ -199,6 +203,7 @@ impl Scale<'_> {
                 .map(|c| c.as_secs_f64() / (bytes / 1e9)),
             idle_bytes_per_qp,
             connect_secs,
+            raw,
         })
     }
 }
