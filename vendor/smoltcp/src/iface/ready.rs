@@ -168,6 +168,10 @@ impl ReadyIndex {
     /// polling next; `waiting` if it waits for a neighbor (checked at every
     /// pass, since the neighbor may appear at any time).
     pub(crate) fn file(&mut self, index: usize, poll_at: PollAt, waiting: bool) {
+        if !waiting && matches!(poll_at, PollAt::Time(at) if self.slot(index).timer == Some(at)) {
+            // Filed there already.
+            return;
+        }
         if let Some(at) = self.slot(index).timer.take() {
             self.timers.remove(&(at, index));
         }
