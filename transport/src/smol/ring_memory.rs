@@ -123,8 +123,9 @@ mod tests {
         let mem = RingMemory::map(64 * 4096).unwrap();
         // SAFETY: the only slice of `mem`, dropped first.
         let ring = unsafe { mem.lend() };
+        // (mincore counts a page read as zero as present: read nothing
+        // before counting.)
         assert_eq!(resident_pages(ring), 0);
-        assert!(ring.iter().all(|&b| b == 0));
         ring[5 * 4096..7 * 4096].fill(0xa5);
         assert_eq!(resident_pages(ring), 2);
         // Only whole pages inside the slice are released.
@@ -132,6 +133,7 @@ mod tests {
         assert_eq!(resident_pages(ring), 1);
         assert_eq!(ring[5 * 4096 + 1], 0xa5);
         assert_eq!(ring[6 * 4096], 0);
+        assert_eq!(ring[63 * 4096], 0);
         assert_eq!(release_pages(&mut ring[..4095]), 0);
         let _ = ring;
         drop(mem);

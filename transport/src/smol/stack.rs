@@ -1,6 +1,7 @@
 //! A [`Transport`] over a smoltcp `Interface` and any smoltcp device.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -17,9 +18,10 @@ use crate::{ListenerId, StreamId, StreamState, TcpLossStats, Transport, Transpor
 
 /// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
 const IPV4_TCP_HEADERS: usize = 40;
-/// How long a stream sends no record before its room for record ends is
-/// taken back (it comes back with the next record).
-const RECORDS_IDLE: Duration = Duration::from_secs(1);
+/// How long a stream queues nothing before its room for record ends and
+/// its send ring's pages are given back (they come back with its next
+/// bytes).
+const SEND_IDLE: Duration = Duration::from_secs(1);
 /// First port handed out to outgoing connections (IANA dynamic range).
 const EPHEMERAL_FIRST: u16 = 49152;
 /// How much a `send_with`/`recv_with` falls back to copying when a ring
@@ -72,9 +74,11 @@ struct Stream {
     /// may wait for a peer that never finishes.
     linger: Linger,
     /// The socket has room for record ends (see
-    /// [`TcpTuning::attach_records`]); `Some(true)` if records were sent
-    /// since the last idle check.
-    records: Option<bool>,
+    /// [`TcpTuning::attach_records`]).
+    records: bool,
+    /// In `senders`: `Some(true)` if bytes were queued since the last idle
+    /// check.
+    sent_lately: Option<bool>,
 }
 
 /// One smoltcp interface with its sockets, driven through [`Transport`].
@@ -87,14 +91,14 @@ pub struct SmolStack<D: LinkDevice> {
     listeners: Slab<Listener>,
     streams: Slab<Stream>,
     /// The stream each socket carries, for [`Transport::drain_ready`].
-    by_socket: HashMap<SocketHandle, u64>,
+    by_socket: HashMap<SocketHandle, u64, BuildHasherDefault<HandleHasher>>,
     /// Streams the user closed and not yet released: what `reclaim` and
     /// the linger deadline look at, instead of every stream.
     closed: Vec<u64>,
-    /// Streams holding room for record ends, and when they are next
-    /// checked for idleness.
-    with_records: Vec<u64>,
-    records_check: Option<Instant>,
+    /// Streams that queued bytes, until they are found idle (see
+    /// `release_idle`), and when they are next checked.
+    senders: Vec<u64>,
+    idle_check: Option<Instant>,
     /// Aborted sockets kept for one more poll so their RST goes out.
     doomed: Vec<SocketHandle>,
     next_port: u16,
@@ -159,10 +163,10 @@ impl<D: LinkDevice> SmolStack<D> {
             epoch: None,
             listeners: Slab::default(),
             streams: Slab::default(),
-            by_socket: HashMap::new(),
+            by_socket: HashMap::default(),
             closed: Vec::new(),
-            with_records: Vec::new(),
-            records_check: None,
+            senders: Vec::new(),
+            idle_check: None,
             doomed: Vec::new(),
             next_port: EPHEMERAL_FIRST + (seed % port_span) as u16,
             scratch: Vec::new(),
@@ -359,46 +363,52 @@ impl<D: LinkDevice> SmolStack<D> {
         }
     }
 
-    /// Stream `key` (socket `h`) sends records: room for their ends.
-    fn note_records(&mut self, key: u64, h: SocketHandle) {
+    /// Stream `key` (socket `h`) queues bytes, records if `records`
+    /// (which need room for their ends).
+    fn note_send(&mut self, key: u64, h: SocketHandle, records: bool) {
         let Some(stream) = self.streams.get_mut(key) else {
             return;
         };
-        if stream.records.is_none() {
+        if records && !stream.records {
             self.tuning
                 .attach_records(self.sockets.get_mut::<tcp::Socket>(h));
-            self.with_records.push(key);
+            stream.records = true;
         }
-        stream.records = Some(true);
+        if stream.sent_lately.replace(true).is_none() {
+            self.senders.push(key);
+        }
     }
 
-    /// Every [`RECORDS_IDLE`]: takes back the room for record ends from
-    /// streams that sent no record since the last check and have every
-    /// byte acknowledged.
-    fn release_idle_records(&mut self, now: Instant) {
-        match self.records_check {
+    /// Every [`SEND_IDLE`]: streams that queued nothing since the last
+    /// check and have every byte acknowledged give back their room for
+    /// record ends and the pages of their send ring.
+    fn release_idle(&mut self, now: Instant) {
+        match self.idle_check {
             Some(at) if now < at => return,
-            _ => self.records_check = Some(now + RECORDS_IDLE),
+            _ => self.idle_check = Some(now + SEND_IDLE),
         }
         let (streams, sockets) = (&mut self.streams, &mut self.sockets);
-        self.with_records.retain(|&key| {
+        self.senders.retain(|&key| {
             let Some(stream) = streams.get_mut(key) else {
                 return false;
             };
-            if stream.records.replace(false) == Some(true) {
+            if stream.sent_lately.replace(false) == Some(true) {
                 return true;
             }
             let sock = sockets.get_mut::<tcp::Socket>(stream.handle);
             if sock.send_queue() > 0 {
                 return true;
             }
-            TcpTuning::detach_records(sock);
+            if stream.records {
+                TcpTuning::detach_records(sock);
+                stream.records = false;
+            }
             // An empty ring lends all of itself (smoltcp rewinds it).
             let _ = sock.send(|free| {
                 release_pages(free);
                 (0, ())
             });
-            stream.records = None;
+            stream.sent_lately = None;
             false
         });
     }
@@ -465,9 +475,7 @@ impl<D: LinkDevice> SmolStack<D> {
         let h = self.handle(s)?;
         let state = self.state(s);
         let mss = self.mss_hint().max(1);
-        if records {
-            self.note_records(s.0, h);
-        }
+        self.note_send(s.0, h, records);
         let sock = self.sockets.get_mut::<tcp::Socket>(h);
         if !sock.may_send() {
             return Err(TransportError::InvalidState(state));
@@ -555,6 +563,28 @@ impl<D: LinkDevice> SmolStack<D> {
     }
 }
 
+/// Socket handles are indices the set hands out, never a peer's choice:
+/// a multiply hash does (SipHash showed in one-connection profiles, where
+/// every poll looks a handle up).
+#[derive(Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// Removes socket `h` from the set and drops it, then the rings it was on
 /// (in that order: the socket holds slices of them).
 fn remove_socket(
@@ -624,7 +654,8 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             handle,
             user_closed: false,
             linger: Linger::default(),
-            records: None,
+            records: false,
+            sent_lately: None,
         })?;
         self.by_socket.insert(handle, key);
         Some(StreamId(key))
@@ -656,7 +687,8 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             handle,
             user_closed: false,
             linger: Linger::default(),
-            records: None,
+            records: false,
+            sent_lately: None,
         }) {
             Some(key) => {
                 self.by_socket.insert(handle, key);
@@ -873,7 +905,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         }
         let listeners_moved = self.maintain_listeners();
         self.reclaim(Some(now));
-        self.release_idle_records(now);
+        self.release_idle(now);
         let frames_moved = self.device.end_poll();
         changed || listeners_moved || frames_moved
     }

@@ -153,7 +153,7 @@ impl TcpTuning {
     /// FPDUs whole (RFC 5044 section 4). Only streams written with
     /// `send_records_with` mark any, so the stack gives each this room on
     /// its first record and takes it back once the stream is idle (see
-    /// `SmolStack::release_idle_records`): one entry per record a full send
+    /// `SmolStack::release_idle`): one entry per record a full send
     /// ring could hold is a quarter of the ring's size again, most of what
     /// an idle connection would otherwise keep resident.
     pub(crate) fn attach_records(&self, s: &mut tcp::Socket<'static>) {
