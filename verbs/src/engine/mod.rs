@@ -62,7 +62,7 @@ struct ListenerSlot {
 type QpMap = HashMap<u32, QpSlot, std::hash::BuildHasherDefault<QpNumHasher>>;
 
 #[derive(Default)]
-struct QpNumHasher(u64);
+pub(super) struct QpNumHasher(u64);
 
 impl std::hash::Hasher for QpNumHasher {
     fn finish(&self) -> u64 {
@@ -93,7 +93,7 @@ pub(crate) struct Engine {
     work: WorkList,
     /// The queue pair each stream belongs to, so news from a stream
     /// queues its queue pair.
-    by_stream: HashMap<StreamId, u32>,
+    by_stream: HashMap<StreamId, u32, std::hash::BuildHasherDefault<QpNumHasher>>,
     listeners: HashMap<u32, ListenerSlot>,
     /// Shared receive queues by number.
     srqs: HashMap<u32, SrqSlot>,
@@ -132,7 +132,7 @@ impl Engine {
             qps: QpMap::default(),
             qp_order: Vec::new(),
             work: WorkList::default(),
-            by_stream: HashMap::new(),
+            by_stream: HashMap::default(),
             listeners: HashMap::new(),
             srqs: HashMap::new(),
             incoming: HashMap::new(),

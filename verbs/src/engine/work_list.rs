@@ -8,22 +8,28 @@
 //! returns false), every queue pair is queued each turn, as before.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::time::{Duration, Instant};
+
+use super::QpNumHasher;
+
+/// Queue pair numbers are the device's own counter: a multiply hash does.
+type Fast = BuildHasherDefault<QpNumHasher>;
 
 /// How often every queue pair is visited even without news: a bound on
 /// how long one could wait if some cause of work were not reported (a
 /// shared receive queue refilled while it stalled is one that is, see
 /// `Engine::post_srq_recv`).
-pub(super) const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
+pub(super) const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Default)]
 pub(super) struct WorkList {
     /// Queue pairs the next turn visits, each once.
     queued: Vec<u32>,
-    members: HashSet<u32>,
+    members: HashSet<u32, Fast>,
     /// Deadlines of queue pairs, earliest first, and each one's entry.
     timers: BTreeSet<(Instant, u32)>,
-    timer_of: HashMap<u32, Instant>,
+    timer_of: HashMap<u32, Instant, Fast>,
     /// The last time every queue pair was queued.
     last_sweep: Option<Instant>,
 }
