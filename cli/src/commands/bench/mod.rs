@@ -125,6 +125,11 @@ pub struct Args {
     /// idle queue pair.
     #[arg(long, value_delimiter = ',')]
     qps: Vec<usize>,
+    /// Spread the `--qps` queue pairs over this many device pairs, each
+    /// with its own link and thread, sharing nothing: the way to use more
+    /// than one core.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    devices: usize,
     /// Message size of the `--qps` runs.
     #[arg(long, value_parser = parse_size, default_value = "64k")]
     qps_size: usize,
@@ -182,6 +187,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
     }
     if args.jitter_us > 1_000_000 {
         return Err("--jitter-us is at most 1000000 (one second)".into());
+    }
+    if !(1..=64).contains(&args.devices) {
+        return Err("--devices is between 1 and 64".into());
     }
     if let Some(&n) = args.qps.iter().find(|&&n| n == 0 || n > MAX_QPS) {
         return Err(format!("--qps {n}: between 1 and {MAX_QPS}"));
@@ -323,6 +331,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
         markers,
         size: args.qps_size,
         duration,
+        devices: args.devices,
     };
     let mut scale_rows = Vec::new();
     for &n in &args.qps {

@@ -231,13 +231,16 @@ pub(crate) fn json(rows: &[Row], scale: &[ScaleRow]) -> String {
         })
         .chain(scale.iter().map(|r| {
             format!(
-                "{{\"kind\":\"scale\",\"op\":\"write\",\"qps\":{},\"size\":{},\"gbps\":{},\"cpu_s_per_gb\":{},\"raw_gbps\":{},\"raw_cpu_s_per_gb\":{},\"idle_bytes_per_qp\":{},\"connect_secs\":{}}}",
+                "{{\"kind\":\"scale\",\"op\":\"write\",\"devices\":{},\"qps\":{},\"size\":{},\"gbps\":{},\"cpu_s_per_gb\":{},\"raw_gbps\":{},\"raw_cpu_s_per_gb\":{},\"idle_bytes_per_qp\":{},\"connect_secs\":{}}}",
+                r.devices,
                 r.qps,
                 r.size,
                 num(r.gbps),
                 r.cpu_s_per_gb.map_or("null".into(), num),
-                num(r.raw.gbps),
-                r.raw.cpu_s_per_gb.map_or("null".into(), num),
+                r.raw.map_or("null".into(), |raw| num(raw.gbps)),
+                r.raw
+                    .and_then(|raw| raw.cpu_s_per_gb)
+                    .map_or("null".into(), num),
                 r.idle_bytes_per_qp.map_or("null".into(), num),
                 num(r.connect_secs),
             )
@@ -254,10 +257,17 @@ pub(crate) fn scale_table(rows: &[ScaleRow], args: &Args) {
     };
     let raw = raw_name(args.transport);
     println!();
-    println!(
-        "queue pairs at once: RDMA Write {} on each, one thread driving both endpoints",
-        human_size(first.size)
-    );
+    match first.devices {
+        1 => println!(
+            "queue pairs at once: RDMA Write {} on each, one thread driving both endpoints",
+            human_size(first.size)
+        ),
+        n => println!(
+            "queue pairs at once: RDMA Write {} on each, spread over {n} device pairs, \
+             each with its own link and thread (raw TCP not measured)",
+            human_size(first.size)
+        ),
+    }
     println!(
         "{:>6} {:>9} {:>9} {:>7} {:>14} {:>16} {:>11} {:>22} {:>10}",
         "qps",
@@ -276,14 +286,21 @@ pub(crate) fn scale_table(rows: &[ScaleRow], args: &Args) {
     };
     for r in rows {
         println!(
-            "{:>6} {:>9.3} {} {} {:>14.3} {} {} {} {:>10.2}",
+            "{:>6} {:>9.3} {} {} {} {} {} {} {:>10.2}",
             r.qps,
             r.gbps,
             opt(r.cpu_s_per_gb, 9, 3),
             opt(growth(r.cpu_s_per_gb, first.cpu_s_per_gb), 7, 2),
-            r.raw.gbps,
-            opt(r.raw.cpu_s_per_gb, 16, 3),
-            opt(growth(r.raw.cpu_s_per_gb, first.raw.cpu_s_per_gb), 11, 2),
+            opt(r.raw.map(|raw| raw.gbps), 14, 3),
+            opt(r.raw.and_then(|raw| raw.cpu_s_per_gb), 16, 3),
+            opt(
+                growth(
+                    r.raw.and_then(|raw| raw.cpu_s_per_gb),
+                    first.raw.and_then(|raw| raw.cpu_s_per_gb)
+                ),
+                11,
+                2
+            ),
             opt(r.idle_bytes_per_qp, 22, 0),
             r.connect_secs
         );
