@@ -741,15 +741,37 @@ impl Interface {
                 };
                 #[cfg(feature = "socket-tcp")]
                 let state = tcp_state(&item.socket);
-                match self.egress_item(device, item) {
+                let sent = match self.egress_item(device, item) {
                     Err(EgressError::Exhausted) => {
                         // Device buffer full: this one and the rest wait.
                         visited -= 1;
                         break;
                     }
-                    Ok(true) => result = PollResult::SocketStateChanged,
-                    Ok(false) | Err(EgressError::Dispatch) => {}
+                    Ok(true) => {
+                        result = PollResult::SocketStateChanged;
+                        true
+                    }
+                    Ok(false) | Err(EgressError::Dispatch) => false,
+                };
+                // A timer ended the connection or moved its state on.
+                #[cfg(feature = "socket-tcp")]
+                let touched = tcp_state(&item.socket) != state;
+                #[cfg(not(feature = "socket-tcp"))]
+                let touched = false;
+                if touched {
+                    sockets.ready.touch(index);
                 }
+                if sent {
+                    // It sent: visit it again in the next pass, which asks
+                    // its poll_at once it has nothing more to send (asking
+                    // after every segment showed in one-connection
+                    // profiles).
+                    sockets.ready.mark(index);
+                    continue;
+                }
+                let Some(item) = sockets.item_at_mut(index) else {
+                    continue;
+                };
                 let socket_poll_at = item.socket.poll_at(&mut self.inner);
                 let poll_at = item.meta.poll_at(
                     socket_poll_at,
@@ -757,15 +779,7 @@ impl Interface {
                     self.inner.now,
                 );
                 let waiting = item.meta.waits_for_neighbor();
-                // A timer ended the connection or moved its state on.
-                #[cfg(feature = "socket-tcp")]
-                let touched = tcp_state(&item.socket) != state;
-                #[cfg(not(feature = "socket-tcp"))]
-                let touched = false;
                 sockets.ready.file(index, poll_at, waiting);
-                if touched {
-                    sockets.ready.touch(index);
-                }
             }
             sockets.ready.end_pass(pass, visited);
         }
