@@ -1,7 +1,8 @@
 //! One busy queue pair beside thousands of idle ones on the same two
 //! devices (memory link, one thread driving both): the busy one's RDMA
-//! Write goodput alone and beside them, and the resident memory each idle
-//! queue pair adds.
+//! Write goodput alone and beside them (per second, and per second of this
+//! thread's CPU time, the figure that holds on a loaded machine), and the
+//! resident memory each idle queue pair adds.
 //!
 //! `cargo run --release -p iwarp-verbs --example idle_qps [IDLE] [SECONDS]`
 //! (defaults 4096 and 2)
@@ -36,14 +37,16 @@ fn main() -> Result<(), Error> {
     let alone = run(0, duration)?;
     let beside = run(idle, duration)?;
     println!(
-        "busy queue pair beside {idle} idle: {:.2} of its goodput alone",
-        beside / alone
+        "busy queue pair beside {idle} idle: {:.2} of its goodput alone, {:.2} per CPU-second",
+        beside.0 / alone.0,
+        beside.1 / alone.1
     );
     Ok(())
 }
 
-/// The busy queue pair's goodput in Gbit/s beside `idle` idle ones.
-fn run(idle: usize, duration: Duration) -> Result<f64, Error> {
+/// The busy queue pair's goodput in Gbit/s beside `idle` idle ones, per
+/// second and per CPU-second of this thread.
+fn run(idle: usize, duration: Duration) -> Result<(f64, f64), Error> {
     let mut cfg = MemoryLinkConfig::default();
     cfg.tuning.backlog = BATCH;
     let (a, b) = MemoryLink::pair(&cfg)?;
@@ -103,7 +106,7 @@ fn run(idle: usize, duration: Duration) -> Result<f64, Error> {
     for _ in 0..DEPTH {
         post()?;
     }
-    let (mut done, start) = (0u64, Instant::now());
+    let (mut done, start, cpu_start) = (0u64, Instant::now(), thread_cpu());
     let mut last = start;
     while start.elapsed() < duration {
         client.progress();
@@ -120,9 +123,16 @@ fn run(idle: usize, duration: Duration) -> Result<f64, Error> {
             return Err("no completion for 30 s".into());
         }
     }
-    let gbps = (done * WRITE as u64) as f64 * 8.0 / start.elapsed().as_secs_f64() / 1e9;
-    println!("  busy queue pair beside {idle} idle: {gbps:.2} Gbit/s");
-    Ok(gbps)
+    let bits = (done * WRITE as u64) as f64 * 8.0;
+    let gbps = bits / start.elapsed().as_secs_f64() / 1e9;
+    let cpu = thread_cpu()
+        .zip(cpu_start)
+        .map_or(f64::NAN, |(b, a)| (b - a).as_secs_f64());
+    let per_cpu = bits / cpu / 1e9;
+    println!(
+        "  busy queue pair beside {idle} idle: {gbps:.2} Gbit/s, {per_cpu:.2} Gbit per CPU-second"
+    );
+    Ok((gbps, per_cpu))
 }
 
 /// `n` connected pairs (client end, server end), made by `create`.
@@ -166,6 +176,14 @@ fn connect(
         }
     }
     Ok(batch)
+}
+
+/// CPU time of this thread, from `/proc/thread-self/schedstat`.
+fn thread_cpu() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(
+        text.split_whitespace().next()?.parse().ok()?,
+    ))
 }
 
 /// Resident set size of the process, from `/proc/self/statm`.
