@@ -206,6 +206,19 @@ pub trait Transport {
         self.poll(now)
     }
 
+    /// Calls `f` with each stream that may have news for the layer above
+    /// since the last call (bytes arrived, send room freed, the state
+    /// changed), so it can visit those instead of every stream. False if
+    /// the transport does not track this (the default): then any stream
+    /// may have news.
+    ///
+    /// Only what `poll` brought counts: what the caller did itself (sent,
+    /// read, closed) it knows already.
+    fn drain_ready(&mut self, f: &mut dyn FnMut(StreamId)) -> bool {
+        let _ = f;
+        false
+    }
+
     /// How long until `poll` must run again without outside events; `None`
     /// when only I/O can make progress, zero when work is pending now.
     fn poll_delay(&mut self, now: Instant) -> Option<Duration>;
@@ -336,6 +349,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn poll_send(&mut self, now: Instant) -> bool {
         (**self).poll_send(now)
+    }
+    fn drain_ready(&mut self, f: &mut dyn FnMut(StreamId)) -> bool {
+        (**self).drain_ready(f)
     }
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         (**self).poll_delay(now)

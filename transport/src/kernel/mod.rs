@@ -15,7 +15,10 @@
 //! (`synth`): real TCP framing, but not the kernel's segments.
 
 mod buffer;
+mod raw_epoll;
 pub(crate) mod sys;
+
+pub use raw_epoll::{epoll_pump, RawRun};
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};

@@ -237,8 +237,9 @@ pub(crate) fn ppoll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::
 /// An epoll instance, used only as a descriptor: it polls readable while
 /// any descriptor in its set is ready for the events it was registered
 /// with (epoll descriptors are themselves pollable, so poll(2), mio or
-/// tokio can watch a whole set of sockets through this one). Nobody calls
-/// `epoll_wait` on it; a poll of the epoll descriptor rechecks each
+/// tokio can watch a whole set of sockets through this one). The transport
+/// never calls `epoll_wait` on it (only the raw baseline in `raw_epoll`
+/// does, on a set of its own); a poll of the epoll descriptor rechecks each
 /// registered descriptor, so one that is no longer ready stops counting.
 #[derive(Debug)]
 pub(crate) struct Epoll {
@@ -286,6 +287,29 @@ impl Epoll {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Waits up to `timeout_ms` (0: not at all) for ready descriptors and
+    /// fills `events` with them; returns how many. An interrupted wait
+    /// reports none.
+    pub(crate) fn wait(
+        &self,
+        events: &mut [libc::epoll_event],
+        timeout_ms: i32,
+    ) -> io::Result<usize> {
+        let max = i32::try_from(events.len()).unwrap_or(i32::MAX);
+        // SAFETY: our live epoll descriptor and a writable slice of `max`
+        // epoll_event values the kernel fills at most.
+        let rc =
+            unsafe { libc::epoll_wait(self.fd.as_raw_fd(), events.as_mut_ptr(), max, timeout_ms) };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(err);
+        }
+        Ok(rc as usize)
     }
 
     /// A duplicate of the epoll descriptor, sharing the same set.

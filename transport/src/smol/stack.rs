@@ -1,6 +1,7 @@
 //! A [`Transport`] over a smoltcp `Interface` and any smoltcp device.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,7 @@ use smoltcp::phy::Device;
 use smoltcp::socket::tcp;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Cidr};
 
+use super::ring_memory::{release_pages, RingMemory};
 use super::tuning::TcpTuning;
 use crate::linger::Linger;
 use crate::slab::Slab;
@@ -19,6 +21,10 @@ use crate::{
 
 /// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
 const IPV4_TCP_HEADERS: usize = 40;
+/// How long a stream queues nothing before its room for record ends and
+/// its send ring's pages are given back (they come back with its next
+/// bytes).
+const SEND_IDLE: Duration = Duration::from_secs(1);
 /// First port handed out to outgoing connections (IANA dynamic range).
 const EPHEMERAL_FIRST: u16 = 49152;
 /// How much a `send_with`/`recv_with` falls back to copying when a ring
@@ -70,6 +76,12 @@ struct Stream {
     /// Runs from the first poll after `close`: bounds how long the socket
     /// may wait for a peer that never finishes.
     linger: Linger,
+    /// The socket has room for record ends (see
+    /// [`TcpTuning::attach_records`]).
+    records: bool,
+    /// In `senders`: `Some(true)` if bytes were queued since the last idle
+    /// check.
+    sent_lately: Option<bool>,
 }
 
 /// One smoltcp interface with its sockets, driven through [`Transport`].
@@ -81,6 +93,15 @@ pub struct SmolStack<D: LinkDevice> {
     epoch: Option<Instant>,
     listeners: Slab<Listener>,
     streams: Slab<Stream>,
+    /// The stream each socket carries, for [`Transport::drain_ready`].
+    by_socket: HashMap<SocketHandle, u64, BuildHasherDefault<HandleHasher>>,
+    /// Streams the user closed and not yet released: what `reclaim` and
+    /// the linger deadline look at, instead of every stream.
+    closed: Vec<u64>,
+    /// Streams that queued bytes, until they are found idle (see
+    /// `release_idle`), and when they are next checked.
+    senders: Vec<u64>,
+    idle_check: Option<Instant>,
     /// Aborted sockets kept for one more poll so their RST goes out.
     doomed: Vec<SocketHandle>,
     next_port: u16,
@@ -92,6 +113,10 @@ pub struct SmolStack<D: LinkDevice> {
     push_due: bool,
     /// Loss recovery counters of the sockets already freed.
     retired: TcpLossStats,
+    /// The mapped rings (receive, send) each socket holds a slice of.
+    /// Declared after `sockets`, so that on drop every socket, and its
+    /// slices, is gone before the mappings are.
+    rings: HashMap<SocketHandle, [RingMemory; 2]>,
 }
 
 impl<D: LinkDevice> std::fmt::Debug for SmolStack<D> {
@@ -141,12 +166,17 @@ impl<D: LinkDevice> SmolStack<D> {
             epoch: None,
             listeners: Slab::default(),
             streams: Slab::default(),
+            by_socket: HashMap::default(),
+            closed: Vec::new(),
+            senders: Vec::new(),
+            idle_check: None,
             doomed: Vec::new(),
             next_port: EPHEMERAL_FIRST + (seed % port_span) as u16,
             scratch: Vec::new(),
             record_ends: Vec::new(),
             push_due: false,
             retired: TcpLossStats::default(),
+            rings: HashMap::new(),
         })
     }
 
@@ -182,7 +212,36 @@ impl<D: LinkDevice> SmolStack<D> {
     fn free(&mut self, h: SocketHandle) {
         self.retired
             .add(&self.sockets.get::<tcp::Socket>(h).stats());
-        self.sockets.remove(h);
+        remove_socket(&mut self.sockets, &mut self.rings, h);
+    }
+
+    /// A new socket with the stack's tuning, on rings mapped for it (heap
+    /// rings if the kernel refuses a mapping), set up by `setup` and added
+    /// to the set.
+    fn add_socket(
+        &mut self,
+        setup: impl FnOnce(&mut tcp::Socket<'static>, &mut Interface) -> Result<(), TransportError>,
+    ) -> Result<SocketHandle, TransportError> {
+        let mapped = RingMemory::map(self.tuning.rx_buffer.max(1))
+            .zip(RingMemory::map(self.tuning.tx_buffer.max(1)));
+        let mut s = match &mapped {
+            // SAFETY: each mapping lends its one slice to this socket, and
+            // `remove_socket` (or the stack's drop order) drops the socket
+            // before the mappings.
+            Some((rx, tx)) => unsafe {
+                self.tuning.socket_on(
+                    tcp::SocketBuffer::new(rx.lend()),
+                    tcp::SocketBuffer::new(tx.lend()),
+                )
+            },
+            None => self.tuning.socket(),
+        };
+        setup(&mut s, &mut self.iface)?;
+        let h = self.sockets.add(s);
+        if let Some((rx, tx)) = mapped {
+            self.rings.insert(h, [rx, tx]);
+        }
+        Ok(h)
     }
 
     fn socket(&self, h: SocketHandle) -> &tcp::Socket<'static> {
@@ -199,10 +258,10 @@ impl<D: LinkDevice> SmolStack<D> {
     }
 
     fn arm(&mut self, port: u16) -> Result<SocketHandle, TransportError> {
-        let mut s = self.tuning.socket();
-        s.listen(port)
-            .map_err(|_| TransportError::BadAddress("port 0"))?;
-        Ok(self.sockets.add(s))
+        self.add_socket(|s, _| {
+            s.listen(port)
+                .map_err(|_| TransportError::BadAddress("port 0"))
+        })
     }
 
     /// Moves sockets that took a SYN to `pending`, re-arms to the backlog,
@@ -219,7 +278,7 @@ impl<D: LinkDevice> SmolStack<D> {
                 std::mem::take(&mut l.armed),
                 std::mem::take(&mut l.pending),
             );
-            let (sockets, retired) = (&mut self.sockets, &mut self.retired);
+            let (sockets, retired, rings) = (&mut self.sockets, &mut self.retired, &mut self.rings);
             armed.retain(|&h| {
                 let listening = sockets.get::<tcp::Socket>(h).state() == tcp::State::Listen;
                 if !listening {
@@ -237,7 +296,7 @@ impl<D: LinkDevice> SmolStack<D> {
                 }
                 tcp::State::Listen | tcp::State::Closed => {
                     retired.add(&sockets.get::<tcp::Socket>(h).stats());
-                    sockets.remove(h);
+                    remove_socket(sockets, rings, h);
                     false
                 }
                 _ => true,
@@ -271,10 +330,13 @@ impl<D: LinkDevice> SmolStack<D> {
     fn reclaim(&mut self, now: Option<Instant>) {
         let mut done = Vec::new();
         let mut expired = Vec::new();
-        for (key, s) in self.streams.iter_mut() {
-            if !s.user_closed {
+        let streams = &mut self.streams;
+        // Released streams leave the list (an abort after a close, too).
+        self.closed.retain(|&key| streams.get(key).is_some());
+        for &key in &self.closed {
+            let Some(s) = self.streams.get_mut(key) else {
                 continue;
-            }
+            };
             if let Some(now) = now {
                 s.linger.start(now);
                 if s.linger.expired(now) {
@@ -292,16 +354,75 @@ impl<D: LinkDevice> SmolStack<D> {
             }
         }
         for (key, h) in done {
-            self.streams.remove(key);
+            self.release(key, h);
             self.free(h);
         }
         // The peer never finished (or its last bytes were never read):
         // reset, and free the socket once the RST is out.
         for (key, h) in expired {
-            self.streams.remove(key);
+            self.release(key, h);
             self.sockets.get_mut::<tcp::Socket>(h).abort();
             self.doomed.push(h);
         }
+    }
+
+    /// Stream `key` (socket `h`) queues bytes, records if `records`
+    /// (which need room for their ends).
+    fn note_send(&mut self, key: u64, h: SocketHandle, records: bool) {
+        let Some(stream) = self.streams.get_mut(key) else {
+            return;
+        };
+        if records && !stream.records {
+            self.tuning
+                .attach_records(self.sockets.get_mut::<tcp::Socket>(h));
+            stream.records = true;
+        }
+        if stream.sent_lately.replace(true).is_none() {
+            self.senders.push(key);
+        }
+    }
+
+    /// Every [`SEND_IDLE`]: streams that queued nothing since the last
+    /// check and have every byte acknowledged give back their room for
+    /// record ends and the pages of their send ring.
+    fn release_idle(&mut self, now: Instant) {
+        match self.idle_check {
+            Some(at) if now < at => return,
+            _ => self.idle_check = Some(now + SEND_IDLE),
+        }
+        let (streams, sockets) = (&mut self.streams, &mut self.sockets);
+        self.senders.retain(|&key| {
+            let Some(stream) = streams.get_mut(key) else {
+                return false;
+            };
+            if stream.sent_lately.replace(false) == Some(true) {
+                return true;
+            }
+            let sock = sockets.get_mut::<tcp::Socket>(stream.handle);
+            if sock.send_queue() > 0 {
+                return true;
+            }
+            if stream.records {
+                TcpTuning::detach_records(sock);
+                stream.records = false;
+            }
+            // An empty ring lends all of itself (smoltcp rewinds it).
+            let _ = sock.send(|free| {
+                release_pages(free);
+                (0, ())
+            });
+            stream.sent_lately = None;
+            false
+        });
+    }
+
+    /// Forgets stream `key` carried by socket `h` (the socket is the
+    /// caller's to free).
+    fn release(&mut self, key: u64, h: SocketHandle) {
+        // `closed` drops the key at the next `reclaim`; ids are never
+        // reused, so it cannot name another stream meanwhile.
+        self.streams.remove(key);
+        self.by_socket.remove(&h);
     }
 
     fn port_in_use(&self, port: u16) -> bool {
@@ -357,6 +478,7 @@ impl<D: LinkDevice> SmolStack<D> {
         let h = self.handle(s)?;
         let state = self.state(s);
         let mss = self.mss_hint().max(1);
+        self.note_send(s.0, h, records);
         let sock = self.sockets.get_mut::<tcp::Socket>(h);
         if !sock.may_send() {
             return Err(TransportError::InvalidState(state));
@@ -444,6 +566,39 @@ impl<D: LinkDevice> SmolStack<D> {
     }
 }
 
+/// Socket handles are indices the set hands out, never a peer's choice:
+/// a multiply hash does (SipHash showed in one-connection profiles, where
+/// every poll looks a handle up).
+#[derive(Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// Removes socket `h` from the set and drops it, then the rings it was on
+/// (in that order: the socket holds slices of them).
+fn remove_socket(
+    sockets: &mut SocketSet<'static>,
+    rings: &mut HashMap<SocketHandle, [RingMemory; 2]>,
+    h: SocketHandle,
+) {
+    drop(sockets.remove(h));
+    drop(rings.remove(&h));
+}
+
 /// smoltcp's TCP state as the seam reports it.
 fn map_state(st: tcp::State, user_closed: bool) -> StreamState {
     use tcp::State as T;
@@ -502,7 +657,10 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             handle,
             user_closed: false,
             linger: Linger::default(),
+            records: false,
+            sent_lately: None,
         })?;
+        self.by_socket.insert(handle, key);
         Some(StreamId(key))
     }
 
@@ -524,18 +682,23 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             return Err(TransportError::BadAddress("remote address or port 0"));
         }
         let local_port = self.ephemeral_port()?;
-        let mut s = self.tuning.socket();
-        s.connect(self.iface.context(), v4, local_port)
-            .map_err(|_| TransportError::BadAddress("unroutable remote"))?;
-        let handle = self.sockets.add(s);
+        let handle = self.add_socket(|s, iface| {
+            s.connect(iface.context(), v4, local_port)
+                .map_err(|_| TransportError::BadAddress("unroutable remote"))
+        })?;
         match self.streams.insert(Stream {
             handle,
             user_closed: false,
             linger: Linger::default(),
+            records: false,
+            sent_lately: None,
         }) {
-            Some(key) => Ok(StreamId(key)),
+            Some(key) => {
+                self.by_socket.insert(handle, key);
+                Ok(StreamId(key))
+            }
             None => {
-                self.sockets.remove(handle);
+                remove_socket(&mut self.sockets, &mut self.rings, handle);
                 Err(TransportError::Exhausted("stream slots"))
             }
         }
@@ -702,6 +865,9 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         let Some(stream) = self.streams.get_mut(s.0) else {
             return;
         };
+        if !stream.user_closed {
+            self.closed.push(s.0);
+        }
         stream.user_closed = true;
         let h = stream.handle;
         self.sockets.get_mut::<tcp::Socket>(h).close();
@@ -709,9 +875,10 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
     }
 
     fn abort(&mut self, s: StreamId) {
-        if let Some(stream) = self.streams.remove(s.0) {
-            self.sockets.get_mut::<tcp::Socket>(stream.handle).abort();
-            self.doomed.push(stream.handle);
+        if let Some(h) = self.streams.get(s.0).map(|st| st.handle) {
+            self.release(s.0, h);
+            self.sockets.get_mut::<tcp::Socket>(h).abort();
+            self.doomed.push(h);
         }
     }
 
@@ -741,8 +908,18 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         }
         let listeners_moved = self.maintain_listeners();
         self.reclaim(Some(now));
+        self.release_idle(now);
         let frames_moved = self.device.end_poll();
         changed || listeners_moved || frames_moved
+    }
+
+    fn drain_ready(&mut self, f: &mut dyn FnMut(StreamId)) -> bool {
+        let by_socket = &self.by_socket;
+        self.sockets.drain_touched(|h| {
+            if let Some(&key) = by_socket.get(&h) {
+                f(StreamId(key));
+            }
+        })
     }
 
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
@@ -756,9 +933,9 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             .map(|d| Duration::from_micros(d.total_micros()));
         let device = self.device.poll_delay(now);
         let linger = self
-            .streams
+            .closed
             .iter()
-            .filter_map(|(_, s)| s.linger.remaining(now))
+            .filter_map(|&key| self.streams.get(key)?.linger.remaining(now))
             .min();
         [sockets, device, linger].into_iter().flatten().min()
     }

@@ -136,20 +136,22 @@ impl Default for TcpTuning {
 }
 
 impl TcpTuning {
-    /// A new socket with these settings and freshly allocated rings.
+    /// A new socket with these settings and rings from the heap (the
+    /// stack maps its own, see `ring_memory`).
     pub(crate) fn socket(&self) -> tcp::Socket<'static> {
-        // Zeroed allocations are lazily backed by the OS, so large rings
-        // cost little until they are used.
-        let rx = tcp::SocketBuffer::new(vec![0u8; self.rx_buffer.max(1)]);
-        let tx = tcp::SocketBuffer::new(vec![0u8; self.tx_buffer.max(1)]);
+        self.socket_on(
+            tcp::SocketBuffer::new(vec![0u8; self.rx_buffer.max(1)]),
+            tcp::SocketBuffer::new(vec![0u8; self.tx_buffer.max(1)]),
+        )
+    }
+
+    /// A new socket with these settings on the rings given.
+    pub(crate) fn socket_on(
+        &self,
+        rx: tcp::SocketBuffer<'static>,
+        tx: tcp::SocketBuffer<'static>,
+    ) -> tcp::Socket<'static> {
         let mut s = tcp::Socket::new(rx, tx);
-        // Where FPDUs end, so segments carry them whole (RFC 5044 section
-        // 4); only streams written with `send_records_with` mark any. An
-        // FPDU takes at least 20 octets (length, DDP header, CRC).
-        s.set_record_buffers(
-            vec![TcpSeqNumber::default(); self.tx_buffer / 16 + 2],
-            vec![0u8; RECORD_SCRATCH],
-        );
         s.set_nagle_enabled(self.nagle);
         s.set_sws_avoidance(self.segment_aligned);
         s.set_ack_delay(self.ack_delay.map(to_smoltcp_duration));
@@ -159,6 +161,29 @@ impl TcpTuning {
         s.set_rto_min(to_smoltcp_duration(self.rto_min));
         s.set_rto_initial(to_smoltcp_duration(self.rto_initial));
         s
+    }
+}
+
+impl TcpTuning {
+    /// Gives `s` room to remember where records end, so its segments carry
+    /// FPDUs whole (RFC 5044 section 4). Only streams written with
+    /// `send_records_with` mark any, so the stack gives each this room on
+    /// its first record and takes it back once the stream is idle (see
+    /// `SmolStack::release_idle`): one entry per record a full send
+    /// ring could hold is a quarter of the ring's size again, most of what
+    /// an idle connection would otherwise keep resident.
+    pub(crate) fn attach_records(&self, s: &mut tcp::Socket<'static>) {
+        // An FPDU takes at least 20 octets (length, DDP header, CRC).
+        s.set_record_buffers(
+            vec![TcpSeqNumber::default(); self.tx_buffer / 16 + 2],
+            vec![0u8; RECORD_SCRATCH],
+        );
+    }
+
+    /// Takes back what [`Self::attach_records`] gave: only once every
+    /// record sent is acknowledged, or their ends are lost.
+    pub(crate) fn detach_records(s: &mut tcp::Socket<'static>) {
+        s.set_record_buffers(Vec::new(), Vec::new());
     }
 }
 

@@ -14,6 +14,7 @@ mod qp_slot;
 mod registry;
 mod srq_slot;
 mod startup;
+mod work_list;
 
 #[cfg(test)]
 mod tests;
@@ -44,6 +45,7 @@ pub(crate) use registry::RegionCache;
 pub use registry::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
 use srq_slot::SrqSlot;
 use startup::Startup;
+use work_list::WorkList;
 
 /// Connections completing start-up per listener when the caller names none.
 const DEFAULT_BACKLOG: usize = 8;
@@ -61,7 +63,7 @@ struct ListenerSlot {
 type QpMap = HashMap<u32, QpSlot, std::hash::BuildHasherDefault<QpNumHasher>>;
 
 #[derive(Default)]
-struct QpNumHasher(u64);
+pub(super) struct QpNumHasher(u64);
 
 impl std::hash::Hasher for QpNumHasher {
     fn finish(&self) -> u64 {
@@ -86,8 +88,13 @@ pub(crate) struct Engine {
     transport: Option<Box<dyn Transport + Send>>,
     registry: Arc<Registry>,
     qps: QpMap,
-    /// Queue pairs in a stable order, so every turn visits them alike.
+    /// Queue pairs in a stable order, for visits of them all.
     qp_order: Vec<u32>,
+    /// The queue pairs the next turn visits (see [`WorkList`]).
+    work: WorkList,
+    /// The queue pair each stream belongs to, so news from a stream
+    /// queues its queue pair.
+    by_stream: HashMap<StreamId, u32, std::hash::BuildHasherDefault<QpNumHasher>>,
     listeners: HashMap<u32, ListenerSlot>,
     /// Shared receive queues by number.
     srqs: HashMap<u32, SrqSlot>,
@@ -125,6 +132,8 @@ impl Engine {
             registry,
             qps: QpMap::default(),
             qp_order: Vec::new(),
+            work: WorkList::default(),
+            by_stream: HashMap::default(),
             listeners: HashMap::new(),
             srqs: HashMap::new(),
             incoming: HashMap::new(),
@@ -184,11 +193,17 @@ impl Engine {
 
     pub(crate) fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
         let mut delay = self.transport.as_mut().and_then(|t| t.poll_delay(now));
-        let deadlines = self.qps.values().filter_map(|q| q.deadline()).chain(
-            self.incoming
-                .values()
-                .filter_map(|i| i.startup.poll_timeout()),
-        );
+        // Deadlines are filed after each visit; a queue pair queued since
+        // (a post, a connect) may have a new one.
+        let queued = self.work.queued().iter();
+        let deadlines = queued
+            .filter_map(|n| self.qps.get(n)?.deadline())
+            .chain(self.work.first_deadline())
+            .chain(
+                self.incoming
+                    .values()
+                    .filter_map(|i| i.startup.poll_timeout()),
+            );
         for d in deadlines {
             let d = d.saturating_duration_since(now);
             delay = Some(delay.map_or(d, |x| x.min(d)));
@@ -235,7 +250,9 @@ impl Engine {
             return false;
         };
         let mut sent = false;
-        for num in &self.qp_order {
+        // Only queue pairs with posts since the last turn, or still busy
+        // from it, have anything to transmit.
+        for num in self.work.queued() {
             if let Some(slot) = self.qps.get_mut(num) {
                 sent |= slot.transmit(transport, &self.registry, now);
             }
@@ -252,9 +269,21 @@ impl Engine {
         let Some(transport) = self.transport.as_deref_mut() else {
             return false;
         };
+        let (work, by_stream) = (&mut self.work, &self.by_stream);
+        let tracked = transport.drain_ready(&mut |s| {
+            if let Some(&num) = by_stream.get(&s) {
+                work.mark(num);
+            }
+        });
+        if !tracked || self.work.sweep_due(now) {
+            for &num in &self.qp_order {
+                self.work.mark(num);
+            }
+        }
+        let list = self.work.take(now);
         let mut busy = false;
-        for num in &self.qp_order {
-            if let Some(slot) = self.qps.get_mut(num) {
+        for &num in &list {
+            if let Some(slot) = self.qps.get_mut(&num) {
                 let mut srq = slot.srq.and_then(|n| self.srqs.get_mut(&n));
                 let before = srq.as_ref().map(|s| s.buffers.posted());
                 let buffers = srq.as_deref_mut().map(|s| &mut s.buffers);
@@ -264,8 +293,16 @@ impl Engine {
                 if let (Some(srq), Some(before)) = (srq, before) {
                     self.changed |= srq.taken_from(before);
                 }
+                // Something moved: there may be more next turn. Otherwise
+                // only news from the stream, a post or the deadline will
+                // bring it back.
+                if b {
+                    self.work.mark(num);
+                }
+                self.work.set_deadline(num, slot.deadline());
             }
         }
+        self.work.recycle(list);
         busy
     }
 
@@ -293,6 +330,7 @@ impl Engine {
         slot.srq = srq;
         self.qps.insert(num, slot);
         self.qp_order.push(num);
+        self.work.mark(num);
         Ok(num)
     }
 
@@ -319,11 +357,17 @@ impl Engine {
             }
         }
         self.qp_order.retain(|&n| n != num);
+        self.work.forget(num);
+        self.by_stream.retain(|_, &mut n| n != num);
         discarded
     }
 
+    /// Queue pair `num`, queued for the next turn: the caller is about
+    /// to give it work.
     fn slot(&mut self, num: u32) -> Result<&mut QpSlot, VerbsError> {
-        self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))
+        let slot = self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))?;
+        self.work.mark(num);
+        Ok(slot)
     }
 
     pub(crate) fn qp_count(&self) -> usize {
@@ -456,6 +500,8 @@ impl Engine {
             peer = %remote,
             "MPA initiator: TCP connecting"
         );
+        self.by_stream.insert(stream, num);
+        self.work.mark(num);
         slot.set_first_fpdu_delay(params.mpa.first_fpdu_delay);
         slot.set_rfc7306(params.mpa.rfc7306);
         slot.phase = Phase::Starting {
@@ -470,6 +516,7 @@ impl Engine {
             slot.disconnect(t, now);
             t.poll(now);
             self.changed = true;
+            self.work.mark(num);
         }
     }
 
@@ -719,6 +766,8 @@ impl Engine {
         #[cfg(feature = "tracing")]
         inc.span.record("qp", qp);
         slot.set_conn_span(inc.span.clone());
+        self.by_stream.insert(inc.stream, qp);
+        self.work.mark(qp);
         slot.phase = Phase::Starting {
             stream: inc.stream,
             startup: Box::new(inc.startup),

@@ -78,6 +78,16 @@ impl Engine {
 
     pub(crate) fn post_srq_recv(&mut self, num: u32, wr: RecvWr) -> Result<(), VerbsError> {
         let s = self.srq(num)?;
+        if s.buffers.posted() == 0 {
+            // Its queue pairs may have stalled on the empty queue, with
+            // their bytes already in: no news from a stream will come.
+            for (&qp, slot) in &self.qps {
+                if slot.srq == Some(num) {
+                    self.work.mark(qp);
+                }
+            }
+        }
+        let s = self.srq(num)?;
         s.buffers.post(wr.wr_id, &wr.sgl).map_err(|e| {
             use ddp::untagged::PostError as P;
             use rdmap::work_request::PostError as R;

@@ -15,6 +15,7 @@ mod linux_tcp;
 mod nft_loss;
 mod percentile;
 mod plot;
+mod raw_many;
 mod report;
 mod scale;
 mod share;
@@ -126,6 +127,11 @@ pub struct Args {
     /// idle queue pair.
     #[arg(long, value_delimiter = ',')]
     qps: Vec<usize>,
+    /// Spread the `--qps` queue pairs over this many device pairs, each
+    /// with its own link and thread, sharing nothing: the way to use more
+    /// than one core.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    devices: usize,
     /// Message size of the `--qps` runs.
     #[arg(long, value_parser = parse_size, default_value = "64k")]
     qps_size: usize,
@@ -183,6 +189,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
     }
     if args.jitter_us > 1_000_000 {
         return Err("--jitter-us is at most 1000000 (one second)".into());
+    }
+    if !(1..=64).contains(&args.devices) {
+        return Err("--devices is between 1 and 64".into());
     }
     if let Some(&n) = args.qps.iter().find(|&&n| n == 0 || n > MAX_QPS) {
         return Err(format!("--qps {n}: between 1 and {MAX_QPS}"));
@@ -325,6 +334,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
         markers,
         size: args.qps_size,
         duration,
+        devices: args.devices,
     };
     let mut scale_rows = Vec::new();
     for &n in &args.qps {
@@ -346,11 +356,11 @@ fn run_inner(args: &Args) -> Result<(), String> {
     }
 
     if args.json {
-        println!("{}", report::json(&rows, &scale_rows, baseline));
+        println!("{}", report::json(&rows, &scale_rows));
     } else {
         report::table(&rows, baseline, small.as_ref(), linux.as_ref(), args);
         report::resent(baseline.and_then(|b| b.tcp), rdma_tcp);
-        report::scale_table(&scale_rows, baseline, args);
+        report::scale_table(&scale_rows, args);
         for (who, stats) in ["client", "server"].iter().zip(&qp_stats) {
             println!("\n{who} queue pair after the RDMA cases:\n{stats}");
         }

@@ -189,17 +189,9 @@ fn num(x: f64) -> String {
     }
 }
 
-/// CPU seconds per GB (1e9 bytes) of the raw transport's bulk goodput.
-fn raw_cpu_s_per_gb(baseline: Option<Baseline>) -> Option<f64> {
-    baseline
-        .and_then(|b| b.cpu_gbps)
-        .filter(|g| *g > 0.0)
-        .map(|g| 8.0 / g)
-}
-
 /// A JSON array of rows (hand-written: flat numbers and short strings);
 /// the `--qps` runs follow as objects with `"kind":"scale"`.
-pub(crate) fn json(rows: &[Row], scale: &[ScaleRow], baseline: Option<Baseline>) -> String {
+pub(crate) fn json(rows: &[Row], scale: &[ScaleRow]) -> String {
     let items: Vec<String> = rows
         .iter()
         .map(|r| {
@@ -230,12 +222,16 @@ pub(crate) fn json(rows: &[Row], scale: &[ScaleRow], baseline: Option<Baseline>)
         })
         .chain(scale.iter().map(|r| {
             format!(
-                "{{\"kind\":\"scale\",\"op\":\"write\",\"qps\":{},\"size\":{},\"gbps\":{},\"cpu_s_per_gb\":{},\"raw_cpu_s_per_gb\":{},\"idle_bytes_per_qp\":{},\"connect_secs\":{}}}",
+                "{{\"kind\":\"scale\",\"op\":\"write\",\"devices\":{},\"qps\":{},\"size\":{},\"gbps\":{},\"cpu_s_per_gb\":{},\"raw_gbps\":{},\"raw_cpu_s_per_gb\":{},\"idle_bytes_per_qp\":{},\"connect_secs\":{}}}",
+                r.devices,
                 r.qps,
                 r.size,
                 num(r.gbps),
                 r.cpu_s_per_gb.map_or("null".into(), num),
-                raw_cpu_s_per_gb(baseline).map_or("null".into(), num),
+                r.raw.map_or("null".into(), |raw| num(raw.gbps)),
+                r.raw
+                    .and_then(|raw| raw.cpu_s_per_gb)
+                    .map_or("null".into(), num),
                 r.idle_bytes_per_qp.map_or("null".into(), num),
                 num(r.connect_secs),
             )
@@ -244,39 +240,65 @@ pub(crate) fn json(rows: &[Row], scale: &[ScaleRow], baseline: Option<Baseline>)
     format!("[{}]", items.join(","))
 }
 
-/// The `--qps` runs, after the main table.
-pub(crate) fn scale_table(rows: &[ScaleRow], baseline: Option<Baseline>, args: &Args) {
+/// The `--qps` runs, after the main table: each beside raw TCP over as
+/// many connections, and how each cost grew from the first row.
+pub(crate) fn scale_table(rows: &[ScaleRow], args: &Args) {
     let Some(first) = rows.first() else {
         return;
     };
     let raw = raw_name(args.transport);
     println!();
+    match first.devices {
+        1 => println!(
+            "queue pairs at once: RDMA Write {} on each, one thread driving both endpoints",
+            human_size(first.size)
+        ),
+        n => println!(
+            "queue pairs at once: RDMA Write {} on each, spread over {n} device pairs, \
+             each with its own link and thread (raw TCP not measured)",
+            human_size(first.size)
+        ),
+    }
     println!(
-        "queue pairs at once: RDMA Write {} on each, one thread driving both endpoints",
-        human_size(first.size)
-    );
-    println!(
-        "{:>6} {:>10} {:>12} {:>16} {:>22} {:>11}",
+        "{:>6} {:>9} {:>9} {:>7} {:>14} {:>16} {:>11} {:>22} {:>10}",
         "qps",
         "Gbit/s",
         "cpu s/GB",
+        "growth",
+        format!("{raw} Gbit/s"),
         format!("{raw} cpu s/GB"),
+        "raw growth",
         "resident B per idle QP",
         "connect s"
     );
-    let raw_cost = raw_cpu_s_per_gb(baseline);
+    let growth = |x: Option<f64>, base: Option<f64>| match (x, base) {
+        (Some(x), Some(b)) if b > 0.0 => Some(x / b),
+        _ => None,
+    };
     for r in rows {
         println!(
-            "{:>6} {:>10.3} {} {} {} {:>11.2}",
+            "{:>6} {:>9.3} {} {} {} {} {} {} {:>10.2}",
             r.qps,
             r.gbps,
-            opt(r.cpu_s_per_gb, 12, 3),
-            opt(raw_cost, 16, 3),
+            opt(r.cpu_s_per_gb, 9, 3),
+            opt(growth(r.cpu_s_per_gb, first.cpu_s_per_gb), 7, 2),
+            opt(r.raw.map(|raw| raw.gbps), 14, 3),
+            opt(r.raw.and_then(|raw| raw.cpu_s_per_gb), 16, 3),
+            opt(
+                growth(
+                    r.raw.and_then(|raw| raw.cpu_s_per_gb),
+                    first.raw.and_then(|raw| raw.cpu_s_per_gb)
+                ),
+                11,
+                2
+            ),
             opt(r.idle_bytes_per_qp, 22, 0),
             r.connect_secs
         );
     }
-    println!("cpu s/GB = CPU seconds of this process (both ends) per 1e9 bytes of payload moved");
+    println!("cpu s/GB = CPU seconds of this process (both ends) per 1e9 bytes of payload moved;");
+    println!("       growth = that over the first row's; raw = TCP alone over as many connections");
+    println!("       (kernel: Linux TCP on loopback driven by epoll)");
     println!("resident B per idle QP = growth of the process's resident memory once all were");
     println!("       connected and idle, over the queue pairs at both ends (2 per connection)");
 }
@@ -562,7 +584,7 @@ mod tests {
         assert_eq!(r.linux_bbr_gbps, Some(2.0));
         assert_eq!(r.vs_linux_bbr, Some(0.5));
         assert!(r.linux_tcp_note.as_deref().unwrap().contains("TSO"));
-        let out = json(&[r], &[], None);
+        let out = json(&[r], &[]);
         assert!(out.contains("\"linux_tcp_gbps\":4.0000"), "{out}");
         assert!(out.contains("\"vs_linux_tcp\":0.2500"), "{out}");
         assert!(out.contains("\"vs_linux_bbr\":0.5000"), "{out}");
@@ -574,14 +596,14 @@ mod tests {
         let why = Some(Err("nft: \"no\" \\ here\n".to_string()));
         let r = Row::new(Op::Read, 64, TransportKind::Tap, &m, None).with_linux_tcp(&why);
         assert_eq!(r.vs_linux_tcp, None);
-        let out = json(&[r], &[], None);
+        let out = json(&[r], &[]);
         assert!(out.contains("\"vs_linux_tcp\":null"), "{out}");
         assert!(
             out.contains(r#""linux_tcp_note":"nft: \"no\" \\ here\u000a""#),
             "{out}"
         );
         let lossless = Row::new(Op::Read, 64, TransportKind::Tap, &m, None).with_linux_tcp(&None);
-        assert!(json(&[lossless], &[], None).contains("\"linux_tcp_note\":null"));
+        assert!(json(&[lossless], &[]).contains("\"linux_tcp_note\":null"));
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! memory is read before and after (idle queue pairs, nothing sent yet),
 //! then every client queue pair keeps Writes outstanding for the duration
 //! while one thread drives both devices. The figures: total goodput, CPU
-//! seconds per GB moved (set beside the raw transport's), and resident
-//! bytes per idle queue pair.
+//! seconds per GB moved (set beside raw TCP's over as many connections,
+//! see `raw_many`), and resident bytes per idle queue pair.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use verbs::{
@@ -16,6 +17,7 @@ use verbs::{
 };
 
 use super::link::{self, LinkOptions};
+use super::raw_many::{self, RawMany};
 use super::{cpu, progress_both};
 
 /// Connections started at once: within smoltcp's listen backlog.
@@ -45,6 +47,11 @@ pub(crate) struct ScaleRow {
     pub idle_bytes_per_qp: Option<f64>,
     /// Seconds it took to connect them all.
     pub connect_secs: f64,
+    /// Raw TCP over as many connections, measured right after; with
+    /// several devices, not measured.
+    pub raw: Option<RawMany>,
+    /// Device pairs the queue pairs were spread over, each on its thread.
+    pub devices: usize,
 }
 
 /// Settings shared by every count.
@@ -54,11 +61,148 @@ pub(crate) struct Scale<'a> {
     pub markers: bool,
     pub size: usize,
     pub duration: Duration,
+    /// Device pairs, each with its own link and thread (`--devices`).
+    pub devices: usize,
+}
+
+/// What one device pair measured.
+struct PairRun {
+    writes: u64,
+    elapsed: Duration,
+    /// CPU time of the process, and of this thread alone, while measured.
+    cpu_used: Option<Duration>,
+    thread_cpu_used: Option<Duration>,
+    idle_bytes_per_qp: Option<f64>,
+    connect_secs: f64,
+}
+
+/// Where the threads of several device pairs wait for each other: all
+/// connected before the clock starts, all measured before anyone stops.
+/// A thread that failed opens every gate, so none waits forever.
+struct Gate {
+    arrived: AtomicUsize,
+    failed: AtomicBool,
+    parties: usize,
+}
+
+impl Gate {
+    fn new(parties: usize) -> Gate {
+        Gate {
+            arrived: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            parties,
+        }
+    }
+
+    /// Waits for every party; false if one failed. Sleeps between looks,
+    /// so a waiting thread takes no core from the measured ones.
+    fn pass(&self) -> bool {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        let start = Instant::now();
+        loop {
+            if self.failed.load(Ordering::SeqCst) || start.elapsed() > STALL_LIMIT {
+                return false;
+            }
+            if self.arrived.load(Ordering::SeqCst) >= self.parties {
+                return true;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn fail(&self) {
+        self.failed.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Scale<'_> {
     pub(crate) fn run(&self, qps: usize) -> Result<ScaleRow, String> {
         let qps = qps.max(1);
+        let devices = self.devices.clamp(1, qps);
+        if devices > 1 {
+            return self.run_spread(qps, devices);
+        }
+        let pair = self.run_pair(qps, None)?;
+        let raw = raw_many::measure(self.opts, qps, self.size, self.duration)?;
+        let bytes = pair.writes as f64 * self.size as f64;
+        Ok(ScaleRow {
+            qps,
+            size: self.size,
+            gbps: bytes * 8.0 / pair.elapsed.as_secs_f64().max(1e-9) / 1e9,
+            cpu_s_per_gb: pair
+                .cpu_used
+                .filter(|_| bytes > 0.0)
+                .map(|c| c.as_secs_f64() / (bytes / 1e9)),
+            idle_bytes_per_qp: pair.idle_bytes_per_qp,
+            connect_secs: pair.connect_secs,
+            raw: Some(raw),
+            devices: 1,
+        })
+    }
+
+    /// `qps` queue pairs spread over `devices` device pairs, each with its
+    /// own link and thread and nothing shared: total goodput, and CPU
+    /// seconds of the whole process per GB.
+    fn run_spread(&self, qps: usize, devices: usize) -> Result<ScaleRow, String> {
+        let (start, end) = (Gate::new(devices + 1), Gate::new(devices + 1));
+        let results = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..devices)
+                .map(|i| {
+                    // The remainder goes to the first ones.
+                    let share = qps / devices + usize::from(i < qps % devices);
+                    let gates = (&start, &end);
+                    scope.spawn(move || {
+                        let r = self.run_pair(share, Some(gates));
+                        if r.is_err() {
+                            gates.0.fail();
+                            gates.1.fail();
+                        }
+                        r
+                    })
+                })
+                .collect();
+            let ok = start.pass();
+            let t0 = Instant::now();
+            let ok = ok && end.pass();
+            let elapsed = t0.elapsed();
+            let runs: Vec<Result<PairRun, String>> = threads
+                .into_iter()
+                .map(|t| {
+                    t.join()
+                        .unwrap_or_else(|_| Err("a device thread panicked".into()))
+                })
+                .collect();
+            (ok, elapsed, runs)
+        });
+        let (ok, elapsed, runs) = results;
+        let runs: Vec<PairRun> = runs.into_iter().collect::<Result<_, _>>()?;
+        if !ok {
+            return Err(format!("{devices} devices: the threads did not meet"));
+        }
+        // Each thread's own CPU time: the process's loses a thread's time
+        // once it ends, and this thread only slept.
+        let cpu_used = runs
+            .iter()
+            .map(|r| r.thread_cpu_used)
+            .sum::<Option<Duration>>();
+        let bytes = runs.iter().map(|r| r.writes).sum::<u64>() as f64 * self.size as f64;
+        Ok(ScaleRow {
+            qps,
+            size: self.size,
+            gbps: bytes * 8.0 / elapsed.as_secs_f64().max(1e-9) / 1e9,
+            cpu_s_per_gb: cpu_used
+                .filter(|_| bytes > 0.0)
+                .map(|c| c.as_secs_f64() / (bytes / 1e9)),
+            idle_bytes_per_qp: None,
+            connect_secs: runs.iter().map(|r| r.connect_secs).fold(0.0, f64::max),
+            raw: None,
+            devices,
+        })
+    }
+
+    /// One device pair with `qps` queue pairs, driven by this thread; with
+    /// `gates`, the measured phase starts and ends with the other pairs'.
+    fn run_pair(&self, qps: usize, gates: Option<(&Gate, &Gate)>) -> Result<PairRun, String> {
         let depth = (TARGET_IN_FLIGHT / (self.size.max(1) * qps)).clamp(1, MAX_DEPTH);
         let link = link::build_with(self.opts, None)?;
         let client = Device::new(link.client);
@@ -139,7 +283,13 @@ impl Scale<'_> {
             }
         }
         let mut done = 0u64;
+        if let Some((start, _)) = gates {
+            if !start.pass() {
+                return Err("another device failed".into());
+            }
+        }
         let cpu_start = cpu::process_cpu();
+        let thread_cpu_start = cpu::thread_cpu();
         let start = Instant::now();
         let mut last = start;
         while start.elapsed() < self.duration {
@@ -166,6 +316,12 @@ impl Scale<'_> {
         }
         let elapsed = start.elapsed();
         let cpu_used = cpu::since(cpu_start);
+        let thread_cpu_used = cpu::thread_cpu()
+            .zip(thread_cpu_start)
+            .map(|(now, then)| now.saturating_sub(then));
+        if let Some((_, end)) = gates {
+            end.pass();
+        }
         // Take the rest, so nothing is left posted when the pairs close.
         let mut left = outstanding;
         let drain = Instant::now();
@@ -188,15 +344,11 @@ impl Scale<'_> {
         let close = Instant::now();
         while close.elapsed() < Duration::from_millis(200) && progress_both(&client, &server) {}
         drop(link.guard);
-
-        let bytes = done as f64 * self.size as f64;
-        Ok(ScaleRow {
-            qps,
-            size: self.size,
-            gbps: bytes * 8.0 / elapsed.as_secs_f64().max(1e-9) / 1e9,
-            cpu_s_per_gb: cpu_used
-                .filter(|_| bytes > 0.0)
-                .map(|c| c.as_secs_f64() / (bytes / 1e9)),
+        Ok(PairRun {
+            writes: done,
+            elapsed,
+            cpu_used,
+            thread_cpu_used,
             idle_bytes_per_qp,
             connect_secs,
         })

@@ -8,6 +8,7 @@ mod fragmentation;
 mod interface;
 #[cfg(any(feature = "medium-ethernet", feature = "medium-ieee802154"))]
 mod neighbor;
+mod ready;
 mod route;
 #[cfg(feature = "proto-rpl")]
 mod rpl;

@@ -64,6 +64,12 @@ impl Meta {
         }
     }
 
+    /// Whether egress waits for a neighbor to be discovered (iwarp patch:
+    /// the ready index checks such a socket at every pass).
+    pub(crate) fn waits_for_neighbor(&self) -> bool {
+        matches!(self.neighbor_state, NeighborState::Waiting { .. })
+    }
+
     pub(crate) fn egress_permitted<F>(&mut self, timestamp: Instant, has_neighbor: F) -> bool
     where
         F: Fn(IpAddress) -> bool,

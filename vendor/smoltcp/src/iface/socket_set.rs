@@ -1,6 +1,7 @@
 use core::fmt;
 use managed::ManagedSlice;
 
+use super::ready::ReadyIndex;
 use super::socket_meta::Meta;
 use crate::socket::{AnySocket, Socket};
 
@@ -43,6 +44,8 @@ impl fmt::Display for SocketHandle {
 #[derive(Debug)]
 pub struct SocketSet<'a> {
     sockets: ManagedSlice<'a, SocketStorage<'a>>,
+    /// Which sockets have something to do (see `ready.rs`).
+    pub(crate) ready: ReadyIndex,
 }
 
 impl<'a> SocketSet<'a> {
@@ -52,7 +55,10 @@ impl<'a> SocketSet<'a> {
         SocketsT: Into<ManagedSlice<'a, SocketStorage<'a>>>,
     {
         let sockets = sockets.into();
-        SocketSet { sockets }
+        SocketSet {
+            sockets,
+            ready: ReadyIndex::default(),
+        }
     }
 
     /// Add a socket to the set, and return its handle.
@@ -73,21 +79,25 @@ impl<'a> SocketSet<'a> {
 
         let socket = socket.upcast();
 
-        for (index, slot) in self.sockets.iter_mut().enumerate() {
-            if slot.inner.is_none() {
-                return put(index, slot, socket);
+        let handle = 'put: {
+            for (index, slot) in self.sockets.iter_mut().enumerate() {
+                if slot.inner.is_none() {
+                    break 'put put(index, slot, socket);
+                }
             }
-        }
 
-        match &mut self.sockets {
-            ManagedSlice::Borrowed(_) => panic!("adding a socket to a full SocketSet"),
-            #[cfg(feature = "alloc")]
-            ManagedSlice::Owned(sockets) => {
-                sockets.push(SocketStorage { inner: None });
-                let index = sockets.len() - 1;
-                put(index, &mut sockets[index], socket)
+            match &mut self.sockets {
+                ManagedSlice::Borrowed(_) => panic!("adding a socket to a full SocketSet"),
+                #[cfg(feature = "alloc")]
+                ManagedSlice::Owned(sockets) => {
+                    sockets.push(SocketStorage { inner: None });
+                    let index = sockets.len() - 1;
+                    put(index, &mut sockets[index], socket)
+                }
             }
-        }
+        };
+        self.ready.mark(handle.0);
+        handle
     }
 
     /// Get a socket from the set by its handle, as mutable.
@@ -110,6 +120,8 @@ impl<'a> SocketSet<'a> {
     /// This function may panic if the handle does not belong to this socket set
     /// or the socket has the wrong type.
     pub fn get_mut<T: AnySocket<'a>>(&mut self, handle: SocketHandle) -> &mut T {
+        // What the caller does may give the socket something to send.
+        self.ready.mark(handle.0);
         match self.sockets[handle.0].inner.as_mut() {
             Some(item) => T::downcast_mut(&mut item.socket)
                 .expect("handle refers to a socket of a wrong type"),
@@ -124,8 +136,35 @@ impl<'a> SocketSet<'a> {
     pub fn remove(&mut self, handle: SocketHandle) -> Socket<'a> {
         net_trace!("[{}]: removing", handle.0);
         match self.sockets[handle.0].inner.take() {
-            Some(item) => item.socket,
+            Some(item) => {
+                self.ready.forget(handle.0);
+                item.socket
+            }
             None => panic!("handle does not refer to a valid socket"),
+        }
+    }
+
+    /// Calls `f` with the handle of each socket that took a segment, or
+    /// whose state a timer changed, since the last call, once each: the
+    /// connections an application has news from, without visiting every
+    /// socket (iwarp patch). Returns false, calling nothing, where that is
+    /// not tracked (without the `alloc` feature): then any socket may have
+    /// news.
+    pub fn drain_touched(&mut self, mut f: impl FnMut(SocketHandle)) -> bool {
+        #[cfg(feature = "alloc")]
+        {
+            let sockets = &self.sockets;
+            self.ready.drain_touched(|index| {
+                if sockets.get(index).is_some_and(|s| s.inner.is_some()) {
+                    f(SocketHandle(index));
+                }
+            });
+            true
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            let _ = &mut f;
+            false
         }
     }
 
@@ -144,8 +183,26 @@ impl<'a> SocketSet<'a> {
         self.sockets.iter().filter_map(|x| x.inner.as_ref())
     }
 
-    /// Iterate every socket in this set.
+    /// Iterate every socket in this set. Each may change: all are queued
+    /// for the next egress pass.
     pub(crate) fn items_mut(&mut self) -> impl Iterator<Item = &mut Item<'a>> + '_ {
+        self.ready.mark_all(self.sockets.len());
         self.sockets.iter_mut().filter_map(|x| x.inner.as_mut())
+    }
+
+    /// The socket in slot `index`, if any, without queuing it: the caller
+    /// files it in `ready` itself.
+    pub(crate) fn item_at_mut(&mut self, index: usize) -> Option<&mut Item<'a>> {
+        self.sockets.get_mut(index)?.inner.as_mut()
+    }
+
+    /// The socket in slot `index`, if any.
+    pub(crate) fn item_at(&self, index: usize) -> Option<&Item<'a>> {
+        self.sockets.get(index)?.inner.as_ref()
+    }
+
+    /// Slots in the set, empty ones included.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.sockets.len()
     }
 }

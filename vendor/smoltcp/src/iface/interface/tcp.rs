@@ -29,15 +29,40 @@ impl InterfaceInner {
             &self.caps.checksum
         ));
 
-        for tcp_socket in sockets
-            .items_mut()
-            .filter_map(|i| Socket::downcast_mut(&mut i.socket))
+        // The socket that last took this connection's segments, else the
+        // first that accepts (iwarp patch, see `iface/ready.rs`).
+        let key = (
+            IpEndpoint::new(dst_addr, tcp_repr.dst_port),
+            IpEndpoint::new(src_addr, tcp_repr.src_port),
+        );
+        let mut accepts = |sockets: &SocketSet, index: usize| {
+            sockets
+                .item_at(index)
+                .and_then(|i| Socket::downcast(&i.socket))
+                .is_some_and(|s| s.accepts(self, &ip_repr, &tcp_repr))
+        };
+        let (found, cached) = match sockets.ready.lookup(&key) {
+            Some(index) if accepts(sockets, index) => (Some(index), true),
+            _ => (
+                (0..sockets.slot_count()).find(|&index| accepts(sockets, index)),
+                false,
+            ),
+        };
+        if let Some(index) = found
+            && let Some(tcp_socket) = sockets
+                .item_at_mut(index)
+                .and_then(|i| Socket::downcast_mut(&mut i.socket))
         {
-            if tcp_socket.accepts(self, &ip_repr, &tcp_repr) {
-                return tcp_socket
-                    .process(self, &ip_repr, &tcp_repr)
-                    .map(|(ip, tcp)| Packet::new(ip, IpPayload::Tcp(tcp)));
+            let reply = tcp_socket.process(self, &ip_repr, &tcp_repr);
+            // A socket found by the walk (a listener that took a SYN, a
+            // connection's first segment) is found directly from now on.
+            let tuple = tcp_socket.local_endpoint().zip(tcp_socket.remote_endpoint());
+            if let (false, Some(tuple)) = (cached, tuple) {
+                sockets.ready.remember(index, tuple);
             }
+            sockets.ready.mark(index);
+            sockets.ready.touch(index);
+            return reply.map(|(ip, tcp)| Packet::new(ip, IpPayload::Tcp(tcp)));
         }
 
         if tcp_repr.control == TcpControl::Rst
