@@ -63,14 +63,22 @@ pub struct CompletionQueue {
 }
 
 impl CompletionQueue {
-    /// Takes up to `out.len()` completions without blocking (driving one
-    /// round of progress first when no progress thread runs).
+    /// Takes up to `out.len()` completions without blocking. An empty
+    /// queue first drives one round of progress on the caller's thread:
+    /// always when no progress thread runs, and with one when the device
+    /// is idle and free (see [`Device::spawn_progress_thread`]), so a
+    /// program polling in a loop moves its own bytes.
     ///
     /// Fails with [`VerbsError::CqOverflow`] once after more completions
     /// arrived than the queue's capacity; none of them is dropped.
     pub fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
         if self.shared.len() == 0 {
-            self.device.progress_if_caller_driven();
+            self.device.progress_for_poller();
+            // Still empty: no lock taken. An overflowed queue is never
+            // empty (nothing is dropped), so its error is not missed.
+            if self.shared.len() == 0 {
+                return Ok(0);
+            }
         }
         self.shared.pop_into(out)
     }
