@@ -87,8 +87,8 @@ fn idle_progress_thread_sleeps_kernel() {
 /// Ping-pong of small Sends between two threaded devices after an idle
 /// spell: each post reaches the wire at once, rather than waiting for the
 /// end of the thread's idle wait (100 ms): it wakes the sleeping progress
-/// thread, or (a thread asleep on the readiness descriptor leaves the
-/// transport at home) goes out on the posting thread itself.
+/// thread, or (a thread asleep on the readiness descriptor, or busy, leaves
+/// the transport in the device) goes out on the posting thread itself.
 fn ping_pong_after_idle(make: fn() -> Net) {
     let p = connect(make(), Opts::default());
     let _threads = threaded(&p);
@@ -135,7 +135,7 @@ fn ping_pong_after_idle(make: fn() -> Net) {
             }
         }
         rtts.push(start.elapsed());
-        let prompt = |d: DeviceStats| d.woken_by_post > 0 || d.sent_during_wait > 0;
+        let prompt = |d: DeviceStats| d.woken_by_post > 0 || d.sent_by_poster > 0;
         client_woken += u32::from(prompt(p.client.stats().since(&client_before)));
         assert!(p.server_cq.wait_one(LIMIT).unwrap().unwrap().is_success());
         server_woken += u32::from(prompt(p.server.stats().since(&server_mid)));

@@ -65,6 +65,11 @@ const RECHECK: Duration = Duration::from_millis(10);
 /// `parked_until` while no progress thread sleeps on the readiness
 /// descriptor.
 const NOT_PARKED: u64 = u64::MAX;
+/// Longest a progress thread sleeps on the readiness descriptor while
+/// callers drive turns from their polls: a poller that stops polling
+/// leaves at most this long whatever its last turn left for later. The
+/// thread is not woken for such work (the poller's next turn does it).
+const POLLER_WATCH: Duration = Duration::from_millis(1);
 
 pub(crate) struct DeviceShared {
     pub(crate) registry: Arc<Registry>,
@@ -88,6 +93,9 @@ pub(crate) struct DeviceShared {
     parked_until: AtomicU64,
     /// The origin of `parked_until`.
     epoch: Instant,
+    /// A caller drove a turn from a poll since the progress thread last
+    /// went to sleep.
+    poller_turned: AtomicBool,
     next_pd: AtomicU32,
     /// Progress turns and what ended each transport wait (`Device::stats`).
     counters: Counters,
@@ -227,7 +235,7 @@ impl DeviceShared {
         if e.take_changed() {
             self.notify();
         }
-        self.wake_parked_if_due(e);
+        self.wake_parked_if_due(e, Duration::ZERO);
         // Not only on a change: some start-up steps queue a request or an
         // event without marking the turn as changed.
         self.watchers.signal(e);
@@ -235,10 +243,11 @@ impl DeviceShared {
 
     /// Wakes a progress thread asleep on the readiness descriptor if what
     /// a call just did (bytes a post left staged, a timer it set) needs a
-    /// turn before that thread would wake by itself. One atomic load when
+    /// turn more than `slack` before that thread would wake by itself.
+    /// One atomic load when
     /// no thread sleeps so; call with the engine lock held, which the
     /// sleeper held when it recorded its deadline.
-    fn wake_parked_if_due(&self, e: &mut Engine) {
+    fn wake_parked_if_due(&self, e: &mut Engine, slack: Duration) {
         let until = self.parked_until.load(Ordering::Acquire);
         if until == NOT_PARKED {
             return;
@@ -246,7 +255,7 @@ impl DeviceShared {
         let now = e.now();
         let due = e
             .poll_delay(now)
-            .map(|d| self.since_epoch(now).saturating_add(nanos(d)));
+            .map(|d| self.since_epoch(now).saturating_add(nanos(d.max(slack))));
         if due.is_some_and(|due| due < until) {
             // Once: the sleeper's next deadline is recorded afresh.
             self.parked_until.store(NOT_PARKED, Ordering::Release);
@@ -278,6 +287,11 @@ impl DeviceShared {
         if delay.is_zero() {
             return e;
         }
+        let delay = if self.poller_turned.swap(false, Ordering::AcqRel) {
+            delay.min(POLLER_WATCH)
+        } else {
+            delay
+        };
         let until = self.since_epoch(e.now()).saturating_add(nanos(delay));
         self.parked_until.store(until, Ordering::Release);
         drop(e);
@@ -332,10 +346,10 @@ impl DeviceShared {
     pub(crate) fn post<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
         let mut e = self.lock_for_call();
         let r = f(&mut e);
-        if !e.flush_lazy() {
+        if e.flush_lazy() {
+            self.counters.sent_by_poster();
+        } else {
             self.wake(WakeCause::Post);
-        } else if self.parked() {
-            self.counters.sent_during_wait();
         }
         self.notify_if_changed(&mut e);
         r
@@ -353,14 +367,17 @@ impl DeviceShared {
 
     /// A poller that found its completion queue empty drives one turn on
     /// its own thread: always when no progress thread runs; with one, only
-    /// if the engine is free and the transport at home (the thread is
+    /// if `assist` (its queue awaits the wire), the engine is free and the transport at home (the thread is
     /// asleep on the readiness descriptor, not in the transport), never
     /// waiting for either. A program spinning in `poll` then takes its
     /// completions as soon as their bytes arrive, with no hand-off from
     /// the progress thread.
-    pub(crate) fn progress_for_poller(&self) {
+    pub(crate) fn progress_for_poller(&self, assist: bool) {
         if !self.threaded() {
             self.progress_if_caller_driven();
+            return;
+        }
+        if !assist {
             return;
         }
         let mut e = match self.engine.try_lock() {
@@ -373,7 +390,20 @@ impl DeviceShared {
         }
         let now = e.now();
         e.turn(now);
-        self.notify_if_changed(&mut e);
+        self.poller_turned.store(true, Ordering::Release);
+        // Event channels are signalled on a change only: a poller turns
+        // far more often than anything changes, and a channel whose event
+        // waits untaken would be written on every turn. The progress
+        // thread's own turns (at least every POLLER_WATCH) signal the
+        // rest.
+        if e.take_changed() {
+            self.notify();
+            self.watchers.signal(&e);
+        }
+        // What the turn left due at once (bytes read that the layer above
+        // may still want, say) is this poller's next turn's: the sleeping
+        // thread is only held to POLLER_WATCH, not woken.
+        self.wake_parked_if_due(&mut e, POLLER_WATCH);
     }
 
     pub(crate) fn progress_if_caller_driven(&self) {
@@ -464,6 +494,7 @@ impl Device {
                 threads: AtomicUsize::new(0),
                 parked_until: AtomicU64::new(NOT_PARKED),
                 epoch: Instant::now(),
+                poller_turned: AtomicBool::new(false),
                 next_pd: AtomicU32::new(1),
                 counters: Counters::default(),
                 watchers: Watchers::default(),
