@@ -92,6 +92,7 @@ fn bandwidth_tests_and_both_byte_accounts() {
         );
         assert!(num(&c, "BW_peak") >= num(&c, "BW_average") * 0.99, "{c}");
         assert_eq!(num(&c, "payload_bytes"), 300.0 * 65536.0, "{c}");
+        assert_eq!(num(&c, "report_bytes"), 300.0 * 65536.0, "{c}");
         assert_eq!(field(&c, "disagreement").as_deref(), Some("null"), "{c}");
         assert_eq!(field(&s, "disagreement").as_deref(), Some("null"), "{s}");
         // The table, in perftest's columns and unit.
@@ -104,8 +105,9 @@ fn bandwidth_tests_and_both_byte_accounts() {
             "{out:?}"
         );
         assert!(
-            out.iter()
-                .any(|l| l.starts_with(" Bytes: payload 19660800 here")),
+            out.iter().any(|l| l.starts_with(
+                " Bytes: payload 19660800 here over the run, 19660800 in the report's iterations"
+            )),
             "{out:?}"
         );
         // The TCP payload that carried the test covers the payload.
@@ -124,7 +126,8 @@ fn bandwidth_tests_and_both_byte_accounts() {
             // it against the TCP payload they saw; the client checks its
             // count against the server's.
             assert_eq!(num(&s, "n_iterations"), 300.0, "{s}");
-            assert_eq!(num(&s, "peer_payload_bytes"), 300.0 * 65536.0, "{s}");
+            assert_eq!(num(&s, "report_bytes"), 300.0 * 65536.0, "{s}");
+            assert_eq!(field(&s, "peer_payload_bytes").as_deref(), Some("null"));
             assert!(num(&c, "peer_payload_bytes") >= 300.0 * 65536.0, "{c}");
         }
     }
@@ -170,6 +173,40 @@ fn a_duration_run() {
         } else {
             assert!(num(&s, "n_iterations") > 0.0, "{s}");
         }
+    }
+}
+
+/// Duration mode moves data through the warm-up and cool-down margins
+/// but counts only the sample window, as perftest does: the two ends
+/// must give the same iterations and the same counted bytes, and the
+/// whole-run payload must lie between those and the TCP payload that
+/// carried it.
+#[test]
+fn a_duration_runs_accounts_agree_on_both_ends() {
+    let size = 262_144.0;
+    let args = ["-s", "262144", "-D", "4"];
+    for op in ["write", "read"] {
+        let (c, s, _) = run(op, &args, &args);
+        let iters = num(&c, "n_iterations");
+        assert!(iters > 0.0, "{c}");
+        assert_eq!(num(&s, "n_iterations"), iters, "{op}: {c}\n{s}");
+        assert_eq!(num(&c, "report_bytes"), iters * size, "{c}");
+        assert_eq!(num(&s, "report_bytes"), iters * size, "{s}");
+        let run_bytes = num(&c, "payload_bytes");
+        assert!(run_bytes >= iters * size, "{c}");
+        assert_eq!(run_bytes % size, 0.0, "whole messages: {c}");
+        // The server saw the whole run on the wire (WRITE in, READ out)
+        // and told the client as much.
+        let carried = if op == "write" {
+            num(&s, "wire_rx_bytes")
+        } else {
+            num(&s, "wire_tx_bytes")
+        };
+        assert!(carried >= run_bytes, "{op}: {c}\n{s}");
+        assert!(num(&c, "peer_payload_bytes") >= run_bytes, "{c}");
+        assert_eq!(field(&s, "peer_payload_bytes").as_deref(), Some("null"));
+        assert_eq!(field(&c, "disagreement").as_deref(), Some("null"), "{c}");
+        assert_eq!(field(&s, "disagreement").as_deref(), Some("null"), "{s}");
     }
 }
 

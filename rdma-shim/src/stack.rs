@@ -14,14 +14,24 @@
 //! * `IWARP_RFC7306=1`: every connection uses RFC 7306 (atomics, Write
 //!   and Send with Immediate Data). MPA cannot negotiate it, so both
 //!   ends must set it; the device then reports `IBV_ATOMIC_HCA`.
+//! * `IWARP_FIRST_FPDU_DELAY_MS=n`: how long a connecting side holds its
+//!   first FPDU after the MPA Reply (default 20, as `iwarp rping` and
+//!   `iwarp perf`): Linux siw, responding, attaches its socket to the
+//!   queue pair only after sending the Reply, and an FPDU landing in
+//!   between sits unread (see `MpaOptions::first_fpdu_delay`).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use verbs::transport::kernel::{KernelConfig, KernelTransport};
 use verbs::transport::tap::{TapConfig, TapTransport};
 use verbs::transport::Transport;
 use verbs::{CrcPolicy, Device, ListenOptions, MpaOptions, ProgressThread};
+
+/// The first FPDU's hold after the MPA Reply unless the environment says
+/// otherwise.
+const FIRST_FPDU_DELAY: Duration = Duration::from_millis(20);
 
 /// The device and the thread that drives it.
 pub struct Stack {
@@ -98,6 +108,14 @@ impl Config {
             None | Some("0") => false,
             Some("1") => true,
             Some(other) => return Err(format!("IWARP_RFC7306={other}: expected 0 or 1")),
+        };
+        mpa.first_fpdu_delay = match get("IWARP_FIRST_FPDU_DELAY_MS") {
+            None => FIRST_FPDU_DELAY,
+            Some(ms) => Duration::from_millis(
+                ms.parse::<u16>()
+                    .map_err(|e| format!("IWARP_FIRST_FPDU_DELAY_MS={ms}: {e}"))?
+                    .into(),
+            ),
         };
         let tap = match get("IWARP_TRANSPORT").as_deref() {
             None | Some("") | Some("kernel") => None,
@@ -193,6 +211,19 @@ mod tests {
         assert!(!config(&[]).unwrap().mpa.rfc7306);
         assert!(config(&[("IWARP_RFC7306", "1")]).unwrap().mpa.rfc7306);
         assert!(config(&[("IWARP_RFC7306", "on")]).is_err());
+        assert_eq!(
+            config(&[]).unwrap().mpa.first_fpdu_delay,
+            Duration::from_millis(20)
+        );
+        assert_eq!(
+            config(&[("IWARP_FIRST_FPDU_DELAY_MS", "0")])
+                .unwrap()
+                .mpa
+                .first_fpdu_delay,
+            Duration::ZERO
+        );
+        assert!(config(&[("IWARP_FIRST_FPDU_DELAY_MS", "-1")]).is_err());
+        assert!(config(&[("IWARP_FIRST_FPDU_DELAY_MS", "70000")]).is_err());
         assert!(config(&[
             ("IWARP_TRANSPORT", "tap"),
             ("IWARP_TAP", "t0"),

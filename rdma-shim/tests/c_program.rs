@@ -75,3 +75,20 @@ fn the_c_program_uses_immediate_data_and_atomics_with_rfc7306() {
         &[("IWARP_RFC7306", "1")],
     );
 }
+
+/// rsockets is librdmacm's own protocol, not implemented here: every
+/// exported `r*` call fails with -1 and EOPNOTSUPP, writing nothing.
+#[test]
+fn rsocket_calls_fail_cleanly_with_eopnotsupp() {
+    let Some(exe) = build_c("tests/c/rsocket_unsupported.c", "rsocket_unsupported") else {
+        return;
+    };
+    let (status, out) = Reaped::spawn(over_shim(&exe)).finish(Duration::from_secs(30));
+    let report = show("rsocket_unsupported", status, &out);
+    assert!(status.is_some_and(|s| s.success()), "{report}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "OK",
+        "{report}"
+    );
+}

@@ -23,6 +23,20 @@
 #   SIZE     -s;  COUNT  write, read, send, write_lat, read_lat, send_lat
 #   every run is `-R -D 2` on the default siw build.
 #
+# Debian's own programs over the C ABI library (rdma-shim: libibverbs.so.1
+# and librdmacm.so.1 from target/release/rdma-shim, or IWARP_SHIM_DIR), on
+# the host over kernel TCP, against siw guests; the default siw build,
+# -S 65000 -C 100:
+#   KIND     shim-client-print   rping -c -v over the shim vs a siw server guest
+#            shim-client-verify  the same with -V
+#            shim-server-print   rping -s -v over the shim vs a siw client guest
+#            shim-server-verify  the same with -V
+#            perftest-shim-server  a siw guest's ib_* client against ib_*
+#                                  serving over the shim (perftest cases, as
+#                                  perftest-iwarp-server)
+#            perftest-shim-client  ib_* HOST over the shim against a siw
+#                                  guest's ib_* server
+#
 # One hostile case, in the default matrix: `iwarp fuzz-peer` sends RFC 7306
 # messages (Immediate Data, an Atomic Request) to a siw server guest's
 # `rping -s -P`, which did not agree to RFC 7306 (siw does not implement
@@ -48,7 +62,10 @@ INTEROP_SIZES="64 4000 65000"
 SIW_SIW_COUNT=10
 IWARP_COUNT=100
 IWARP_KINDS="iwarp-client-kernel iwarp-client-tap iwarp-server-kernel iwarp-server-tap"
-PERFTEST_KINDS="perftest-siw-siw perftest-iwarp-server perftest-iwarp-client"
+PERFTEST_KINDS="perftest-siw-siw perftest-iwarp-server perftest-iwarp-client perftest-shim-server perftest-shim-client"
+SHIM_KINDS="shim-client-print shim-client-verify shim-server-print shim-server-verify"
+SHIM_SIZE=65000
+SHIM_COUNT=100
 PERFTEST_TESTS="write read send write_lat read_lat send_lat"
 PERFTEST_BW_SIZES="4096 65536"
 PERFTEST_LAT_SIZES="2 4096"
@@ -102,6 +119,9 @@ interop_cases() {
 				echo "$kind/$v/$s $kind $v $s $IWARP_COUNT $expect"
 			done
 		done
+	done
+	for kind in $SHIM_KINDS; do
+		echo "$kind/default/$SHIM_SIZE $kind default $SHIM_SIZE $SHIM_COUNT pass"
 	done
 	echo "fuzz-rfc7306/default fuzz-rfc7306 default 0 0 pass"
 	perftest_cases
@@ -176,3 +196,12 @@ perftest_program() {
 
 # perftest_iwarp_op TEST: the `iwarp perf` test of the same name.
 perftest_iwarp_op() { echo "${1//_/-}"; }
+
+# shim_rping_flag KIND: rping's data flag of a shim case: -v prints each
+# ping, -V verifies it.
+shim_rping_flag() {
+	case "$1" in
+	*-print) echo -v ;;
+	*) echo -V ;;
+	esac
+}

@@ -77,6 +77,13 @@ load_setup_env() {
 # The project's own tool, when it has been built.
 iwarp_bin() { echo "${IWARP_BIN:-$REPO_ROOT/target/release/iwarp}"; }
 
+# Where the C ABI library's libibverbs.so.1 and librdmacm.so.1 are
+# (`cargo build --release -p iwarp-rdma-shim`).
+shim_dir() { echo "${IWARP_SHIM_DIR:-$REPO_ROOT/target/release/rdma-shim}"; }
+
+# Whether the shim is built.
+have_shim() { [ -e "$(shim_dir)/libibverbs.so.1" ] && [ -e "$(shim_dir)/librdmacm.so.1" ]; }
+
 # Whether the iwarp binary exists and has a given subcommand (clap answers
 # `SUB --help` with status 0 only for a subcommand it knows).
 iwarp_has_subcommand() {

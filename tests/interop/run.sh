@@ -8,7 +8,8 @@
 #             'siw-siw/*'  'siw-siw/crc/*'  '*/cxgb/65000'
 #   --list    print the selected cases and what they expect, run nothing
 #   --out     where logs and captures go (default target/interop/<time>)
-# Environment: IWARP_BIN (default target/release/iwarp),
+# Environment: IWARP_BIN (default target/release/iwarp), IWARP_SHIM_DIR
+#   (the rdma-shim library, default target/release/rdma-shim),
 #   IWARP_INTEROP_CACHE (see setup.sh), IWARP_INTEROP_BOOT_SECS,
 #   IWARP_INTEROP_SEQUENTIAL_BOOT=1 (boot the client guest only after the
 #   server guest is up, instead of both at once), IWARP_INTEROP_PERFTEST=0
@@ -220,6 +221,52 @@ run_iwarp_server() {
 	netns_del_tap qc
 }
 
+# Debian's rping over the shim as the client, against a siw server guest.
+run_shim_client() {
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 srv_pid tool_rc=0 t0 flag
+	flag=$(shim_rping_flag "$kind")
+	GUEST_NETEM=$NETEM_SERVER guest_start s "$variant" "$SIW_SERVER_IP" \
+		"rping -s -a $SIW_SERVER_IP -C $count -S $size $flag -p $RPING_PORT" \
+		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
+	srv_pid=$GUEST_PID
+	if guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
+		sleep 1
+		t0=$(date +%s%N)
+		nsx env LD_LIBRARY_PATH="$(shim_dir)" timeout -k 5 "$IWARP_LIMIT" rping -c -a "$SIW_SERVER_IP" \
+			-p "$RPING_PORT" -C "$count" -S "$size" "$flag" >"$dir/iwarp.log" 2>&1 || tool_rc=$?
+		CLIENT_MS=$((($(date +%s%N) - t0) / 1000000))
+		CLIENT_RC=$tool_rc
+	else
+		CASE_NOTE="server guest never got ready"
+	fi
+	wait_pair "$srv_pid" "" "$PEER_GONE_GRACE"
+	SERVER_RC=$(guest_result "$dir/server.log")
+	[ "$PAIR_RC_A" != killed ] || SERVER_RC=killed
+	netns_del_tap qs
+}
+
+# Debian's rping over the shim as the server, against a siw client guest.
+run_shim_server() {
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 tool_pid cli_pid flag
+	flag=$(shim_rping_flag "$kind")
+	# Started directly so that $! is the pid of `timeout` (see
+	# run_iwarp_server).
+	ip netns exec "$NETNS" env LD_LIBRARY_PATH="$(shim_dir)" timeout -k 5 \
+		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) rping -s -a "$HOST_IP" -p "$RPING_PORT" \
+		-C "$count" -S "$size" "$flag" >"$dir/iwarp.log" 2>&1 &
+	tool_pid=$!
+	netns_track_pid "$tool_pid"
+	GUEST_WAIT_FOR=$HOST_IP GUEST_NETEM=$NETEM_CLIENT guest_start c "$variant" "$SIW_CLIENT_IP" \
+		"rping -c -a $HOST_IP -C $count -S $size $flag -p $RPING_PORT" "$IWARP_LIMIT" "$dir/client.log"
+	cli_pid=$GUEST_PID
+	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
+	SERVER_RC=$PAIR_RC_A
+	CLIENT_RC=$(guest_result "$dir/client.log")
+	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
+	CLIENT_MS=$(guest_elapsed_ms "$dir/client.log")
+	netns_del_tap qc
+}
+
 # `iwarp fuzz-peer` with the RFC 7306 cases against a siw server guest's
 # persistent rping. The server has no end of its own: it passes when it is
 # still running after fuzz-peer (then it is stopped), and fuzz-peer's
@@ -318,6 +365,51 @@ run_perftest_iwarp_server() {
 	netns_del_tap qc
 }
 
+# A siw guest's ib_* client against ib_* serving over the shim on the host.
+run_perftest_shim_server() {
+	local dir=$1 variant=$2 size=$3 test=$4 tool_pid cli_pid prog args
+	prog=$(perftest_program "$test")
+	args=$(perftest_args "$size")
+	# shellcheck disable=SC2086 # the arguments are words
+	ip netns exec "$NETNS" env LD_LIBRARY_PATH="$(shim_dir)" timeout -k 5 \
+		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$prog" $args >"$dir/iwarp.log" 2>&1 &
+	tool_pid=$!
+	netns_track_pid "$tool_pid"
+	GUEST_WAIT_FOR=$HOST_IP guest_start c "$variant" "$SIW_CLIENT_IP" \
+		"$prog $args $HOST_IP" "$IWARP_LIMIT" "$dir/client.log"
+	cli_pid=$GUEST_PID
+	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
+	SERVER_RC=$PAIR_RC_A
+	CLIENT_RC=$(guest_result "$dir/client.log")
+	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
+	CASE_NOTE="client: $(perftest_row "$dir/client.log"); shim: $(perftest_row "$dir/iwarp.log")"
+	netns_del_tap qc
+}
+
+# ib_* HOST over the shim against a siw guest's ib_* server.
+run_perftest_shim_client() {
+	local dir=$1 variant=$2 size=$3 test=$4 srv_pid tool_rc=0 prog args
+	prog=$(perftest_program "$test")
+	args=$(perftest_args "$size")
+	guest_start s "$variant" "$SIW_SERVER_IP" "$prog $args" \
+		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
+	srv_pid=$GUEST_PID
+	if guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
+		sleep 1
+		# shellcheck disable=SC2086 # the arguments are words
+		nsx env LD_LIBRARY_PATH="$(shim_dir)" timeout -k 5 "$IWARP_LIMIT" "$prog" $args \
+			"$SIW_SERVER_IP" >"$dir/iwarp.log" 2>&1 || tool_rc=$?
+		CLIENT_RC=$tool_rc
+	else
+		CASE_NOTE="server guest never got ready"
+	fi
+	wait_pair "$srv_pid" "" "$PEER_GONE_GRACE"
+	SERVER_RC=$(guest_result "$dir/server.log")
+	[ "$PAIR_RC_A" != killed ] || SERVER_RC=killed
+	CASE_NOTE+="${CASE_NOTE:+; }shim: $(perftest_row "$dir/iwarp.log"); server: $(perftest_row "$dir/server.log")"
+	netns_del_tap qs
+}
+
 # `iwarp perf HOST` against a siw guest's ib_* server.
 run_perftest_iwarp_client() {
 	local dir=$1 variant=$2 size=$3 test=$4 srv_pid tool_rc=0 prog args
@@ -375,6 +467,10 @@ run_one() {
 	perftest-siw-siw) run_perftest_siw_siw "$dir" "$variant" "$size" "$count" ;;
 	perftest-iwarp-server) run_perftest_iwarp_server "$dir" "$variant" "$size" "$count" ;;
 	perftest-iwarp-client) run_perftest_iwarp_client "$dir" "$variant" "$size" "$count" ;;
+	shim-client-*) run_shim_client "$dir" "$kind" "$variant" "$size" "$count" ;;
+	shim-server-*) run_shim_server "$dir" "$kind" "$variant" "$size" "$count" ;;
+	perftest-shim-server) run_perftest_shim_server "$dir" "$variant" "$size" "$count" ;;
+	perftest-shim-client) run_perftest_shim_client "$dir" "$variant" "$size" "$count" ;;
 	fuzz-rfc7306) run_fuzz_rfc7306 "$dir" "$variant" ;;
 	esac
 	capture_stop
@@ -454,6 +550,12 @@ for line in "${selected[@]}"; do
 		results+=("$name|$expect|SKIP|0|iwarp rping not available ($(iwarp_bin))")
 		n_skip=$((n_skip + 1))
 		log "$name: SKIP, iwarp rping not available"
+		continue
+	fi
+	if [[ $kind == shim-* || $kind == perftest-shim-* ]] && ! have_shim; then
+		results+=("$name|$expect|SKIP|0|the rdma-shim library is not built ($(shim_dir))")
+		n_skip=$((n_skip + 1))
+		log "$name: SKIP, the rdma-shim library is not built"
 		continue
 	fi
 	if [[ $kind == fuzz-* ]] && ! iwarp_has_subcommand fuzz-peer; then

@@ -122,14 +122,20 @@ expect_eq "wait_pair: a single end gets the grace from the start" "$PAIR_RC_A" k
 
 # --- the case list ----------------------------------------------------------
 cases=$(interop_cases)
-expect_eq "case count" "$(echo "$cases" | wc -l)" 97
-expect_eq "without perftest" "$(IWARP_INTEROP_PERFTEST=0 interop_cases | wc -l)" 61
-expect_eq "quick perftest sizes" "$(IWARP_INTEROP_PERFTEST_SIZES=quick interop_cases | grep -c '^perftest-')" 18
+expect_eq "case count" "$(echo "$cases" | wc -l)" 125
+expect_eq "without perftest" "$(IWARP_INTEROP_PERFTEST=0 interop_cases | wc -l)" 65
+expect_eq "quick perftest sizes" "$(IWARP_INTEROP_PERFTEST_SIZES=quick interop_cases | grep -c '^perftest-')" 30
 expect_eq "lossy cases are opt-in" "$(echo "$cases" | grep -c '^lossy-')" 0
-expect_eq "with the lossy cases" "$(IWARP_INTEROP_LOSSY=1 interop_cases | wc -l)" 102
+expect_eq "with the lossy cases" "$(IWARP_INTEROP_LOSSY=1 interop_cases | wc -l)" 130
 expect_eq "one hostile case, RFC 7306 to siw" "$(echo "$cases" | grep '^fuzz-')" \
 	"fuzz-rfc7306/default fuzz-rfc7306 default 0 0 pass"
-expect_eq "perftest cases" "$(echo "$cases" | grep -c '^perftest-')" 36
+expect_eq "perftest cases" "$(echo "$cases" | grep -c '^perftest-')" 60
+expect_eq "rdma-shim rping cases, both roles, -v and -V" \
+	"$(echo "$cases" | awk '$2 ~ /^shim-/ { print $1 }' | tr '\n' ' ')" \
+	"shim-client-print/default/65000 shim-client-verify/default/65000 shim-server-print/default/65000 shim-server-verify/default/65000 "
+expect_eq "shim rping flags" "$(shim_rping_flag shim-client-print) $(shim_rping_flag shim-server-verify)" "-v -V"
+expect_eq "perftest over the shim, both roles" \
+	"$(echo "$cases" | grep -c '^perftest-shim-')" 24
 expect_eq "perftest cases name their program" \
 	"$(echo "$cases" | awk '$2 ~ /^perftest-/ { print $5 }' | sort -u | while read -r t; do perftest_program "$t"; done | tr '\n' ' ')" \
 	"ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_write_bw ib_write_lat "

@@ -192,8 +192,9 @@ fn run_perftest(args: &Args) -> ExitCode {
         Ok(outcome) => {
             let opt = |b: Option<u64>| b.map_or("-".to_string(), |b| b.to_string());
             println!(
-                " Bytes: payload {} here, {} by the peer's account; TCP payload {} in, {} out",
+                " Bytes: payload {} here over the run, {} in the report's iterations, {} by the peer's account; TCP payload {} in, {} out",
                 opt(outcome.payload_bytes),
+                opt(outcome.report_bytes()),
                 opt(outcome.peer_bytes),
                 outcome.wire_rx,
                 outcome.wire_tx

@@ -15,6 +15,9 @@
 //! * a progress thread ([`Device::spawn_progress_thread`]): the engine runs
 //!   on its own thread and blocked callers sleep on a condition variable it
 //!   signals. Use it when the program does not call into the device often.
+//!   A program that does (posting, or polling a completion queue in a
+//!   loop) still moves its own bytes while the thread sleeps on the
+//!   transport's readiness descriptor, so the thread costs it no hand-off.
 //! * virtual time ([`Device::use_virtual_clock`], [`Device::progress_at`]):
 //!   the caller supplies every instant, for deterministic simulation over
 //!   the memory link.
@@ -32,8 +35,9 @@
 mod stats;
 mod watchers;
 
+use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -58,6 +62,14 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// Longest a thread waits for the transport (or a change) before looking
 /// again, in case a wake or signal went to another thread.
 const RECHECK: Duration = Duration::from_millis(10);
+/// `parked_until` while no progress thread sleeps on the readiness
+/// descriptor.
+const NOT_PARKED: u64 = u64::MAX;
+/// Longest a progress thread sleeps on the readiness descriptor while
+/// callers drive turns from their polls: a poller that stops polling
+/// leaves at most this long whatever its last turn left for later. The
+/// thread is not woken for such work (the poller's next turn does it).
+const POLLER_WATCH: Duration = Duration::from_millis(1);
 
 pub(crate) struct DeviceShared {
     pub(crate) registry: Arc<Registry>,
@@ -75,6 +87,15 @@ pub(crate) struct DeviceShared {
     contenders: AtomicUsize,
     /// Progress threads running (normally 0 or 1).
     threads: AtomicUsize,
+    /// When a progress thread sleeping on the readiness descriptor (with
+    /// the transport at home) wakes by itself, in nanoseconds after
+    /// `epoch`; [`NOT_PARKED`] while none sleeps so.
+    parked_until: AtomicU64,
+    /// The origin of `parked_until`.
+    epoch: Instant,
+    /// A caller drove a turn from a poll since the progress thread last
+    /// went to sleep.
+    poller_turned: AtomicBool,
     next_pd: AtomicU32,
     /// Progress turns and what ended each transport wait (`Device::stats`).
     counters: Counters,
@@ -149,7 +170,7 @@ impl DeviceShared {
     /// calls that got it while a waiter had the transport.
     fn lock_for_call(&self) -> MutexGuard<'_, Engine> {
         let e = self.lock();
-        if !e.has_transport() {
+        if !e.has_transport() || self.parked() {
             self.counters.call_during_wait();
         }
         e
@@ -160,6 +181,9 @@ impl DeviceShared {
     fn lock_full(&self) -> MutexGuard<'_, Engine> {
         let mut e = self.lock();
         if e.has_transport() {
+            if self.parked() {
+                self.counters.call_during_wait();
+            }
             return e;
         }
         self.wanting.fetch_add(1, Ordering::AcqRel);
@@ -211,9 +235,73 @@ impl DeviceShared {
         if e.take_changed() {
             self.notify();
         }
+        self.wake_parked_if_due(e, Duration::ZERO);
         // Not only on a change: some start-up steps queue a request or an
         // event without marking the turn as changed.
         self.watchers.signal(e);
+    }
+
+    /// Wakes a progress thread asleep on the readiness descriptor if what
+    /// a call just did (bytes a post left staged, a timer it set) needs a
+    /// turn more than `slack` before that thread would wake by itself.
+    /// One atomic load when
+    /// no thread sleeps so; call with the engine lock held, which the
+    /// sleeper held when it recorded its deadline.
+    fn wake_parked_if_due(&self, e: &mut Engine, slack: Duration) {
+        let until = self.parked_until.load(Ordering::Acquire);
+        if until == NOT_PARKED {
+            return;
+        }
+        let now = e.now();
+        let due = e
+            .poll_delay(now)
+            .map(|d| self.since_epoch(now).saturating_add(nanos(d.max(slack))));
+        if due.is_some_and(|due| due < until) {
+            // Once: the sleeper's next deadline is recorded afresh.
+            self.parked_until.store(NOT_PARKED, Ordering::Release);
+            self.wake(WakeCause::Post);
+        }
+    }
+
+    /// Whether a progress thread sleeps on the readiness descriptor.
+    fn parked(&self) -> bool {
+        self.parked_until.load(Ordering::Acquire) != NOT_PARKED
+    }
+
+    fn since_epoch(&self, t: Instant) -> u64 {
+        nanos(t.saturating_duration_since(self.epoch))
+    }
+
+    /// The progress thread's idle wait when the transport has a readiness
+    /// descriptor: sleeps on the descriptor for at most `delay` with the
+    /// engine lock released and the transport left at home, so a poster
+    /// sends on its own thread instead of waking this one, and a polling
+    /// caller can drive progress itself. Input, the transport's waker and
+    /// [`Self::wake_parked_if_due`] end the sleep.
+    fn park_on_readiness<'a>(
+        &'a self,
+        e: MutexGuard<'a, Engine>,
+        fd: &OwnedFd,
+        delay: Duration,
+    ) -> MutexGuard<'a, Engine> {
+        if delay.is_zero() {
+            return e;
+        }
+        let delay = if self.poller_turned.swap(false, Ordering::AcqRel) {
+            delay.min(POLLER_WATCH)
+        } else {
+            delay
+        };
+        let until = self.since_epoch(e.now()).saturating_add(nanos(delay));
+        self.parked_until.store(until, Ordering::Release);
+        drop(e);
+        let start = self.counters.wait_started();
+        let began = Instant::now();
+        // An error (EINTR, ENOMEM) ends the wait early; the loop looks again.
+        let _ = transport::poll_readable(&[fd.as_fd()], Some(delay));
+        self.counters.wait_ended(start, delay, began.elapsed());
+        self.parked_until.store(NOT_PARKED, Ordering::Release);
+        self.lock()
     }
 
     /// Makes `channel` fire whenever `what` has an event waiting; fires at
@@ -258,7 +346,9 @@ impl DeviceShared {
     pub(crate) fn post<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
         let mut e = self.lock_for_call();
         let r = f(&mut e);
-        if !e.flush_lazy() {
+        if e.flush_lazy() {
+            self.counters.sent_by_poster();
+        } else {
             self.wake(WakeCause::Post);
         }
         self.notify_if_changed(&mut e);
@@ -273,6 +363,47 @@ impl DeviceShared {
         e.flush(now);
         self.notify_if_changed(&mut e);
         r
+    }
+
+    /// A poller that found its completion queue empty drives one turn on
+    /// its own thread: always when no progress thread runs; with one, only
+    /// if `assist` (its queue awaits the wire), the engine is free and the transport at home (the thread is
+    /// asleep on the readiness descriptor, not in the transport), never
+    /// waiting for either. A program spinning in `poll` then takes its
+    /// completions as soon as their bytes arrive, with no hand-off from
+    /// the progress thread.
+    pub(crate) fn progress_for_poller(&self, assist: bool) {
+        if !self.threaded() {
+            self.progress_if_caller_driven();
+            return;
+        }
+        if !assist {
+            return;
+        }
+        let mut e = match self.engine.try_lock() {
+            Ok(e) => e,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        if !e.has_transport() {
+            return;
+        }
+        let now = e.now();
+        e.turn(now);
+        self.poller_turned.store(true, Ordering::Release);
+        // Event channels are signalled on a change only: a poller turns
+        // far more often than anything changes, and a channel whose event
+        // waits untaken would be written on every turn. The progress
+        // thread's own turns (at least every POLLER_WATCH) signal the
+        // rest.
+        if e.take_changed() {
+            self.notify();
+            self.watchers.signal(&e);
+        }
+        // What the turn left due at once (bytes read that the layer above
+        // may still want, say) is this poller's next turn's: the sleeping
+        // thread is only held to POLLER_WATCH, not woken.
+        self.wake_parked_if_due(&mut e, POLLER_WATCH);
     }
 
     pub(crate) fn progress_if_caller_driven(&self) {
@@ -361,6 +492,9 @@ impl Device {
                 signal_waiters: AtomicUsize::new(0),
                 contenders: AtomicUsize::new(0),
                 threads: AtomicUsize::new(0),
+                parked_until: AtomicU64::new(NOT_PARKED),
+                epoch: Instant::now(),
+                poller_turned: AtomicBool::new(false),
                 next_pd: AtomicU32::new(1),
                 counters: Counters::default(),
                 watchers: Watchers::default(),
@@ -410,10 +544,16 @@ impl Device {
     /// Runs progress on a thread of its own until the returned handle is
     /// dropped. While it runs, blocking calls sleep instead of driving.
     ///
-    /// The thread sleeps in the transport's readiness wait without holding
-    /// the device lock, and a post or any other call that needs the
-    /// transport wakes it (see [`Transport::waker`]), so an idle device
-    /// costs no CPU and a post is sent at once.
+    /// The thread sleeps without holding the device lock, so an idle
+    /// device costs no CPU. With a transport that has a readiness
+    /// descriptor and a waker (kernel TCP, TAP, the memory link) it sleeps
+    /// on the descriptor and leaves the transport in the device: a post
+    /// sends on the posting thread, a caller polling an empty completion
+    /// queue drives a turn itself, and only a post that leaves work for
+    /// later (or sets an earlier timer) wakes the thread. Otherwise it
+    /// sleeps in the transport's own wait with the transport lent out, and
+    /// a post or any other call that needs the transport wakes it (see
+    /// [`Transport::waker`]).
     pub fn spawn_progress_thread(&self) -> ProgressThread {
         self.shared.threads.fetch_add(1, Ordering::AcqRel);
         let stop = Arc::new(AtomicBool::new(false));
@@ -482,6 +622,14 @@ impl Device {
 }
 
 fn progress_loop(shared: &DeviceShared, stop: &AtomicBool) {
+    // Without a waker nothing could end a sleep on the descriptor early.
+    let readiness = match shared.waker {
+        Some(_) => {
+            let mut e = shared.lock_full();
+            e.transport_mut().and_then(|t| t.readiness_fd())
+        }
+        None => None,
+    };
     while !stop.load(Ordering::Acquire) {
         shared.counters.thread_turn();
         let mut e = shared.lock_full();
@@ -501,8 +649,15 @@ fn progress_loop(shared: &DeviceShared, stop: &AtomicBool) {
         if stop.load(Ordering::Acquire) {
             break;
         }
-        drop(shared.park(e, delay));
+        match &readiness {
+            Some(fd) => drop(shared.park_on_readiness(e, fd, delay)),
+            None => drop(shared.park(e, delay)),
+        }
     }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
 /// A running progress thread; dropping it stops and joins the thread.

@@ -34,8 +34,13 @@ pub struct DeviceStats {
     /// Waits cut short by the transport: bytes, a connection, a close.
     pub woken_by_io: u64,
     /// Calls that took the device lock while another thread was waiting in
-    /// the transport: the waiter does not hold the lock while it sleeps.
+    /// the transport or on its readiness descriptor: the waiter does not
+    /// hold the lock while it sleeps.
     pub calls_during_wait: u64,
+    /// Send-queue posts flushed onto the transport by the posting thread
+    /// itself (the transport was in the device, not lent out to a thread
+    /// sleeping in it): nothing had to be woken to send them.
+    pub sent_by_poster: u64,
     /// Receive work requests still posted to a shared receive queue when
     /// it went with its handle (dropped, not destroyed) and its last queue
     /// pair: they never complete. `SharedReceiveQueue::destroy` hands
@@ -56,6 +61,7 @@ impl DeviceStats {
             calls_during_wait: self
                 .calls_during_wait
                 .saturating_sub(earlier.calls_during_wait),
+            sent_by_poster: self.sent_by_poster.saturating_sub(earlier.sent_by_poster),
             srq_wrs_discarded: self
                 .srq_wrs_discarded
                 .saturating_sub(earlier.srq_wrs_discarded),
@@ -86,6 +92,7 @@ pub(crate) struct Counters {
     woken_by_call: AtomicU64,
     woken_by_io: AtomicU64,
     calls_during_wait: AtomicU64,
+    sent_by_poster: AtomicU64,
     srq_wrs_discarded: AtomicU64,
 }
 
@@ -117,6 +124,10 @@ impl Counters {
 
     pub(crate) fn call_during_wait(&self) {
         bump(&self.calls_during_wait);
+    }
+
+    pub(crate) fn sent_by_poster(&self) {
+        bump(&self.sent_by_poster);
     }
 
     /// A wake was sent to whoever waits in the transport.
@@ -157,6 +168,7 @@ impl Counters {
             woken_by_call: get(&self.woken_by_call),
             woken_by_io: get(&self.woken_by_io),
             calls_during_wait: get(&self.calls_during_wait),
+            sent_by_poster: get(&self.sent_by_poster),
             srq_wrs_discarded: get(&self.srq_wrs_discarded),
         }
     }

@@ -2,8 +2,9 @@
 //! and the queue's handles drain.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use super::cq_notify::CqNotify;
 use crate::types::{VerbsError, WorkCompletion};
@@ -28,6 +29,21 @@ pub(crate) struct CqShared {
     queued: AtomicUsize,
     /// The completion channel and its arm (`req_notify`).
     pub(crate) notify: CqNotify,
+    /// When a send-queue post last went to a queue pair completing into
+    /// this queue, in microseconds after [`epoch`] (0: never).
+    last_send_post: AtomicU64,
+}
+
+/// The origin of [`CqShared`]'s post times.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn micros_since_epoch() -> u64 {
+    u64::try_from(epoch().elapsed().as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 impl CqShared {
@@ -39,12 +55,27 @@ impl CqShared {
         Arc::new(CqShared {
             notify,
             queued: AtomicUsize::new(0),
+            last_send_post: AtomicU64::new(0),
             state: Mutex::new(CqState {
                 entries: VecDeque::with_capacity(capacity.min(4096)),
                 capacity,
                 overflowed: false,
             }),
         })
+    }
+
+    /// A send-queue post went to a queue pair completing into this queue.
+    pub(crate) fn note_send_posted(&self) {
+        self.last_send_post
+            .store(micros_since_epoch(), Ordering::Relaxed);
+    }
+
+    /// Whether a send-queue post went to a queue pair completing into this
+    /// queue within `window`: its poller is waiting for the wire.
+    pub(crate) fn sent_within(&self, window: Duration) -> bool {
+        let last = self.last_send_post.load(Ordering::Relaxed);
+        let window = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
+        last != 0 && micros_since_epoch().saturating_sub(last) <= window
     }
 
     pub(crate) fn push(&self, wc: WorkCompletion) {

@@ -254,6 +254,7 @@ impl QpSlot {
         wrs: impl IntoIterator<Item = SendWr>,
         posted: &mut usize,
     ) -> Result<bool, VerbsError> {
+        self.send_cq.note_send_posted();
         match &mut self.phase {
             Phase::Connected { conn, .. }
             | Phase::Closed {

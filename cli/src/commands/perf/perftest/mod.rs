@@ -373,8 +373,11 @@ pub fn run(
             print_row(&Row::Bw(row.clone()), cfg.unit);
             println!("{}", report::RESULT_LINE);
             outcome.rows.push(Row::Bw(row));
+            // The report's iterations count the client's sample window in
+            // duration mode, not its run: the figure stays the report's
+            // (`report_bytes`), and is held to the TCP payload, which
+            // covers the whole run.
             if let Some(claimed) = theirs.bytes() {
-                outcome.peer_bytes = Some(claimed);
                 outcome.disagreement = report::check_accounts("the client", claimed, carried);
             }
             control.hand_shake(&my)?;

@@ -261,9 +261,13 @@ pub struct Outcome {
     pub unit: Unit,
     pub rows: Vec<Row>,
     /// Payload bytes this side moved (client) or saw arrive (server, when
-    /// it can tell: SENDs), over the whole run, warm-up included.
+    /// it can tell: SENDs), over the whole run, warm-up and cool-down
+    /// included.
     pub payload_bytes: Option<u64>,
-    /// Payload bytes the peer says it moved, when it said anything.
+    /// Payload bytes the peer says it moved over the whole run, when it
+    /// said so. A perftest report gives only its iterations, which in
+    /// duration mode count the sample window: those are
+    /// [`Outcome::report_bytes`], never this.
     pub peer_bytes: Option<u64>,
     /// TCP payload bytes this side received and sent over the run.
     pub wire_rx: u64,
@@ -273,6 +277,22 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The payload the printed bandwidth rows stand for: each row's
+    /// iterations times its size. In duration mode that is the sample
+    /// window only (perftest counts no warm-up or cool-down); a WRITE or
+    /// READ server prints the client's report, so both ends give the same
+    /// figure.
+    pub fn report_bytes(&self) -> Option<u64> {
+        let mut bytes = None::<u64>;
+        for row in &self.rows {
+            if let Row::Bw(r) = row {
+                let b = r.size.checked_mul(r.iters)?;
+                bytes = Some(bytes.unwrap_or(0).checked_add(b)?);
+            }
+        }
+        bytes
+    }
+
     /// One JSON object: perftest's `test_info` and `results` (the last
     /// size, as perftest's file holds), every size under `all_results`,
     /// and the byte accounts.
@@ -300,8 +320,9 @@ impl Outcome {
         let opt = |v: Option<u64>| v.map_or("null".to_string(), |b| b.to_string());
         let _ = write!(
             s,
-            ",\"payload_bytes\":{},\"peer_payload_bytes\":{},\"wire_rx_bytes\":{},\"wire_tx_bytes\":{},\"disagreement\":{}}}",
+            ",\"payload_bytes\":{},\"report_bytes\":{},\"peer_payload_bytes\":{},\"wire_rx_bytes\":{},\"wire_tx_bytes\":{},\"disagreement\":{}}}",
             opt(self.payload_bytes),
+            opt(self.report_bytes()),
             opt(self.peer_bytes),
             self.wire_rx,
             self.wire_tx,
@@ -392,6 +413,34 @@ mod tests {
         );
         assert!(j.contains("\"peer_payload_bytes\":null"), "{j}");
         assert!(j.ends_with("\"disagreement\":null}"), "{j}");
+    }
+
+    #[test]
+    fn report_bytes_are_the_rows_iterations_not_the_run() {
+        let row = |size, iters| Row::Bw(BwRow::new(size, iters, 1.0, None, Unit::MiBps));
+        let mut o = Outcome {
+            op: Op::Write,
+            role: "server",
+            unit: Unit::MiBps,
+            rows: vec![row(1 << 20, 619)],
+            payload_bytes: Some(1501 << 20),
+            peer_bytes: None,
+            wire_rx: 0,
+            wire_tx: 0,
+            disagreement: None,
+        };
+        assert_eq!(o.report_bytes(), Some(619 << 20));
+        assert!(
+            o.json().contains("\"report_bytes\":649068544,"),
+            "{}",
+            o.json()
+        );
+        o.rows.push(row(2, 10));
+        assert_eq!(o.report_bytes(), Some((619 << 20) + 20));
+        o.rows = vec![row(u64::MAX, 2)];
+        assert_eq!(o.report_bytes(), None, "overflow is no figure");
+        o.rows.clear();
+        assert_eq!(o.report_bytes(), None);
     }
 
     #[test]
