@@ -148,6 +148,12 @@ pub struct Bbr {
     // Recovery (section 5.6.4.4).
     in_recovery: bool,
     packet_conservation: bool,
+    /// C.delivered at the last ACK.
+    delivered_seen: u64,
+    /// cwnd as the loss left it: conservation does not grow past it, so
+    /// the episode's cut stands even when the model had cwnd below what
+    /// was in flight.
+    conservation_cap: usize,
 
     /// ProbeRTT episodes entered, for tests and statistics.
     probe_rtts: u32,
@@ -214,6 +220,8 @@ impl Bbr {
             lost_seen: 0,
             in_recovery: false,
             packet_conservation: false,
+            delivered_seen: 0,
+            conservation_cap: usize::MAX,
             probe_rtts: 0,
             full_bw_round: None,
             last_growth_round: 0,
@@ -803,7 +811,10 @@ impl Bbr {
     fn set_cwnd(&mut self, rs: &RateSample, ack: &AckState) {
         let max_inflight = self.max_inflight();
         if self.packet_conservation {
-            self.cwnd = self.cwnd.max(ack.pipe + rs.newly_acked);
+            self.cwnd = self
+                .cwnd
+                .max(ack.pipe + rs.newly_acked)
+                .min(self.conservation_cap);
         } else if self.full_bw_reached {
             self.cwnd = (self.cwnd + rs.newly_acked).min(max_inflight);
         } else if self.cwnd < max_inflight || ack.delivered < self.initial_cwnd() as u64 {
@@ -864,6 +875,7 @@ impl Controller for Bbr {
     fn on_rate_sample(&mut self, now: Instant, rs: &RateSample, ack: &AckState) {
         let newly_lost = ack.lost.saturating_sub(self.lost_seen);
         self.lost_seen = ack.lost;
+        self.delivered_seen = ack.delivered;
         if newly_lost > 0 {
             self.note_loss(ack.delivered);
         }
@@ -934,21 +946,27 @@ impl Controller for Bbr {
         if !self.in_recovery {
             self.save_cwnd();
             self.in_recovery = true;
-            self.packet_conservation = true;
         }
+        // Conservation lasts until data sent from now on is delivered.
+        self.packet_conservation = true;
+        self.start_round(self.delivered_seen);
         self.is_loss_in_round = true;
         self.cwnd = self
             .cwnd
             .min(in_flight.saturating_sub(self.mss))
             .max(self.mss);
+        self.conservation_cap = self.cwnd;
     }
 
     fn on_retransmission_lost(&mut self, _now: Instant, in_flight: usize) {
         self.is_loss_in_round = true;
+        self.packet_conservation = true;
+        self.start_round(self.delivered_seen);
         self.cwnd = self
             .cwnd
             .min(in_flight.saturating_sub(self.mss))
             .max(self.mss);
+        self.conservation_cap = self.cwnd;
     }
 
     fn on_repaired_loss(&mut self, _now: Instant, _in_flight: usize) {
