@@ -232,10 +232,15 @@ impl RateEstimator {
     ) -> RateSample {
         let mut rs = RateSample::default();
         let mut newest: Option<TxRecord> = None;
-        let mut deliver = |this: &mut Self, r: &TxRecord, octets: usize| {
+        // `whole`: the record's last octet is delivered, so its send time
+        // (that of its last segment) is this data's.
+        let mut deliver = |this: &mut Self, r: &TxRecord, octets: usize, whole: bool| {
             this.delivered += octets as u64;
             this.delivered_time = now;
             rs.newly_acked += octets;
+            if !whole {
+                return;
+            }
             let is_newest = match newest {
                 None => true,
                 Some(n) => {
@@ -259,7 +264,7 @@ impl RateEstimator {
             }
             let covered = r.end.min(ack) - r.start;
             if !r.sacked {
-                deliver(self, &r, covered);
+                deliver(self, &r, covered, r.end <= ack);
             }
             if r.end <= ack {
                 self.records[self.head] = None;
@@ -280,7 +285,7 @@ impl RateEstimator {
                 if !r.sacked && scoreboard.sacked_between(r.start, r.end) == r.end - r.start {
                     r.sacked = true;
                     self.records[slot] = Some(r);
-                    deliver(self, &r, r.end - r.start);
+                    deliver(self, &r, r.end - r.start, true);
                 }
             }
         }
@@ -300,8 +305,10 @@ impl RateEstimator {
         let ack_elapsed = now - p.delivered_time;
         rs.interval = send_elapsed.max(ack_elapsed);
         let reliable = min_rtt.is_none_or(|min| rs.interval >= min);
-        let micros = rs.interval.total_micros();
-        if reliable && micros > 0 {
+        // Within one process a flight can be sent and acknowledged inside
+        // the clock's microsecond: that is the shortest interval it tells.
+        let micros = rs.interval.total_micros().max(1);
+        if reliable && rs.delivered > 0 {
             rs.delivery_rate = rs.delivered.saturating_mul(1_000_000) / micros;
             self.last = Some(rs);
         }
@@ -391,6 +398,23 @@ mod test {
         let rs = e.on_ack(Instant::from_micros(3000), seq(2 * MSS), None, None);
         assert_eq!(rs.newly_acked, 2 * MSS);
         assert_eq!(rs.rtt, None);
+    }
+
+    /// An ACK inside a record counts what it covers, but the record's
+    /// send time is its last segment's: no RTT from it until it is whole.
+    #[test]
+    fn partial_ack_of_a_record_counts_octets_but_takes_no_rtt() {
+        let mut e = RateEstimator::default();
+        // Flight of 64 segments: later ones share records.
+        for i in 0..RECORDS {
+            let at = Instant::from_micros(i as i64);
+            e.on_send(at, (seq(i * MSS), seq((i + 1) * MSS)), i * MSS, false, false);
+        }
+        let at = Instant::from_micros(20_000);
+        let rs = e.on_ack(at, seq(RECORDS * MSS - MSS / 2), None, None);
+        assert_eq!(rs.newly_acked, RECORDS * MSS - MSS / 2);
+        let rtt = rs.rtt.unwrap();
+        assert!(rtt >= Duration::from_micros(20_000 - RECORDS as u64), "{rtt}");
     }
 
     /// A full ring extends its newest record instead of growing: memory is

@@ -1001,6 +1001,9 @@ impl Controller for Bbr {
         if initial {
             self.cwnd = self.initial_cwnd();
         }
+        if self.bw == 0 {
+            self.init_pacing_rate(None);
+        }
         self.set_send_quantum();
     }
 }

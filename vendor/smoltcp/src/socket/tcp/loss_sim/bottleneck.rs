@@ -117,6 +117,18 @@ struct Trace {
 /// Sends from A to B for `duration` of virtual time with A's buffer kept
 /// full, checking the invariants on every step.
 fn run(path: &Path, cc: CongestionControl, duration: Duration, seed: u64) -> Trace {
+    run_rerouted(path, cc, duration, seed, None)
+}
+
+/// `run`, with the one-way delay set to `.1` from the instant `.0` on (a
+/// route change).
+fn run_rerouted(
+    path: &Path,
+    cc: CongestionControl,
+    duration: Duration,
+    seed: u64,
+    reroute: Option<(Instant, Duration)>,
+) -> Trace {
     let one_way = path.rtt / 2;
     let queue = (path.bdp() as f64 * path.queue_bdp) as usize;
     let mut link = Link {
@@ -143,6 +155,11 @@ fn run(path: &Path, cc: CongestionControl, duration: Duration, seed: u64) -> Tra
     let mut bursts = Vec::new();
     while now < end {
         cx.set_now(now);
+        if let Some((at, one_way)) = reroute
+            && now >= at
+        {
+            link.one_way = one_way;
+        }
         while let Some(pos) = link.frames.iter().position(|f| f.deliver_at <= now) {
             let frame = link.frames.remove(pos).unwrap();
             let s = if frame.to_b { &mut b } else { &mut a };
@@ -288,11 +305,14 @@ fn queue_stays_near_one_bdp_in_flight_where_cubic_fills_the_buffer() {
     assert!(mean < 2 * bdp, "mean in flight {mean} of BDP {bdp}");
 }
 
-/// Past ProbeRTTInterval (5 s) without a lower RTT sample, BBR enters
-/// ProbeRTT and lets in flight fall to half the BDP.
+/// Past ProbeRTTInterval (5 s) without an RTT sample as low as the
+/// minimum (the route grew 4 ms longer after 1 s), BBR enters ProbeRTT
+/// and lets in flight fall to half the BDP. While BBR keeps the queue
+/// empty it finds its minimum again and again, and never needs ProbeRTT.
 #[test]
 fn probe_rtt_comes_and_drains_the_flight() {
-    let trace = run(&PATH, CongestionControl::Bbr, Duration::from_secs(7), 3);
+    let longer = Some((Instant::from_secs(1), PATH.rtt / 2 + Duration::from_millis(2)));
+    let trace = run_rerouted(&PATH, CongestionControl::Bbr, Duration::from_secs(7), 3, longer);
     assert!(bbr(&trace).probe_rtts() >= 1);
     let lowest = trace
         .states
