@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use capture::netns::Netns;
 use capture::pcap::PcapSink;
 use clap::ValueEnum;
+use transport::TcpTuning;
 use verbs::transport::kernel::{KernelConfig, KernelTransport};
 use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
 use verbs::transport::tap::{TapConfig, TapTransport};
@@ -47,6 +48,8 @@ pub(crate) struct LinkOptions {
     pub pcap: Option<PathBuf>,
     /// TAP devices with checksum and segmentation offloads.
     pub tap_offload: bool,
+    /// Congestion control of the smoltcp sockets.
+    pub congestion: transport::CongestionControl,
 }
 
 pub(crate) type BoxedTransport = Box<dyn Transport + Send>;
@@ -69,6 +72,10 @@ impl LinkOptions {
                 corrupt: self.corrupt,
                 jitter: self.jitter,
                 ..FaultConfig::default()
+            },
+            tuning: TcpTuning {
+                congestion: self.congestion,
+                ..MemoryLinkConfig::default().tuning
             },
             ..MemoryLinkConfig::default()
         }
@@ -139,6 +146,10 @@ pub(crate) fn build_with(
                     mac: [0x02, 0x49, 0x57, 0xbe, 0, last],
                     mtu: None,
                     offload: opts.tap_offload,
+                    tuning: TcpTuning {
+                        congestion: opts.congestion,
+                        ..TapConfig::default().tuning
+                    },
                     ..TapConfig::default()
                 };
                 TapTransport::open(&cfg).map_err(|e| format!("TAP {name}: {e}"))
