@@ -361,13 +361,17 @@ fn run_inner(args: &Args) -> Result<(), String> {
 /// What a device pair is built from, for the report.
 pub(crate) fn describe(args: &Args) -> String {
     format!(
-        "transport {:?}{}, MTU {}, CRC {:?}, markers {:?}, loss {}%, {}corrupt {}%, {} progress",
+        "transport {:?}{}, congestion control {}, MTU {}, CRC {:?}, markers {:?}, loss {}%, {}corrupt {}%, {} progress",
         args.transport,
         match (args.transport, tap_offload(args)) {
             (TransportKind::Tap, true) => " (offloads on)",
             (TransportKind::Tap, false) if args.loss > 0.0 => " (offloads off: loss per frame)",
             (TransportKind::Tap, false) => " (offloads off)",
             _ => "",
+        },
+        match args.transport {
+            TransportKind::Kernel => "of the host",
+            _ => transport::CongestionControl::from(args.cc).name(),
         },
         args.mtu,
         args.crc,
