@@ -114,6 +114,9 @@ pub(super) trait Controller {
     }
 }
 
+// BBR's model is a few hundred bytes beside Cubic's hundred; boxing it
+// would need an allocator, which the crate does not require.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(super) enum AnyController {

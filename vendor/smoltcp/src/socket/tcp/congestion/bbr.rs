@@ -148,12 +148,13 @@ pub struct Bbr {
     // Recovery (section 5.6.4.4).
     in_recovery: bool,
     packet_conservation: bool,
-    /// C.delivered at the last ACK.
-    delivered_seen: u64,
     /// cwnd as the loss left it: conservation does not grow past it, so
     /// the episode's cut stands even when the model had cwnd below what
     /// was in flight.
     conservation_cap: usize,
+    /// A loss began conservation since the last ACK: its round starts
+    /// once that ACK's deliveries are counted.
+    conservation_pending: bool,
 
     /// ProbeRTT episodes entered, for tests and statistics.
     probe_rtts: u32,
@@ -220,8 +221,8 @@ impl Bbr {
             lost_seen: 0,
             in_recovery: false,
             packet_conservation: false,
-            delivered_seen: 0,
             conservation_cap: usize::MAX,
+            conservation_pending: false,
             probe_rtts: 0,
             full_bw_round: None,
             last_growth_round: 0,
@@ -543,7 +544,8 @@ impl Bbr {
         if self.adapt_long_term_model(rs, ack) {
             return;
         }
-        match self.state {
+        let state = self.state;
+        match state {
             BbrState::ProbeBwDown => {
                 if self.is_time_to_probe_bw(now, ack.delivered) {
                     return;
@@ -555,17 +557,14 @@ impl Bbr {
             BbrState::ProbeBwCruise => {
                 self.is_time_to_probe_bw(now, ack.delivered);
             }
-            BbrState::ProbeBwRefill => {
-                if self.round_start {
-                    self.is_bw_probe_sample = true;
-                    self.start_probe_bw_up(rs, ack.delivered);
-                }
+            // After one round of REFILL, UP.
+            BbrState::ProbeBwRefill if self.round_start => {
+                self.is_bw_probe_sample = true;
+                self.start_probe_bw_up(rs, ack.delivered);
             }
-            BbrState::ProbeBwUp => {
-                if self.is_time_to_go_down(rs, ack) {
-                    self.prev_probe_too_high = false;
-                    self.start_probe_bw_down(now, ack.delivered, ack.rand);
-                }
+            BbrState::ProbeBwUp if self.is_time_to_go_down(rs, ack) => {
+                self.prev_probe_too_high = false;
+                self.start_probe_bw_down(now, ack.delivered, ack.rand);
             }
             _ => {}
         }
@@ -875,13 +874,17 @@ impl Controller for Bbr {
     fn on_rate_sample(&mut self, now: Instant, rs: &RateSample, ack: &AckState) {
         let newly_lost = ack.lost.saturating_sub(self.lost_seen);
         self.lost_seen = ack.lost;
-        self.delivered_seen = ack.delivered;
         if newly_lost > 0 {
             self.note_loss(ack.delivered);
         }
         // UpdateModelAndState (section 5.2.3).
         self.update_latest_delivery_signals(rs, ack.delivered);
         self.update_congestion_signals(rs, ack.delivered);
+        if self.conservation_pending {
+            self.conservation_pending = false;
+            self.packet_conservation = true;
+            self.start_round(ack.delivered);
+        }
         self.update_ack_aggregation(now, rs);
         self.check_full_bw_reached(rs);
         self.check_startup_done(rs, newly_lost, ack.in_recovery);
@@ -949,7 +952,7 @@ impl Controller for Bbr {
         }
         // Conservation lasts until data sent from now on is delivered.
         self.packet_conservation = true;
-        self.start_round(self.delivered_seen);
+        self.conservation_pending = true;
         self.is_loss_in_round = true;
         self.cwnd = self
             .cwnd
@@ -961,7 +964,7 @@ impl Controller for Bbr {
     fn on_retransmission_lost(&mut self, _now: Instant, in_flight: usize) {
         self.is_loss_in_round = true;
         self.packet_conservation = true;
-        self.start_round(self.delivered_seen);
+        self.conservation_pending = true;
         self.cwnd = self
             .cwnd
             .min(in_flight.saturating_sub(self.mss))
@@ -1055,13 +1058,13 @@ mod test {
                     self.lost += MSS as u64;
                 }
                 let rs = RateSample {
-                    delivery_rate: rate.min(in_flight as u64 * 1_000_000 / self.rtt.total_micros() as u64),
+                    delivery_rate: rate.min(in_flight as u64 * 1_000_000 / self.rtt.total_micros()),
                     delivered: in_flight as u64,
                     interval: self.rtt,
                     prior_delivered: prior,
                     newly_acked: MSS,
                     is_app_limited: false,
-                    lost: self.lost.min((lost_segments * MSS as u64).max(0)),
+                    lost: self.lost.min(lost_segments * MSS as u64),
                     tx_in_flight: in_flight,
                     rtt: Some(self.rtt),
                 };

@@ -283,17 +283,23 @@ fn queue_stays_near_one_bdp_in_flight_where_cubic_fills_the_buffer() {
     let settled = Instant::from_secs(1);
     let bbr_trace = run(&PATH, CongestionControl::Bbr, Duration::from_secs(secs), 2);
     let bbr_queue = median_queue(&bbr_trace, settled);
-    let cubic = run(&PATH, CongestionControl::Cubic, Duration::from_secs(secs), 2);
-    let cubic_queue = median_queue(&cubic, settled);
     let goodput = |t: &Trace| t.delivered as f64 / secs as f64 / PATH.payload_rate() as f64;
     std::println!(
-        "BDP {bdp} B, queue 4 BDP: median queue BBR {bbr_queue} B ({:.2} of the rate), Cubic {cubic_queue} B ({:.2})",
-        goodput(&bbr_trace),
-        goodput(&cubic)
+        "BDP {bdp} B, queue 4 BDP: BBR's median queue {bbr_queue} B, {:.2} of the rate",
+        goodput(&bbr_trace)
     );
     assert!(bbr_queue * 2 < bdp, "BBR queue {bbr_queue} of BDP {bdp}");
-    assert!(cubic_queue > bdp, "Cubic queue {cubic_queue} of BDP {bdp}");
     assert!(goodput(&bbr_trace) > 0.85, "{}", goodput(&bbr_trace));
+    #[cfg(feature = "socket-tcp-cubic")]
+    {
+        let cubic = run(&PATH, CongestionControl::Cubic, Duration::from_secs(secs), 2);
+        let cubic_queue = median_queue(&cubic, settled);
+        std::println!(
+            "Cubic's median queue {cubic_queue} B, {:.2} of the rate",
+            goodput(&cubic)
+        );
+        assert!(cubic_queue > bdp, "Cubic queue {cubic_queue} of BDP {bdp}");
+    }
     // In flight after Startup: about one BDP, at most the cwnd gain's two.
     let pipes: Vec<usize> = bbr_trace
         .states
@@ -368,9 +374,12 @@ fn pacing_sends_no_burst_above_the_send_quantum() {
     let single = trace.bursts.iter().filter(|(b, _)| *b <= MSS).count();
     assert!(single * 2 > trace.bursts.len(), "{single} of {}", trace.bursts.len());
     // Cubic, unpaced, sends flights.
-    let cubic = run(&PATH, CongestionControl::Cubic, Duration::from_secs(2), 5);
-    let largest = cubic.bursts.iter().map(|b| b.0).max().unwrap();
-    assert!(largest > 4 * MSS, "{largest}");
+    #[cfg(feature = "socket-tcp-cubic")]
+    {
+        let cubic = run(&PATH, CongestionControl::Cubic, Duration::from_secs(2), 5);
+        let largest = cubic.bursts.iter().map(|b| b.0).max().unwrap();
+        assert!(largest > 4 * MSS, "{largest}");
+    }
 }
 
 /// BBR over the lossy link of the loss simulation keeps every invariant
@@ -379,7 +388,7 @@ fn pacing_sends_no_burst_above_the_send_quantum() {
 #[test]
 fn bbr_keeps_the_invariants_under_random_loss() {
     for loss in [0.0, 0.01, 0.05, 0.10] {
-        for seed in 1..=3 {
+        for seed in 1..=8 {
             let link = Link {
                 rng: ChaCha8Rng::seed_from_u64(seed),
                 loss,
