@@ -513,6 +513,18 @@ mod tests {
     }
 
     #[test]
+    fn congestion_control_is_chosen_for_the_tap_host() {
+        assert_eq!(parse(&[]).unwrap().cc, CcArg::Cubic);
+        assert!(parse(&["--cc", "bbr"]).is_err(), "--cc needs --tap");
+        let t = parse(&["--tap", "t0", "--ip", "10.0.0.2/24", "--cc", "bbr"]).unwrap();
+        assert_eq!(
+            transport::CongestionControl::from(t.cc),
+            transport::CongestionControl::Bbr
+        );
+        assert!(parse(&["--tap", "t0", "--ip", "10.0.0.2/24", "--cc", "vegas"]).is_err());
+    }
+
+    #[test]
     fn cidr_parsing() {
         let c: Cidr = "192.168.7.9/20".parse().unwrap();
         assert_eq!((c.addr, c.prefix_len), (Ipv4Addr::new(192, 168, 7, 9), 20));
