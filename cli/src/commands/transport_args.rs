@@ -46,6 +46,27 @@ impl CrcArg {
     }
 }
 
+/// A congestion controller of the smoltcp transports, for `--cc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CcArg {
+    /// RFC 5681 Reno.
+    Reno,
+    /// CUBIC (RFC 9438), the default.
+    Cubic,
+    /// BBRv3 (draft-ietf-ccwg-bbr-06) with pacing.
+    Bbr,
+}
+
+impl From<CcArg> for transport::CongestionControl {
+    fn from(cc: CcArg) -> Self {
+        match cc {
+            CcArg::Reno => transport::CongestionControl::Reno,
+            CcArg::Cubic => transport::CongestionControl::Cubic,
+            CcArg::Bbr => transport::CongestionControl::Bbr,
+        }
+    }
+}
+
 /// A ready-to-receive kind for `--p2p` (RFC 6581 peer-to-peer mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RtrArg {
@@ -156,6 +177,15 @@ pub struct TransportArgs {
     /// shows the frames as sent).
     #[arg(long, requires = "tap", help_heading = "Transport")]
     pub no_offload: bool,
+    /// Congestion control of the TAP host's TCP.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "cubic",
+        requires = "tap",
+        help_heading = "Transport"
+    )]
+    pub cc: CcArg,
     /// Record what the transport sends and receives in this pcap file (the
     /// kernel transport synthesizes TCP/IP framing around the real bytes).
     #[arg(long, value_name = "FILE", help_heading = "Transport")]
@@ -215,6 +245,7 @@ impl Default for TransportArgs {
             gateway: None,
             netns: None,
             no_offload: false,
+            cc: CcArg::Cubic,
             pcap: None,
             crc: CrcArg::Off,
             markers: false,
@@ -260,6 +291,7 @@ impl TransportArgs {
             (Some(ifname), Some(ip)) => {
                 let defaults = TapConfig::default();
                 let mac = self.mac.map_or(defaults.mac, |m| m.0);
+                let tuning = defaults.tuning.clone().congestion(self.cc.into());
                 let cfg = defaults
                     .ifname(ifname.clone())
                     .netns(self.netns.clone())
@@ -268,7 +300,8 @@ impl TransportArgs {
                     .mac(mac)
                     .gateway(self.gateway)
                     .seed(seed_from_clock())
-                    .offload(!self.no_offload);
+                    .offload(!self.no_offload)
+                    .tuning(tuning);
                 let mut tap = TapTransport::open(&cfg).map_err(|e| format!("TAP {ifname}: {e}"))?;
                 tap.device_mut().set_pcap(sink);
                 Box::new(tap)
@@ -474,6 +507,18 @@ mod tests {
         .unwrap();
         assert_eq!(t.describe(), "smoltcp on TAP t0 as 10.0.0.2/24");
         assert_eq!(t.gateway, Some(Ipv4Addr::new(10, 0, 0, 1)));
+    }
+
+    #[test]
+    fn congestion_control_is_chosen_for_the_tap_host() {
+        assert_eq!(parse(&[]).unwrap().cc, CcArg::Cubic);
+        assert!(parse(&["--cc", "bbr"]).is_err(), "--cc needs --tap");
+        let t = parse(&["--tap", "t0", "--ip", "10.0.0.2/24", "--cc", "bbr"]).unwrap();
+        assert_eq!(
+            transport::CongestionControl::from(t.cc),
+            transport::CongestionControl::Bbr
+        );
+        assert!(parse(&["--tap", "t0", "--ip", "10.0.0.2/24", "--cc", "vegas"]).is_err());
     }
 
     #[test]

@@ -112,3 +112,29 @@ fn slow_start_into_a_small_queue_overflows_it() {
     assert!(r.a.overflowed > 0);
     assert_eq!(r.a.lost, 0);
 }
+
+/// BBR on the lan and wan profiles, on virtual time: Startup measures the
+/// rate and ProbeBW holds it, with queues of one BDP (its probes above the
+/// rate overflow them now and then; the model keeps the losses from
+/// costing rate).
+#[test]
+fn bbr_fills_the_rate_of_each_profile() {
+    for (profile, ring) in [(Profile::Lan, 1 << 20), (Profile::Wan, 8 << 20)] {
+        let mut cfg = path(&profile.config(), ring);
+        cfg.tuning.congestion = crate::CongestionControl::Bbr;
+        let r = run(cfg, 32 * MIB, 64 * MIB);
+        let rate = profile.rate_bps() as f64 / 1e9;
+        println!(
+            "BBR, {}: {:.3} of {rate} Gbit/s, {} frames overflowed",
+            profile.name(),
+            r.gbit_per_s,
+            r.a.overflowed
+        );
+        assert!(
+            r.gbit_per_s >= 0.9 * rate,
+            "{}: {:.3} Gbit/s",
+            profile.name(),
+            r.gbit_per_s
+        );
+    }
+}

@@ -19,6 +19,11 @@ pub enum CongestionControl {
     /// RFC 8312 CUBIC, as Linux uses by default.
     #[default]
     Cubic,
+    /// BBR version 3 (draft-ietf-ccwg-bbr-06) with pacing: a model of the
+    /// path's rate and round trip, not loss, sets the sending rate, so
+    /// random loss below its 2% threshold costs little and a deep queue
+    /// stays short.
+    Bbr,
 }
 
 impl CongestionControl {
@@ -27,6 +32,17 @@ impl CongestionControl {
             CongestionControl::None => tcp::CongestionControl::None,
             CongestionControl::Reno => tcp::CongestionControl::Reno,
             CongestionControl::Cubic => tcp::CongestionControl::Cubic,
+            CongestionControl::Bbr => tcp::CongestionControl::Bbr,
+        }
+    }
+
+    /// The name `--cc` takes and reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            CongestionControl::None => "none",
+            CongestionControl::Reno => "reno",
+            CongestionControl::Cubic => "cubic",
+            CongestionControl::Bbr => "bbr",
         }
     }
 }
@@ -208,6 +224,16 @@ mod tests {
         // Idle connections must outlive the user timeout (smoltcp #1202).
         assert!(s.keep_alive().unwrap() < s.timeout().unwrap());
         assert_eq!(s.rto_min(), smoltcp::time::Duration::from_millis(200));
+    }
+
+    #[test]
+    fn bbr_is_selectable_per_socket() {
+        let t = TcpTuning {
+            congestion: CongestionControl::Bbr,
+            ..TcpTuning::default()
+        };
+        assert_eq!(t.socket().congestion_control(), tcp::CongestionControl::Bbr);
+        assert_eq!(CongestionControl::Bbr.name(), "bbr");
     }
 
     #[test]

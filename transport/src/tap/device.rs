@@ -21,7 +21,7 @@ use smoltcp::phy::{
 use super::offload::{self, RxDrop};
 use super::sys;
 use super::vnet::{self, VnetHeader, VnetRepr};
-use crate::kernel::sys::poll;
+use crate::kernel::sys::ppoll;
 use crate::smol::LinkDevice;
 use crate::wake::WakeFd;
 use crate::Waker;
@@ -358,7 +358,9 @@ impl LinkDevice for TapDevice {
             revents: 0,
         };
         let mut fds = [tap, self.wake.as_ref().map_or(tap, |w| w.pollfd())];
-        if poll(&mut fds, timeout).is_err() {
+        // A paced sender's next segment may be due in microseconds: poll(2)
+        // would round that up to a millisecond and hold the flight back.
+        if ppoll(&mut fds, timeout).is_err() {
             std::thread::sleep(
                 timeout
                     .unwrap_or(Duration::from_millis(1))

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use capture::netns::Netns;
 use capture::pcap::PcapSink;
 use clap::ValueEnum;
+use transport::TcpTuning;
 use verbs::transport::kernel::{KernelConfig, KernelTransport};
 use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
 use verbs::transport::tap::{TapConfig, TapTransport};
@@ -47,6 +48,8 @@ pub(crate) struct LinkOptions {
     pub pcap: Option<PathBuf>,
     /// TAP devices with checksum and segmentation offloads.
     pub tap_offload: bool,
+    /// Congestion control of the smoltcp sockets.
+    pub congestion: transport::CongestionControl,
 }
 
 pub(crate) type BoxedTransport = Box<dyn Transport + Send>;
@@ -62,12 +65,19 @@ pub(crate) struct Link {
 
 impl LinkOptions {
     pub(crate) fn memory_config(&self) -> MemoryLinkConfig {
-        MemoryLinkConfig::default().mtu(self.mtu).faults(
-            FaultConfig::default()
-                .loss(self.loss)
-                .corrupt(self.corrupt)
-                .jitter(self.jitter),
-        )
+        MemoryLinkConfig::default()
+            .mtu(self.mtu)
+            .faults(
+                FaultConfig::default()
+                    .loss(self.loss)
+                    .corrupt(self.corrupt)
+                    .jitter(self.jitter),
+            )
+            .tuning(
+                MemoryLinkConfig::default()
+                    .tuning
+                    .congestion(self.congestion),
+            )
     }
 }
 
@@ -132,7 +142,8 @@ pub(crate) fn build_with(
                     .prefix_len(24)
                     .mac([0x02, 0x49, 0x57, 0xbe, 0, last])
                     .mtu(None)
-                    .offload(opts.tap_offload);
+                    .offload(opts.tap_offload)
+                    .tuning(TapConfig::default().tuning.congestion(opts.congestion));
                 TapTransport::open(&cfg).map_err(|e| format!("TAP {name}: {e}"))
             };
             // The kernel side of each TAP joins the bridge; MTU first.

@@ -29,6 +29,8 @@ use verbs::{CrcPolicy, Device};
 use baseline::Baseline;
 use case::{Case, Op};
 use link::{LinkOptions, TransportKind};
+
+use super::transport_args::CcArg;
 use report::{Progress, Row};
 
 /// The most queue pairs `--qps` opens at once (each is a TCP connection
@@ -135,6 +137,9 @@ pub struct Args {
     /// Message size of the `--qps` runs.
     #[arg(long, value_parser = parse_size, default_value = "64k")]
     qps_size: usize,
+    /// Congestion control of the smoltcp transports (memory link, TAP).
+    #[arg(long, value_enum, default_value = "cubic")]
+    cc: CcArg,
     /// Draw goodput and latency against message size, RDMA beside the raw
     /// transport, into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
@@ -204,6 +209,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
         jitter: Duration::from_micros(args.jitter_us),
         pcap: args.pcap.clone(),
         tap_offload: tap_offload(args),
+        congestion: args.cc.into(),
     };
     let duration = Duration::from_secs_f64(args.duration);
     // Linux TCP is the yardstick on a lossy link, and on TAP (the kernel's
@@ -371,13 +377,17 @@ fn run_inner(args: &Args) -> Result<(), String> {
 /// What a device pair is built from, for the report.
 pub(crate) fn describe(args: &Args) -> String {
     format!(
-        "transport {:?}{}, MTU {}, CRC {:?}, markers {:?}, loss {}%, {}corrupt {}%, {} progress",
+        "transport {:?}{}, congestion control {}, MTU {}, CRC {:?}, markers {:?}, loss {}%, {}corrupt {}%, {} progress",
         args.transport,
         match (args.transport, tap_offload(args)) {
             (TransportKind::Tap, true) => " (offloads on)",
             (TransportKind::Tap, false) if args.loss > 0.0 => " (offloads off: loss per frame)",
             (TransportKind::Tap, false) => " (offloads off)",
             _ => "",
+        },
+        match args.transport {
+            TransportKind::Kernel => "of the host",
+            _ => transport::CongestionControl::from(args.cc).name(),
         },
         args.mtu,
         args.crc,

@@ -23,11 +23,15 @@ mod frto;
 #[cfg(all(test, feature = "medium-ip", feature = "proto-ipv4"))]
 mod loss_sim;
 mod offload;
+mod pacing;
+mod rate_sample;
 mod records;
 mod scoreboard;
 mod stats;
 mod undo;
 
+use pacing::Pacer;
+use rate_sample::RateEstimator;
 use records::Records;
 use scoreboard::Scoreboard;
 use frto::{AckNews, Frto, Verdict};
@@ -557,6 +561,9 @@ pub enum CongestionControl {
 
     #[cfg(feature = "socket-tcp-cubic")]
     Cubic,
+
+    /// BBR version 3 (draft-ietf-ccwg-bbr-06), with pacing.
+    Bbr,
 }
 
 /// A Transmission Control Protocol socket.
@@ -731,6 +738,10 @@ pub struct Socket<'a> {
 
     /// The congestion control algorithm.
     congestion_controller: congestion::AnyController,
+    /// Delivery-rate estimation, for the statistics and BBR.
+    rate: RateEstimator,
+    /// When the next data segment may leave, with a pacing controller.
+    pacer: Pacer,
 
     /// tsval generator - if some, tcp timestamp is enabled
     tsval_generator: Option<TcpTimestampGenerator>,
@@ -874,6 +885,8 @@ impl<'a> Socket<'a> {
             tsval_generator: None,
             last_remote_tsval: 0,
             congestion_controller: congestion::AnyController::new(),
+            rate: RateEstimator::default(),
+            pacer: Pacer::default(),
 
             #[cfg(feature = "async")]
             rx_waker: WakerRegistration::new(),
@@ -926,6 +939,8 @@ impl<'a> Socket<'a> {
 
             #[cfg(feature = "socket-tcp-cubic")]
             CongestionControl::Cubic => AnyController::Cubic(cubic::Cubic::new()),
+
+            CongestionControl::Bbr => AnyController::Bbr(bbr::Bbr::new()),
         }
     }
 
@@ -941,6 +956,8 @@ impl<'a> Socket<'a> {
 
             #[cfg(feature = "socket-tcp-cubic")]
             AnyController::Cubic(_) => CongestionControl::Cubic,
+
+            AnyController::Bbr(_) => CongestionControl::Bbr,
         }
     }
 
@@ -1263,6 +1280,8 @@ impl<'a> Socket<'a> {
         self.scoreboard.clear();
         self.records.clear();
         self.stats = TcpStats::default();
+        self.rate = RateEstimator::default();
+        self.pacer = Pacer::default();
         self.sack_recent = [None; 3];
         self.quick_acks = 0;
         self.tlp_at = None;
@@ -3379,6 +3398,8 @@ impl<'a> Socket<'a> {
 
         if let Some(ack_number) = repr.ack_number.filter(|_| !stale_ack) {
             self.process_ack(cx.now(), repr, ack_number, ack_len, is_window_update);
+            let sacks = repr.sack_ranges.iter().any(Option::is_some);
+            self.on_ack_delivery(cx, ack_number, sacks);
         }
 
         // update last remote tsval
@@ -3548,7 +3569,13 @@ impl<'a> Socket<'a> {
         }
     }
 
+    /// Something with sequence space to send, and pacing lets data leave.
     fn seq_to_transmit(&self, cx: &mut Context) -> bool {
+        self.seq_to_transmit_unpaced(cx)
+            && (!self.may_send_data() || self.pacing_hold(cx.now()).is_none())
+    }
+
+    fn seq_to_transmit_unpaced(&self, cx: &mut Context) -> bool {
         // Retransmissions in recovery; the first one is sent even if
         // congestion checks would disallow it.
         if self.may_send_data()
@@ -3959,7 +3986,10 @@ impl<'a> Socket<'a> {
                     + self.remote_win_len.min(self.tx_buffer.len()))
                 .max(self.remote_last_seq)
                     - self.remote_last_seq;
-                let offset = if self.tlp_probe && unsent_in_window == 0 {
+                let offset = if self.pacing_hold(cx.now()).is_some() {
+                    // Pacing holds data back: an ACK or FIN only.
+                    self.flight_size()
+                } else if self.tlp_probe && unsent_in_window == 0 {
                     // RFC 8985 section 7.3: no new data to probe with, so
                     // resend the last segment.
                     let data_end = self.flight_size().min(self.tx_buffer.len());
@@ -4161,6 +4191,12 @@ impl<'a> Socket<'a> {
         // to not waste time waiting for the retransmit timer on packets that we know
         // for sure will not be successfully transmitted.
         ip_repr.set_payload_len(repr.buffer_len());
+        let sent_data = (repr.seq_number, repr.payload.len());
+        let (pipe_before, probe) = if sent_data.1 > 0 {
+            (self.pipe(), self.tlp_probe)
+        } else {
+            (0, false)
+        };
         emit(cx, packet_meta, (ip_repr, repr))?;
 
         // We've sent something, whether useful data or a keep-alive packet, so rewind
@@ -4272,6 +4308,10 @@ impl<'a> Socket<'a> {
             self.arm_tlp(cx.now());
         }
 
+        if sent_data.1 > 0 {
+            self.on_data_sent(cx.now(), sent_data, pipe_before, snd_max, probe);
+        }
+
         if self.state == State::Closed {
             // When aborting a connection, forget about it after sending a single RST packet.
             self.tuple = None;
@@ -4323,6 +4363,10 @@ impl<'a> Socket<'a> {
 
             // We wait for the earliest of our timers to fire.
             let tlp_poll_at = self.tlp_at.map_or(PollAt::Ingress, PollAt::Time);
+            let pacing_poll_at = match self.pacing_hold(cx.now()) {
+                Some(at) if self.seq_to_transmit_unpaced(cx) => PollAt::Time(at),
+                _ => PollAt::Ingress,
+            };
             let rack_poll_at = self.rack_at().map_or(PollAt::Ingress, PollAt::Time);
 
             *[
@@ -4331,6 +4375,7 @@ impl<'a> Socket<'a> {
                 delayed_ack_poll_at,
                 tlp_poll_at,
                 rack_poll_at,
+                pacing_poll_at,
             ]
             .iter()
             .min()

@@ -1,14 +1,35 @@
 use crate::time::Instant;
 
 use super::RttEstimator;
+use super::rate_sample::RateSample;
 
 pub(super) mod no_control;
+
+pub(super) mod bbr;
 
 #[cfg(feature = "socket-tcp-cubic")]
 pub(super) mod cubic;
 
 #[cfg(feature = "socket-tcp-reno")]
 pub(super) mod reno;
+
+/// What the socket knows after processing an ACK, for controllers that
+/// model the path from rate samples.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AckState {
+    /// The RFC 6675 flight estimate ("pipe", C.inflight).
+    pub pipe: usize,
+    /// C.delivered.
+    pub delivered: u64,
+    /// C.lost: octets resent as lost.
+    pub lost: u64,
+    /// In fast recovery or a timeout's recovery.
+    pub in_recovery: bool,
+    /// Data waits that cwnd keeps from being sent.
+    pub cwnd_limited: bool,
+    /// A random number, for randomized probing schedules.
+    pub rand: u32,
+}
 
 #[allow(unused_variables)]
 pub(super) trait Controller {
@@ -66,8 +87,36 @@ pub(super) trait Controller {
 
     /// Set the maximum segment size.
     fn set_mss(&mut self, mss: usize) {}
+
+    /// A delivery rate sample (draft-cheng-iccrg-delivery-rate-estimation)
+    /// from an ACK, after the socket processed it.
+    fn on_rate_sample(&mut self, now: Instant, rs: &RateSample, ack: &AckState) {}
+
+    /// A data segment is about to leave, with `in_flight_before` octets
+    /// in the network and the connection application-limited or not.
+    fn on_transmit(&mut self, now: Instant, in_flight_before: usize, app_limited: bool) {}
+
+    /// The rate to pace data at, in octets per second; `None` sends as
+    /// the window allows.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+
+    /// The most data a paced sender may send at one instant.
+    fn send_quantum(&self) -> usize {
+        usize::MAX
+    }
+
+    /// The controller wants rate samples marked application-limited for
+    /// now (BBR's ProbeRTT).
+    fn wants_app_limited(&self) -> bool {
+        false
+    }
 }
 
+// BBR's model is a few hundred bytes beside Cubic's hundred; boxing it
+// would need an allocator, which the crate does not require.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(super) enum AnyController {
@@ -78,6 +127,8 @@ pub(super) enum AnyController {
 
     #[cfg(feature = "socket-tcp-cubic")]
     Cubic(cubic::Cubic),
+
+    Bbr(bbr::Bbr),
 }
 
 impl AnyController {
@@ -119,6 +170,8 @@ impl AnyController {
 
             #[cfg(feature = "socket-tcp-cubic")]
             AnyController::Cubic(c) => c,
+
+                    AnyController::Bbr(b) => b,
         }
     }
 
@@ -132,6 +185,8 @@ impl AnyController {
 
             #[cfg(feature = "socket-tcp-cubic")]
             AnyController::Cubic(c) => c,
+
+                    AnyController::Bbr(b) => b,
         }
     }
 }

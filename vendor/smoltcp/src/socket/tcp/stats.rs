@@ -31,4 +31,18 @@ pub struct TcpStats {
     pub spurious_rtos: u64,
     /// Octets newly reported held by SACK blocks.
     pub sacked_bytes: u64,
+    /// Octets delivered, cumulatively acknowledged or SACKed
+    /// (`tcpi_delivered`, in octets; draft-cheng-iccrg-delivery-rate-estimation's
+    /// C.delivered).
+    pub delivered_bytes: u64,
+    /// The last delivery rate sample, in octets per second
+    /// (`tcpi_delivery_rate`): data delivered over the longer of the
+    /// intervals it took to send and to acknowledge.
+    pub delivery_rate: u64,
+    /// That sample was taken while the sender had run out of data, so it
+    /// understates what the path can carry (`tcpi_delivery_rate_app_limited`).
+    pub delivery_rate_app_limited: bool,
+    /// The rate data is paced at, in octets per second; 0 when unpaced
+    /// (`tcpi_pacing_rate`).
+    pub pacing_rate: u64,
 }
