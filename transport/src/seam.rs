@@ -252,6 +252,13 @@ pub trait Transport {
     fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
         None
     }
+
+    /// What the modelled link under this transport did to the frames it
+    /// sent (offered, lost, overflowed, delivered); `None` where no model
+    /// sits under it (kernel TCP, TAP).
+    fn link_counters(&self) -> Option<crate::link_model::LinkCounters> {
+        None
+    }
 }
 
 /// A boxed transport (say `Box<dyn Transport + Send>`, as a device holds
@@ -349,6 +356,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn tcp_loss_stats(&self) -> Option<TcpLossStats> {
         (**self).tcp_loss_stats()
+    }
+    fn link_counters(&self) -> Option<crate::link_model::LinkCounters> {
+        (**self).link_counters()
     }
 }
 

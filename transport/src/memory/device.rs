@@ -277,4 +277,8 @@ impl LinkDevice for MemoryDevice {
     fn has_readiness_fd(&self) -> bool {
         true
     }
+
+    fn link_counters(&self) -> Option<LinkCounters> {
+        Some(self.tx.impairment.counters())
+    }
 }
