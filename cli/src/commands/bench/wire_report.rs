@@ -25,7 +25,7 @@ pub(crate) struct LinuxSetup {
 pub(crate) struct WireSetup {
     pub model: LinkModelConfig,
     pub mtu: usize,
-    /// smoltcp's rings; Linux's socket buffer limit.
+    /// smoltcp's rings (Linux's buffers are allowed twice as much).
     pub window: usize,
     pub rto_min: Duration,
     pub warm_up: Duration,
@@ -256,6 +256,17 @@ impl WireReport {
                 f(r.link_drop_share.map(|x| x * 100.0), 9, 3),
                 f(ratio, 12, 2),
             );
+        }
+        for f in &self.flows {
+            if let Flow::Rdma { round, flow } = f {
+                let _ = writeln!(
+                    out,
+                    "round {round} rdma {} {} TCP (both ends): {}",
+                    flow.op,
+                    human_size(flow.size),
+                    flow.tcp
+                );
+            }
         }
         out += "\nresent % = resent over sent: octets for smoltcp, segments for Linux (RetransSegs/OutSegs);\n";
         out += "drop % = frames the wire dropped in the data direction (random, burst, queue overflow) over frames offered\n";
