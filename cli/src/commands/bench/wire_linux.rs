@@ -42,6 +42,10 @@ pub(crate) struct LinuxFlow {
     /// Frames a TAP device refused on the way out of the switch (lost too,
     /// but not by the model).
     pub port_drops: u64,
+    /// Frames the sender's TAP device dropped before the switch read them
+    /// (its queue full: the forwarder fell behind). Also lost, also not by
+    /// the model.
+    pub device_drops: u64,
 }
 
 impl LinuxFlow {
@@ -129,7 +133,8 @@ impl LinuxWire {
         let (sender, receiver) = (self.hosts[0].ns.name(), self.hosts[1].ns.name());
         let link_before = sw.counters(Side::Left);
         let port_before = sw.port_drops();
-        let before = TcpCounters::read(sender)?;
+        let tap = self.hosts[0].tap.clone();
+        let before = TcpCounters::read(sender, &tap)?;
         let stop_switch = AtomicBool::new(false);
         let (result, after, sw) = std::thread::scope(|s| {
             let forwarder = s.spawn(|| {
@@ -140,7 +145,7 @@ impl LinuxWire {
             // Read while the wire still runs: the stream was reset, so
             // nothing more is sent, and nothing is counted against a
             // wire that stopped.
-            let after = TcpCounters::read(sender);
+            let after = TcpCounters::read(sender, &tap);
             stop_switch.store(true, Ordering::Release);
             let (ran, sw) = forwarder
                 .join()
@@ -161,6 +166,7 @@ impl LinuxWire {
             timeouts: after.timeouts.saturating_sub(before.timeouts),
             link,
             port_drops,
+            device_drops: after.tx_dropped.saturating_sub(before.tx_dropped),
         })
     }
 }
@@ -186,16 +192,19 @@ struct TcpCounters {
     out_segs: u64,
     retrans_segs: u64,
     timeouts: u64,
+    /// Frames the TAP device `tap` dropped on their way out.
+    tx_dropped: u64,
 }
 
 impl TcpCounters {
     /// Read from a thread inside `ns` (`/proc/thread-self/net` is that
     /// thread's namespace's; `/proc/self/net` would be the main thread's).
-    fn read(ns: &str) -> Result<TcpCounters, String> {
-        let (snmp, netstat) = in_netns(ns, || {
+    fn read(ns: &str, tap: &str) -> Result<TcpCounters, String> {
+        let (snmp, netstat, dev) = in_netns(ns, || {
             Ok::<_, std::io::Error>((
                 std::fs::read_to_string("/proc/thread-self/net/snmp")?,
                 std::fs::read_to_string("/proc/thread-self/net/netstat")?,
+                std::fs::read_to_string("/proc/thread-self/net/dev")?,
             ))
         })
         .and_then(|r| r)
@@ -208,8 +217,19 @@ impl TcpCounters {
             out_segs: get(&snmp, "Tcp", "OutSegs")?,
             retrans_segs: get(&snmp, "Tcp", "RetransSegs")?,
             timeouts: get(&netstat, "TcpExt", "TCPTimeouts")?,
+            tx_dropped: tx_dropped(&dev, tap)
+                .ok_or_else(|| format!("no {tap} in /proc/net/dev of {ns}"))?,
         })
     }
+}
+
+/// The transmit `drop` column of interface `iface` in `/proc/net/dev`
+/// text (eight receive columns, then bytes, packets, errs, drop).
+fn tx_dropped(text: &str, iface: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (name, cols) = l.split_once(':')?;
+        (name.trim() == iface).then(|| cols.split_whitespace().nth(11)?.parse().ok())?
+    })
 }
 
 /// Field `field` of group `group` in `/proc/net/snmp` or `/proc/net/netstat`
@@ -289,6 +309,16 @@ mod tests {
         assert_eq!(counter(snmp, "Tcp", "Nope"), None);
         assert_eq!(counter(snmp, "TcpExt", "TCPTimeouts"), None);
         assert_eq!(counter("Tcp: OutSegs\n", "Tcp", "OutSegs"), None);
+    }
+
+    #[test]
+    fn transmit_drops_of_one_device() {
+        let dev = "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n\
+                   \x20   lo: 10 1 0 0 0 0 0 0 10 1 0 0 0 0 0 0\n\
+                   link0: 500 5 0 2 0 0 0 0 900 9 0 7 0 0 0 0\n";
+        assert_eq!(tx_dropped(dev, "link0"), Some(7));
+        assert_eq!(tx_dropped(dev, "lo"), Some(0));
+        assert_eq!(tx_dropped(dev, "link1"), None);
     }
 
     #[test]

@@ -63,8 +63,8 @@ pub(crate) struct RowFields {
     pub resent_share: Option<f64>,
     pub timeouts: Option<u64>,
     /// Frames offered to the wire in the data direction, and those it
-    /// dropped (random and burst loss, queue overflow; for Linux also a
-    /// TAP device that refused a frame).
+    /// dropped (random and burst loss, queue overflow; for Linux also
+    /// frames a TAP device dropped because the forwarder fell behind).
     pub link_frames: Option<u64>,
     pub link_dropped: Option<u64>,
     pub link_drop_share: Option<f64>,
@@ -116,7 +116,7 @@ impl WireReport {
                 }
                 Flow::Linux { round, flow } => match flow {
                     Ok(l) => {
-                        let dropped = l.link.dropped() + l.port_drops;
+                        let dropped = l.link.dropped() + l.port_drops + l.device_drops;
                         RowFields {
                             round: *round,
                             flow: format!("linux {}", l.cc),
@@ -270,6 +270,21 @@ impl WireReport {
         }
         out += "\nresent % = resent over sent: octets for smoltcp, segments for Linux (RetransSegs/OutSegs);\n";
         out += "drop % = frames the wire dropped in the data direction (random, burst, queue overflow) over frames offered\n";
+        out +=
+            "       (Linux: also frames its TAP devices dropped while the forwarder fell behind)\n";
+        for f in &self.flows {
+            if let Flow::Linux { round, flow: Ok(l) } = f {
+                if l.device_drops + l.port_drops > 0 {
+                    let _ = writeln!(
+                        out,
+                        "round {round} linux {}: {} frames lost at the TAP devices, beside {} the model dropped: the forwarder fell behind",
+                        l.cc,
+                        l.device_drops + l.port_drops,
+                        l.link.dropped()
+                    );
+                }
+            }
+        }
         for line in self.targets() {
             out += &line;
             out.push('\n');
