@@ -301,6 +301,58 @@ fn link_counters(d: &Device) -> Result<LinkCounters, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        wire: WireArgs,
+    }
+
+    fn model(argv: &[&str], loss_percent: f64) -> Result<Option<LinkModelConfig>, String> {
+        let cli = Cli::try_parse_from(std::iter::once("bench").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        cli.wire.model(loss_percent, Duration::ZERO)
+    }
+
+    #[test]
+    fn flags_compose_a_profile_with_loss_on_top() {
+        assert_eq!(model(&[], 1.0), Ok(None), "no wire flag: the old bench");
+        let wan = model(&["--profile", "wan"], 0.0).unwrap().unwrap();
+        assert_eq!(wan, Profile::Wan.config());
+        let m = model(
+            &["--profile", "lan", "--rtt", "4ms", "--queue", "30kb"],
+            1.0,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(m.delay, Duration::from_millis(2));
+        assert_eq!(m.rate_bps, Some(1_000_000_000));
+        assert_eq!(m.queue_bytes, Some(30_000));
+        assert_eq!(m.loss, 0.01, "--loss is a percent, on top of the profile");
+        let m = model(&["--rate", "10mbit", "--burst", "3"], 2.0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.loss, 0.0);
+        assert!((m.burst.unwrap().stationary_loss() - 0.02).abs() < 1e-12);
+        assert_eq!(m.delay, Duration::ZERO);
+    }
+
+    #[test]
+    fn bad_wire_flags_are_errors() {
+        assert!(model(&["--profile", "moon"], 0.0).is_err());
+        assert!(model(&["--rate", "0"], 0.0).is_err());
+        assert!(
+            model(&["--burst", "3"], 0.0).is_err(),
+            "a burst needs a loss"
+        );
+        assert!(
+            model(&["--rounds", "2"], 0.0).is_err(),
+            "rounds need a wire"
+        );
+        assert!(model(&["--profile", "lan", "--rounds", "0"], 0.0).is_err());
+        assert!(model(&["--profile", "lan", "--rounds", "2"], 0.0).is_ok());
+    }
 
     #[test]
     fn windows_cover_a_bdp_and_a_queue() {
