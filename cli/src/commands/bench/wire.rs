@@ -261,8 +261,13 @@ fn rdma_flows(args: &Args, setup: &WireSetup, round: usize) -> Result<Vec<RdmaFl
                 depth: args.depth,
                 progress: args.progress,
             };
-            case(setup.warm_up).run(&ep)?;
-            let m = case(setup.duration).run(&ep)?;
+            // A case that fails says what its TCP went through.
+            let failed = |e: String| {
+                let tcp = tcp_stats(&ep).since(&tcp_before);
+                format!("{e}\n  TCP under RDMA (both ends) until then: {tcp}")
+            };
+            case(setup.warm_up).run(&ep).map_err(failed)?;
+            let m = case(setup.duration).run(&ep).map_err(failed)?;
             let secs = m.elapsed.as_secs_f64().max(1e-9);
             let bits = m.bytes as f64 * 8.0;
             out.push(RdmaFlow {
