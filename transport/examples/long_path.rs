@@ -1,7 +1,7 @@
 //! Raw TCP over the memory link on a long path with no loss: how much of
 //! the rate (or, with no rate, of the window) it carries.
 //!
-//! `cargo run --release -p iwarp-transport --example long_path [MiB [ring KiB]]`
+//! `cargo run --release -p iwarp-transport --example long_path [MiB [ring KiB [rx batch]]]`
 //!
 //! Each case runs the same transfer twice: with delay alone (the delay line
 //! hands a whole window over at one instant), and with the delay behind a
@@ -24,6 +24,10 @@ fn main() {
         .nth(2)
         .and_then(|a| a.parse::<usize>().ok())
         .map_or(8 << 20, |k| k << 10);
+    let rx_batch: usize = std::env::args()
+        .nth(3)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1);
     let tuning = TcpTuning::default()
         .rx_buffer(ring)
         .tx_buffer(ring)
@@ -31,14 +35,15 @@ fn main() {
         // congestion avoidance opens the window a few bytes at a time.
         .segment_aligned(true);
     println!(
-        "{mib} MiB one way, {} KiB rings, 200 ms minimum RTO, Cubic, no loss",
+        "{mib} MiB one way, {} KiB rings, up to {rx_batch} frames per poll, 200 ms minimum RTO, Cubic, no loss",
         ring >> 10
     );
     for one_way_ms in [1u64, 10] {
         let latency = Duration::from_millis(one_way_ms);
         let cfg = MemoryLinkConfig::default()
             .faults(FaultConfig::default().latency(latency))
-            .tuning(tuning.clone());
+            .tuning(tuning.clone())
+            .rx_batch(rx_batch);
         let window_gbit = ring as f64 * 8.0 / (2.0 * latency.as_secs_f64()) / 1e9;
         run(
             &format!(
@@ -51,7 +56,8 @@ fn main() {
     for profile in [Profile::Lan, Profile::Wan] {
         let cfg = MemoryLinkConfig::default()
             .faults(FaultConfig::from_link_model(&profile.config()))
-            .tuning(tuning.clone());
+            .tuning(tuning.clone())
+            .rx_batch(rx_batch);
         let rate = profile.rate_bps() as f64 / 1e9;
         run(
             &format!(

@@ -52,6 +52,32 @@ impl TcpLossStats {
         self.spurious_timeouts += other.spurious_timeouts;
     }
 
+    /// What was counted after `earlier`, a reading of the same counters:
+    /// the figures of one measured span.
+    pub fn since(&self, earlier: &TcpLossStats) -> TcpLossStats {
+        TcpLossStats {
+            sent_bytes: self.sent_bytes.saturating_sub(earlier.sent_bytes),
+            retransmitted_segments: self
+                .retransmitted_segments
+                .saturating_sub(earlier.retransmitted_segments),
+            retransmitted_bytes: self
+                .retransmitted_bytes
+                .saturating_sub(earlier.retransmitted_bytes),
+            fast_recoveries: self.fast_recoveries.saturating_sub(earlier.fast_recoveries),
+            timeouts: self.timeouts.saturating_sub(earlier.timeouts),
+            tail_loss_probes: self
+                .tail_loss_probes
+                .saturating_sub(earlier.tail_loss_probes),
+            spurious_retransmits: self
+                .spurious_retransmits
+                .saturating_sub(earlier.spurious_retransmits),
+            undos: self.undos.saturating_sub(earlier.undos),
+            spurious_timeouts: self
+                .spurious_timeouts
+                .saturating_sub(earlier.spurious_timeouts),
+        }
+    }
+
     /// Resent octets as a share of all octets sent (0 when none were).
     pub fn resent_share(&self) -> f64 {
         if self.sent_bytes == 0 {
@@ -138,5 +164,29 @@ mod tests {
         assert_eq!(both.sent_bytes, 200_000);
         assert_eq!(both.retransmitted_bytes, 2_000);
         assert!((both.resent_share() - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_span_is_the_difference_of_two_readings() {
+        let mut a = TcpStats::default();
+        a.sent_bytes = 10_000;
+        a.retransmitted_segments = 1;
+        a.retransmitted_bytes = 1_000;
+        a.timeouts = 1;
+        let mut first = TcpLossStats::default();
+        first.add(&a);
+        let mut later = first;
+        later.merge(&first);
+        later.merge(&first);
+        let span = later.since(&first);
+        assert_eq!(span.sent_bytes, 20_000);
+        assert_eq!(span.retransmitted_segments, 2);
+        assert_eq!(span.timeouts, 2);
+        assert!((span.resent_share() - 0.1).abs() < 1e-12);
+        assert_eq!(
+            first.since(&later),
+            TcpLossStats::default(),
+            "never below 0"
+        );
     }
 }

@@ -273,6 +273,13 @@ pub trait Transport {
         let _ = s;
         None
     }
+
+    /// What the modelled link under this transport did to the frames it
+    /// sent (offered, lost, overflowed, delivered); `None` where no model
+    /// sits under it (kernel TCP, TAP).
+    fn link_counters(&self) -> Option<crate::link_model::LinkCounters> {
+        None
+    }
 }
 
 /// A boxed transport (say `Box<dyn Transport + Send>`, as a device holds
@@ -376,6 +383,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn tcp_stream_stats(&self, s: StreamId) -> Option<TcpStreamStats> {
         (**self).tcp_stream_stats(s)
+    }
+
+    fn link_counters(&self) -> Option<crate::link_model::LinkCounters> {
+        (**self).link_counters()
     }
 }
 

@@ -1,16 +1,18 @@
 //! `iwarp link`: put any program through the modelled wire.
 
-mod units;
-
 use std::io::Read;
+use std::net::Ipv4Addr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capture::netns::Netns;
-use transport::link_model::{GilbertElliott, LinkModelConfig, Profile, Reorder};
+use transport::link_model::{LinkModelConfig, Profile, Reorder};
 use transport::switch::{Port, Side, Switch, TapPort};
+
+use super::units;
+use super::wire_model::{describe, parse_profile, ModelFlags};
 
 /// Run a userspace forwarder between two TAP devices that applies the
 /// same link model as the memory link (delay, jitter, random or bursty
@@ -69,75 +71,62 @@ pub struct Args {
     duration: u64,
 }
 
-fn parse_profile(s: &str) -> Result<Profile, String> {
-    Profile::from_name(s).ok_or_else(|| {
-        let names: Vec<_> = Profile::ALL.iter().map(|p| p.name()).collect();
-        format!("unknown profile {s:?}; one of {}", names.join(", "))
-    })
-}
-
 impl Args {
     /// The model the flags describe.
     pub(crate) fn model(&self) -> Result<LinkModelConfig, String> {
-        let mut m = self.profile.map(Profile::config).unwrap_or_default();
-        if let Some(rtt) = self.rtt {
-            m.delay = rtt / 2;
-        }
-        if let Some(r) = self.rate {
-            m.rate_bps = Some(r);
-        }
-        if let Some(q) = self.queue {
-            m.queue_bytes = Some(q);
-        }
-        if let Some(j) = self.jitter {
-            m.jitter = j;
-        }
-        m.loss = self.loss;
-        if let Some(burst) = self.burst {
-            m.burst = Some(GilbertElliott::with_rate_and_burst(self.loss, burst).ok_or(
-                "--burst needs a --loss between 0 and 1 and a burst of at least 1 frame \
-                     (and a loss no higher than a burst allows)",
-            )?);
-            m.loss = 0.0;
-        }
-        if let Some(p) = self.reorder {
-            m.reorder = Some(Reorder {
-                probability: p,
+        ModelFlags {
+            profile: self.profile,
+            rtt: self.rtt,
+            rate_bps: self.rate,
+            queue_bytes: self.queue,
+            jitter: self.jitter,
+            loss: self.loss,
+            burst: self.burst,
+            reorder: self.reorder.map(|probability| Reorder {
+                probability,
                 hold: self.reorder_hold,
-            });
+            }),
         }
-        m.validate().map_err(|e| e.to_string())?;
-        Ok(m)
+        .model()
     }
 }
 
-/// One line describing `m`.
-pub(crate) fn describe(m: &LinkModelConfig) -> String {
-    let mut s = format!("RTT {:?}", m.delay * 2);
-    match m.rate_bps {
-        Some(r) => s += &format!(", rate {:.3} Gbit/s", r as f64 / 1e9),
-        None => s += ", no rate limit",
+/// One end of the wire: a namespace with one TAP device joined to the
+/// switch. Dropping it deletes the namespace (and the device).
+#[derive(Debug)]
+pub(crate) struct NamespacedHost {
+    pub side: Side,
+    pub ns: Netns,
+    /// The TAP device's name inside `ns`.
+    pub tap: String,
+    pub addr: Ipv4Addr,
+}
+
+/// The hosts' addresses, left then right, in one /24.
+pub(crate) const HOST_ADDRS: [Ipv4Addr; 2] =
+    [Ipv4Addr::new(10, 90, 0, 1), Ipv4Addr::new(10, 90, 0, 2)];
+
+/// Two namespaces, each with one TAP device at `mtu`, up, with its address
+/// from [`HOST_ADDRS`], the left one on the switch's left side and the
+/// right one on its right: two Linux hosts with `sw`'s wire between them.
+pub(crate) fn namespaced_hosts(sw: &mut Switch, mtu: usize) -> Result<Vec<NamespacedHost>, String> {
+    let mut hosts = Vec::new();
+    for (side, addr) in [Side::Left, Side::Right].into_iter().zip(HOST_ADDRS) {
+        let ns = Netns::create("link")?;
+        let tap = TapPort::open("link%d", Some(ns.name()))
+            .map_err(|e| format!("TAP in {}: {e}", ns.name()))?;
+        let name = tap.name().to_owned();
+        ns.ip(&["link", "set", &name, "mtu", &mtu.to_string(), "up"])?;
+        ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", &name])?;
+        sw.add_port(side, Port::Tap(tap));
+        hosts.push(NamespacedHost {
+            side,
+            ns,
+            tap: name,
+            addr,
+        });
     }
-    if let Some(q) = m.queue_bytes {
-        s += &format!(", queue {q} B");
-    }
-    if m.loss > 0.0 {
-        s += &format!(", loss {:.3}%", m.loss * 100.0);
-    }
-    if let Some(g) = m.burst {
-        s += &format!(
-            ", bursty loss {:.3}% in runs of {:.1}",
-            g.stationary_loss() * 100.0,
-            1.0 / g.bad_to_good
-        );
-    }
-    if !m.jitter.is_zero() {
-        s += &format!(", jitter {:?}", m.jitter);
-    }
-    if let Some(r) = m.reorder {
-        s += &format!(", reorder {:.3}% by {:?}", r.probability * 100.0, r.hold);
-    }
-    s
+    Ok(hosts)
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -163,22 +152,16 @@ fn run_inner(args: &Args) -> Result<(), String> {
             }
         }
         None => {
-            for (side, ip) in [(Side::Left, "10.90.0.1/24"), (Side::Right, "10.90.0.2/24")] {
-                let ns = Netns::create("link")?;
-                let tap = TapPort::open("link%d", Some(ns.name()))
-                    .map_err(|e| format!("TAP in {}: {e}", ns.name()))?;
-                let mtu = args.mtu.to_string();
-                ns.ip(&["link", "set", tap.name(), "mtu", &mtu, "up"])?;
-                ns.ip(&["addr", "add", ip, "dev", tap.name()])?;
+            for host in namespaced_hosts(&mut sw, args.mtu)? {
                 println!(
-                    "{} side: namespace {}, {} {ip}; run programs there with `ip netns exec {} PROGRAM`",
-                    if side == Side::Left { "left" } else { "right" },
-                    ns.name(),
-                    tap.name(),
-                    ns.name()
+                    "{} side: namespace {}, {} {}/24; run programs there with `ip netns exec {} PROGRAM`",
+                    if host.side == Side::Left { "left" } else { "right" },
+                    host.ns.name(),
+                    host.tap,
+                    host.addr,
+                    host.ns.name()
                 );
-                sw.add_port(side, Port::Tap(tap));
-                namespaces.push(ns);
+                namespaces.push(host.ns);
             }
         }
     }

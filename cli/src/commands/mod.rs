@@ -7,4 +7,6 @@ pub mod link;
 pub mod perf;
 pub mod rping;
 pub mod transport_args;
+pub(crate) mod units;
 pub mod wire_count;
+pub(crate) mod wire_model;

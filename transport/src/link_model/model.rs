@@ -55,6 +55,30 @@ impl LinkCounters {
         self.lost() + self.overflowed
     }
 
+    /// Frames that did not get through as a share of the frames offered
+    /// (0 when none were).
+    pub fn dropped_share(&self) -> f64 {
+        if self.frames_in == 0 {
+            0.0
+        } else {
+            self.dropped() as f64 / self.frames_in as f64
+        }
+    }
+
+    /// What was counted after `earlier`, a reading of the same model: the
+    /// figures of one measured span.
+    pub fn since(&self, earlier: &LinkCounters) -> LinkCounters {
+        LinkCounters {
+            frames_in: self.frames_in.saturating_sub(earlier.frames_in),
+            bytes_in: self.bytes_in.saturating_sub(earlier.bytes_in),
+            lost_random: self.lost_random.saturating_sub(earlier.lost_random),
+            lost_burst: self.lost_burst.saturating_sub(earlier.lost_burst),
+            overflowed: self.overflowed.saturating_sub(earlier.overflowed),
+            delivered: self.delivered.saturating_sub(earlier.delivered),
+            delivered_bytes: self.delivered_bytes.saturating_sub(earlier.delivered_bytes),
+        }
+    }
+
     /// Adds another model's counts (the other direction, say).
     pub fn merge(&mut self, o: &LinkCounters) {
         self.frames_in += o.frames_in;

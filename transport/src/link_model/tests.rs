@@ -219,3 +219,27 @@ fn a_seed_replays_the_same_fates() {
     assert_eq!(a, run(7));
     assert_ne!(a, run(8));
 }
+
+#[test]
+fn counters_give_a_span_and_a_drop_share() {
+    let mut m = model(LinkModelConfig {
+        loss: 0.25,
+        ..Default::default()
+    });
+    let t = Instant::now();
+    assert_eq!(m.counters().dropped_share(), 0.0, "nothing offered yet");
+    for _ in 0..1000 {
+        m.offer(t, FRAME);
+    }
+    let first = m.counters();
+    for _ in 0..3000 {
+        m.offer(t, FRAME);
+    }
+    let span = m.counters().since(&first);
+    assert_eq!(span.frames_in, 3000);
+    assert_eq!(span.bytes_in, 3000 * FRAME as u64);
+    assert_eq!(span.dropped() + span.delivered, 3000);
+    let share = span.dropped_share();
+    assert!((0.2..0.3).contains(&share), "{share}");
+    assert_eq!(m.counters().since(&m.counters()), LinkCounters::default());
+}

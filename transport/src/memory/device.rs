@@ -67,6 +67,9 @@ pub struct MemoryDevice {
     mtu: usize,
     tx: TxSide,
     rx: RxSide,
+    /// Frames one poll may take when several are due (see
+    /// [`MemoryLinkConfig::rx_batch`](super::MemoryLinkConfig::rx_batch)).
+    rx_batch: usize,
 }
 
 impl MemoryDevice {
@@ -93,7 +96,13 @@ impl MemoryDevice {
                 activity: false,
             },
             rx: RxSide::default(),
+            rx_batch: 1,
         }
+    }
+
+    /// Lets one poll take up to `frames` frames that are already due.
+    pub(crate) fn set_rx_batch(&mut self, frames: usize) {
+        self.rx_batch = frames.max(1);
     }
 
     /// Records every frame this end sends (before impairment) and receives.
@@ -202,9 +211,10 @@ impl Device for MemoryDevice {
         _timestamp: smoltcp::time::Instant,
     ) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
         if self.rx.due.is_empty() && !std::mem::replace(&mut self.rx.taken, true) {
-            self.wire.receive(
+            self.wire.receive_batch(
                 self.rx_lane(),
                 self.tx.now,
+                self.rx_batch,
                 &mut self.rx.due,
                 &mut self.rx.used,
             );
@@ -276,5 +286,9 @@ impl LinkDevice for MemoryDevice {
 
     fn has_readiness_fd(&self) -> bool {
         true
+    }
+
+    fn link_counters(&self) -> Option<LinkCounters> {
+        Some(self.tx.impairment.counters())
     }
 }

@@ -176,6 +176,23 @@ impl Wire {
         out: &mut VecDeque<Frame>,
         used: &mut Vec<Vec<u8>>,
     ) {
+        self.receive_batch(i, now, 1, out, used);
+    }
+
+    /// [`Wire::receive`], and then more frames already due by `now`, up to
+    /// `batch` frames in all: a receiver that fell behind the clock (a
+    /// driving thread the scheduler kept off the CPU) catches up in a few
+    /// polls, as NAPI polls a budget of frames per interrupt, instead of
+    /// paying a whole poll per frame and falling further behind. A
+    /// receiver that keeps up sees one instant per call all the same.
+    pub(crate) fn receive_batch(
+        &self,
+        i: usize,
+        now: Instant,
+        batch: usize,
+        out: &mut VecDeque<Frame>,
+        used: &mut Vec<Vec<u8>>,
+    ) {
         if let Some(fd) = self.readiness[i].get() {
             fd.clear();
         }
@@ -184,9 +201,15 @@ impl Wire {
         let Some(first) = lane.next_due().filter(|&d| d <= now) else {
             return;
         };
-        while lane.queue.front().is_some_and(|f| f.deliver_at == first) {
+        let mut taken = 0;
+        while lane
+            .queue
+            .front()
+            .is_some_and(|f| f.deliver_at == first || (taken < batch && f.deliver_at <= now))
+        {
             if let Some(f) = lane.queue.pop_front() {
                 out.push_back(f.frame);
+                taken += 1;
             }
         }
     }
@@ -312,6 +335,35 @@ mod tests {
         assert_eq!(out, [Frame::new(vec![3])]);
         assert_eq!(w.next_due(0), None);
         assert_eq!(w.next_due(1), None);
+    }
+
+    #[test]
+    fn a_late_receiver_takes_a_batch_of_due_frames() {
+        let w = Wire::new(16);
+        let t = Instant::now();
+        let us = Duration::from_micros;
+        let mut batch: Vec<_> = (1..=5).map(|k| frame(t + us(k), k as u8)).collect();
+        batch.push(frame(t + us(100), 9));
+        assert_eq!(w.send(0, &mut batch, &mut Vec::new(), 0), 6);
+        let mut out = VecDeque::new();
+        w.receive_batch(0, t + us(50), 3, &mut out, &mut Vec::new());
+        assert_eq!(
+            out,
+            [1, 2, 3].map(|k| Frame::new(vec![k])),
+            "three of five due"
+        );
+        out.clear();
+        w.receive_batch(0, t + us(50), 3, &mut out, &mut Vec::new());
+        assert_eq!(
+            out,
+            [4, 5].map(|k| Frame::new(vec![k])),
+            "not the one due later"
+        );
+        out.clear();
+        w.receive_batch(0, t + us(50), 3, &mut out, &mut Vec::new());
+        assert!(out.is_empty());
+        w.receive_batch(0, t + us(100), 3, &mut out, &mut Vec::new());
+        assert_eq!(out, [Frame::new(vec![9])]);
     }
 
     #[test]

@@ -82,6 +82,13 @@ pub struct MemoryLinkConfig {
     pub tuning: TcpTuning,
     /// Address of host A (host B is the next one); both in a /24.
     pub addr_a: Ipv4Addr,
+    /// Frames a host takes off the link per poll when more than one is
+    /// already due. 1 (the default) takes one arrival instant per poll,
+    /// so on virtual time every frame a rate limit spaces out is answered
+    /// on its own. A host driven in real time by a thread that can fall
+    /// behind (a loaded machine, a long path at a high rate) wants more,
+    /// or it pays a whole poll per frame while the backlog grows.
+    pub rx_batch: usize,
 }
 
 crate::setters::setters!(MemoryLinkConfig {
@@ -91,6 +98,7 @@ crate::setters::setters!(MemoryLinkConfig {
     queue_frames: usize,
     tuning: TcpTuning,
     addr_a: Ipv4Addr,
+    rx_batch: usize,
 });
 
 impl Default for MemoryLinkConfig {
@@ -107,6 +115,7 @@ impl Default for MemoryLinkConfig {
                 ..TcpTuning::default()
             },
             addr_a: Ipv4Addr::new(10, 77, 0, 1),
+            rx_batch: 1,
         }
     }
 }
@@ -147,7 +156,9 @@ impl MemoryLink {
         let host = |lane: usize, addr: Ipv4Addr| {
             // Distinct, documented streams per end, all from the one seed.
             let seed = cfg.seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(lane as u64 + 1));
-            let dev = MemoryDevice::new(Arc::clone(&wire), lane, cfg.mtu, cfg.faults.clone(), seed);
+            let mut dev =
+                MemoryDevice::new(Arc::clone(&wire), lane, cfg.mtu, cfg.faults.clone(), seed);
+            dev.set_rx_batch(cfg.rx_batch);
             let mac = EthernetAddress([0x02, 0, 0, 0, 0, lane as u8 + 1]);
             SmolStack::new(
                 dev,
@@ -177,13 +188,14 @@ impl MemoryLink {
         }
         let wire = Arc::new(Wire::new(cfg.queue_frames));
         let seed = cfg.seed ^ u64::from(u32::from(addr)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let dev = MemoryDevice::new(
+        let mut dev = MemoryDevice::new(
             Arc::clone(&wire),
             port::HOST_LANE,
             cfg.mtu,
             cfg.faults.clone(),
             seed,
         );
+        dev.set_rx_batch(cfg.rx_batch);
         let [a, b, c, d] = addr.octets();
         let mac = EthernetAddress([0x02, 0x01, a, b, c, d]);
         let host = SmolStack::new(

@@ -57,6 +57,11 @@ pub trait LinkDevice: Device {
     fn has_readiness_fd(&self) -> bool {
         false
     }
+    /// What a modelled link did to the frames this end sent (see
+    /// [`Transport::link_counters`]).
+    fn link_counters(&self) -> Option<crate::link_model::LinkCounters> {
+        None
+    }
 }
 
 /// A listening port: armed sockets waiting for a SYN, and sockets that took
@@ -958,6 +963,10 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
 
     fn has_readiness_fd(&self) -> bool {
         self.device.has_readiness_fd()
+    }
+
+    fn link_counters(&self) -> Option<crate::link_model::LinkCounters> {
+        self.device.link_counters()
     }
 
     fn tcp_loss_stats(&self) -> Option<TcpLossStats> {

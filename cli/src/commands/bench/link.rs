@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use capture::netns::Netns;
 use capture::pcap::PcapSink;
 use clap::ValueEnum;
-use transport::TcpTuning;
 use verbs::transport::kernel::{KernelConfig, KernelTransport};
 use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
 use verbs::transport::tap::{TapConfig, TapTransport};

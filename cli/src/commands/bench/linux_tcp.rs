@@ -150,7 +150,7 @@ fn enable_forwarding(ns: &str) -> Result<(), String> {
 }
 
 /// `ethtool -K DEV tso off gso off gro off` inside `ns`; false if it failed.
-fn offloads_off_on(ns: &str, dev: &str) -> bool {
+pub(crate) fn offloads_off_on(ns: &str, dev: &str) -> bool {
     Command::new("ip")
         .args(["netns", "exec", ns, "ethtool", "-K", dev])
         .args(["tso", "off", "gso", "off", "gro", "off"])
@@ -201,7 +201,7 @@ fn stream(sender_ns: &str, receiver_ns: &str, cc: &str, duration: Duration) -> R
 /// Sets `cc` on `socket` (`TCP_CONGESTION`) and reads it back, so the
 /// figure is named after the controller that ran (`modprobe tcp_CC` when
 /// the kernel lacks it).
-fn pin_congestion_control(socket: &TcpStream, cc: &str) -> Result<(), String> {
+pub(crate) fn pin_congestion_control(socket: &TcpStream, cc: &str) -> Result<(), String> {
     let s = socket2::SockRef::from(socket);
     if s.set_tcp_congestion(cc.as_bytes()).is_err() {
         let _ = Command::new("modprobe").arg(format!("tcp_{cc}")).output();
@@ -219,7 +219,7 @@ fn pin_congestion_control(socket: &TcpStream, cc: &str) -> Result<(), String> {
     }
 }
 
-fn fill(mut socket: TcpStream, stop: &AtomicBool) {
+pub(crate) fn fill(mut socket: TcpStream, stop: &AtomicBool) {
     let data: Vec<u8> = (0..CHUNK).map(|i| (i % 251) as u8).collect();
     while !stop.load(Ordering::Relaxed) {
         if socket.write_all(&data).is_err() {
@@ -228,7 +228,7 @@ fn fill(mut socket: TcpStream, stop: &AtomicBool) {
     }
 }
 
-fn drain(mut socket: TcpStream, received: &AtomicU64, stop: &AtomicBool) {
+pub(crate) fn drain(mut socket: TcpStream, received: &AtomicU64, stop: &AtomicBool) {
     // Reads time out now and then, so the end of the measurement ends this
     // even while the stream's last segments wait for retransmission.
     let _ = socket.set_read_timeout(Some(Duration::from_millis(100)));

@@ -19,6 +19,9 @@ mod raw_many;
 mod report;
 mod scale;
 mod share;
+mod wire;
+mod wire_linux;
+mod wire_report;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -144,6 +147,8 @@ pub struct Args {
     /// transport, into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    wire: wire::WireArgs,
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -200,6 +205,12 @@ fn run_inner(args: &Args) -> Result<(), String> {
     }
     if let Some(&n) = args.qps.iter().find(|&&n| n == 0 || n > MAX_QPS) {
         return Err(format!("--qps {n}: between 1 and {MAX_QPS}"));
+    }
+    if let Some(model) = args
+        .wire
+        .model(args.loss, Duration::from_micros(args.jitter_us))?
+    {
+        return wire::run(args, &args.wire, model);
     }
     let opts = LinkOptions {
         kind: args.transport,

@@ -167,7 +167,7 @@ fn transport_name(t: TransportKind) -> &'static str {
 }
 
 /// A JSON string literal.
-fn string(s: &str) -> String {
+pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {
@@ -215,7 +215,7 @@ pub(crate) fn json(rows: &[Row], scale: &[ScaleRow]) -> String {
                 r.vs_linux_tcp.map_or("null".into(), num),
                 r.linux_bbr_gbps.map_or("null".into(), num),
                 r.vs_linux_bbr.map_or("null".into(), num),
-                r.linux_tcp_note.as_deref().map_or("null".into(), string),
+                r.linux_tcp_note.as_deref().map_or("null".into(), json_string),
                 r.vs_records.map_or("null".into(), |n| n.to_string()),
                 r.raw_rtt_us_p50.map_or("null".into(), num),
             )

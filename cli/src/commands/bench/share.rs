@@ -105,10 +105,7 @@ pub(crate) fn run(
 ) -> Result<Shared, String> {
     model.validate().map_err(|e| e.to_string())?;
     let mut switch = Switch::new(model, 0x5eed);
-    let cfg = MemoryLinkConfig {
-        mtu,
-        ..MemoryLinkConfig::default()
-    };
+    let cfg = MemoryLinkConfig::default().mtu(mtu);
     // Messages in flight per flow: the path's bandwidth-delay product and
     // its queue, twice over, so no flow is limited by its own posting.
     let in_flight = 2 * (model.bdp_bytes().unwrap_or(0) as usize + model.queue_bytes.unwrap_or(0));
