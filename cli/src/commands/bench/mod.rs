@@ -149,6 +149,13 @@ pub struct Args {
     plot: Option<std::path::PathBuf>,
     #[command(flatten)]
     wire: wire::WireArgs,
+    /// On a modelled wire, run these flows at once through its one
+    /// bottleneck instead (comma separated: rdma, rdma-reno, rdma-bbr,
+    /// linux-cubic, linux-bbr; Linux flows need root) and print each
+    /// one's goodput, its share of the fair split and Jain's index. RDMA
+    /// flows write messages of the one --sizes given (1 MiB by default).
+    #[arg(long, value_delimiter = ',', value_parser = share::FlowKind::parse)]
+    share: Vec<share::FlowKind>,
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -210,7 +217,13 @@ fn run_inner(args: &Args) -> Result<(), String> {
         .wire
         .model(args.loss, Duration::from_micros(args.jitter_us))?
     {
+        if !args.share.is_empty() {
+            return run_shared(args, &model);
+        }
         return wire::run(args, &args.wire, model);
+    }
+    if !args.share.is_empty() {
+        return Err("--share needs a modelled wire (--profile, --rtt, --rate or --queue)".into());
     }
     let opts = LinkOptions {
         kind: args.transport,
@@ -425,6 +438,30 @@ fn tap_offload(args: &Args) -> bool {
 }
 
 /// Drives both devices once; true if either moved.
+/// `--share`: the flows together on the modelled wire.
+fn run_shared(args: &Args, model: &transport::link_model::LinkModelConfig) -> Result<(), String> {
+    let message = match args.sizes[..] {
+        [one] => one,
+        _ => 1 << 20,
+    };
+    let crc = if args.crc == OnOff::On {
+        CrcPolicy::Required
+    } else {
+        CrcPolicy::Off
+    };
+    let shared = share::run(
+        &args.share,
+        model,
+        args.mtu,
+        message,
+        crc,
+        wire::warm_up(model),
+        Duration::from_secs_f64(args.duration),
+    )?;
+    println!("{}", share::render(&shared, model, args.json));
+    Ok(())
+}
+
 pub(crate) fn progress_both(a: &Device, b: &Device) -> bool {
     let x = a.progress();
     let y = b.progress();

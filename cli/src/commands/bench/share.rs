@@ -3,8 +3,10 @@
 //! Every flow crosses one [`Switch`]: its senders on the left, its
 //! receivers on the right, so all of them meet in the same queue of the
 //! same modelled path. An RDMA flow is a stream of Writes between two
-//! smoltcp hosts on memory ports. The flows start together, run a warm-up
-//! (slow start is not fairness), then are measured over the same window.
+//! smoltcp hosts on memory ports; a Linux flow is one kernel TCP stream
+//! between two namespaces whose TAP devices are ports of the same switch.
+//! The flows start together, run a warm-up (slow start is not fairness),
+//! then are measured over the same window.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,9 +17,12 @@ use std::time::Duration;
 use verbs::transport::link_model::LinkModelConfig;
 use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
 use verbs::transport::switch::{Port, Side, Switch};
+use verbs::transport::CongestionControl;
 use verbs::CrcPolicy;
 
 use super::case::{Case, Endpoints, Op};
+use super::wire::{linux_buffer_max, rto_min, window_bytes, RX_BATCH};
+use super::wire_linux::{stream, LinuxHosts};
 use super::ProgressModel;
 
 /// Port each flow's server listens on (each on its own address).
@@ -28,21 +33,32 @@ const SWITCH_TICK: Duration = Duration::from_millis(5);
 /// One flow across the shared bottleneck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FlowKind {
-    /// A stream of RDMA Writes over this stack's TCP.
-    Rdma,
+    /// A stream of RDMA Writes over this stack's TCP with this controller.
+    Rdma(CongestionControl),
+    /// One Linux kernel TCP stream with this controller.
+    Linux(&'static str),
 }
 
 impl FlowKind {
+    /// `rdma` (Cubic), `rdma-reno`, `rdma-cubic`, `rdma-bbr`,
+    /// `linux-cubic` or `linux-bbr`.
     pub(crate) fn parse(s: &str) -> Result<FlowKind, String> {
         match s {
-            "rdma" => Ok(FlowKind::Rdma),
-            _ => Err(format!("{s:?}: a flow is rdma")),
+            "rdma" | "rdma-cubic" => Ok(FlowKind::Rdma(CongestionControl::Cubic)),
+            "rdma-reno" => Ok(FlowKind::Rdma(CongestionControl::Reno)),
+            "rdma-bbr" => Ok(FlowKind::Rdma(CongestionControl::Bbr)),
+            "linux-cubic" => Ok(FlowKind::Linux("cubic")),
+            "linux-bbr" => Ok(FlowKind::Linux("bbr")),
+            _ => Err(format!(
+                "{s:?}: a flow is rdma, rdma-reno, rdma-cubic, rdma-bbr, linux-cubic or linux-bbr"
+            )),
         }
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> String {
         match self {
-            FlowKind::Rdma => "rdma",
+            FlowKind::Rdma(cc) => format!("rdma-{}", cc.name()),
+            FlowKind::Linux(cc) => format!("linux-{cc}"),
         }
     }
 }
@@ -93,7 +109,7 @@ pub(crate) fn jain(x: &[f64]) -> f64 {
 
 /// Runs `flows` together across one switch whose path is `model`: `warm`
 /// unmeasured, then `measure` measured; RDMA flows write `message` bytes
-/// at a time.
+/// at a time. Linux flows need root (network namespaces).
 pub(crate) fn run(
     flows: &[FlowKind],
     model: &LinkModelConfig,
@@ -105,28 +121,51 @@ pub(crate) fn run(
 ) -> Result<Shared, String> {
     model.validate().map_err(|e| e.to_string())?;
     let mut switch = Switch::new(model, 0x5eed);
-    let cfg = MemoryLinkConfig::default().mtu(mtu);
+    // As on the single-flow wire: rings of one BDP and the queue, the
+    // same minimum RTO on both stacks, and a poll that catches up.
+    let window = window_bytes(model);
+    let base = MemoryLinkConfig::default();
+    let tuning = base
+        .tuning
+        .clone()
+        .rx_buffer(window)
+        .tx_buffer(window)
+        .rto_min(rto_min());
+    let cfg = base
+        .clone()
+        .mtu(mtu)
+        .queue_frames((4 * window / mtu.max(576)).max(base.queue_frames))
+        .rx_batch(RX_BATCH);
     // Messages in flight per flow: the path's bandwidth-delay product and
     // its queue, twice over, so no flow is limited by its own posting.
     let in_flight = 2 * (model.bdp_bytes().unwrap_or(0) as usize + model.queue_bytes.unwrap_or(0));
     let depth = (in_flight / message.max(1) + 2).min(64);
-    let mut endpoints = Vec::new();
+    let linux = if flows.iter().any(|f| matches!(f, FlowKind::Linux(_))) {
+        Some(LinuxHosts::on(
+            &mut switch,
+            mtu,
+            rto_min(),
+            linux_buffer_max(window),
+        )?)
+    } else {
+        None
+    };
+    let mut rdma = Vec::new();
     for (i, kind) in flows.iter().enumerate() {
-        match kind {
-            FlowKind::Rdma => {
-                let ip = |side: u8| Ipv4Addr::new(10, 86, 0, 2 * i as u8 + side);
-                let (client, client_port) =
-                    MemoryLink::host_and_port(&cfg, ip(1)).map_err(|e| e.to_string())?;
-                let (server, server_port) =
-                    MemoryLink::host_and_port(&cfg, ip(2)).map_err(|e| e.to_string())?;
-                switch.add_port(Side::Left, Port::Memory(client_port));
-                switch.add_port(Side::Right, Port::Memory(server_port));
-                endpoints.push((
-                    client,
-                    server,
-                    SocketAddr::V4(SocketAddrV4::new(ip(2), PORT)),
-                ));
-            }
+        if let FlowKind::Rdma(cc) = *kind {
+            let ip = |side: u8| Ipv4Addr::new(10, 86, 0, 2 * i as u8 + side);
+            let cfg = cfg.clone().tuning(tuning.clone().congestion(cc));
+            let (client, client_port) =
+                MemoryLink::host_and_port(&cfg, ip(1)).map_err(|e| e.to_string())?;
+            let (server, server_port) =
+                MemoryLink::host_and_port(&cfg, ip(2)).map_err(|e| e.to_string())?;
+            switch.add_port(Side::Left, Port::Memory(client_port));
+            switch.add_port(Side::Right, Port::Memory(server_port));
+            rdma.push((
+                client,
+                server,
+                SocketAddr::V4(SocketAddrV4::new(ip(2), PORT)),
+            ));
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -135,30 +174,53 @@ pub(crate) fn run(
         thread::spawn(move || switch.run(&stop, SWITCH_TICK).map(|()| switch))
     };
     let start = Arc::new(Barrier::new(flows.len()));
-    let workers: Vec<_> = endpoints
-        .into_iter()
-        .map(|(client, server, addr)| {
+    let mut rdma = rdma.into_iter();
+    let workers: Vec<_> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, kind)| -> thread::JoinHandle<Result<f64, String>> {
             let start = Arc::clone(&start);
-            thread::spawn(move || -> Result<f64, String> {
-                let ep = Endpoints::connect(Box::new(client), Box::new(server), addr, crc, false)?;
-                let _progress = [
-                    ep.client.spawn_progress_thread(),
-                    ep.server.spawn_progress_thread(),
-                ];
-                let case = |duration| Case {
-                    op: Op::Write,
-                    size: message,
-                    duration,
-                    depth: Some(depth),
-                    progress: ProgressModel::Thread,
-                };
-                start.wait();
-                case(warm).run_bandwidth(&ep)?;
-                start.wait();
-                let m = case(measure).run_bandwidth(&ep)?;
-                ep.close();
-                Ok(m.bytes as f64 * 8.0 / m.elapsed.as_secs_f64() / 1e9)
-            })
+            match *kind {
+                FlowKind::Rdma(_) => {
+                    let (client, server, addr) = rdma.next().expect("one host pair per RDMA flow");
+                    thread::spawn(move || {
+                        let ep = Endpoints::connect(
+                            Box::new(client),
+                            Box::new(server),
+                            addr,
+                            crc,
+                            false,
+                        );
+                        // Every flow reaches the start, whatever happened.
+                        start.wait();
+                        let ep = ep?;
+                        let _progress = [
+                            ep.client.spawn_progress_thread(),
+                            ep.server.spawn_progress_thread(),
+                        ];
+                        let case = |duration| Case {
+                            op: Op::Write,
+                            size: message,
+                            duration,
+                            depth: Some(depth),
+                            progress: ProgressModel::Thread,
+                        };
+                        case(warm).run_bandwidth(&ep)?;
+                        let m = case(measure).run_bandwidth(&ep)?;
+                        ep.close();
+                        Ok(m.bytes as f64 * 8.0 / m.elapsed.as_secs_f64() / 1e9)
+                    })
+                }
+                FlowKind::Linux(cc) => {
+                    let hosts = linux.as_ref().expect("hosts made for Linux flows");
+                    let sender = hosts.hosts[0].ns.name().to_owned();
+                    let receiver = hosts.hosts[1].ns.name().to_owned();
+                    thread::spawn(move || {
+                        start.wait();
+                        stream(&sender, &receiver, cc, PORT + 1 + i as u16, warm, measure)
+                    })
+                }
+            }
         })
         .collect();
     let results: Vec<_> = workers
@@ -170,6 +232,7 @@ pub(crate) fn run(
         .join()
         .map_err(|_| "the switch panicked".to_string())?
         .map_err(|e| format!("switch: {e}"))?;
+    drop(linux);
     let c = switch.counters(Side::Left);
     let flows = flows
         .iter()
@@ -262,11 +325,11 @@ mod tests {
         let s = Shared {
             flows: vec![
                 FlowResult {
-                    kind: FlowKind::Rdma,
+                    kind: FlowKind::Rdma(CongestionControl::Cubic),
                     gbps: 0.3,
                 },
                 FlowResult {
-                    kind: FlowKind::Rdma,
+                    kind: FlowKind::Rdma(CongestionControl::Cubic),
                     gbps: 0.1,
                 },
             ],
@@ -286,8 +349,19 @@ mod tests {
 
     #[test]
     fn flows_parse_by_name() {
-        assert_eq!(FlowKind::parse("rdma"), Ok(FlowKind::Rdma));
-        assert_eq!(FlowKind::Rdma.name(), "rdma");
+        let cubic = FlowKind::Rdma(CongestionControl::Cubic);
+        assert_eq!(FlowKind::parse("rdma"), Ok(cubic));
+        assert_eq!(
+            FlowKind::parse("rdma-bbr"),
+            Ok(FlowKind::Rdma(CongestionControl::Bbr))
+        );
+        assert_eq!(FlowKind::parse("linux-bbr"), Ok(FlowKind::Linux("bbr")));
+        assert_eq!(
+            FlowKind::parse("linux-cubic")
+                .map(FlowKind::name)
+                .as_deref(),
+            Ok("linux-cubic")
+        );
         assert!(FlowKind::parse("udp").is_err());
     }
 
@@ -302,7 +376,7 @@ mod tests {
             ..LinkModelConfig::default()
         };
         let s = run(
-            &[FlowKind::Rdma, FlowKind::Rdma],
+            &[FlowKind::Rdma(CongestionControl::Cubic); 2],
             &model,
             1500,
             64 << 10,

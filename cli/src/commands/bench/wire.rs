@@ -26,7 +26,7 @@ use crate::commands::wire_model::{parse_profile, ModelFlags};
 
 /// Frames a memory-link host takes per poll once it has fallen behind
 /// (Linux's NAPI budget).
-const RX_BATCH: usize = 64;
+pub(crate) const RX_BATCH: usize = 64;
 
 /// The most rounds `--rounds` runs.
 const MAX_ROUNDS: usize = 100;

@@ -82,19 +82,31 @@ pub(crate) struct LinuxWire {
     pub buffer_max: Result<usize, String>,
 }
 
-impl LinuxWire {
-    /// Both hosts at `mtu` behind `model` (seeded by `seed`), with
-    /// `rto_min` on each host's route to the other and socket buffers
-    /// allowed up to `buffer_max` bytes.
-    pub(crate) fn new(
-        model: &LinkModelConfig,
-        seed: u64,
+/// Two Linux hosts in namespaces on a switch's two sides, set up as the
+/// wire's comparisons need them.
+pub(crate) struct LinuxHosts {
+    /// Sender (left) first, receiver (right) second.
+    pub hosts: Vec<NamespacedHost>,
+    /// TSO, GSO and GRO turned off on both TAP devices.
+    pub offloads_off: bool,
+    /// The routes' minimum RTO, or why it could not be set.
+    pub rto_min: Result<Duration, String>,
+    /// Largest socket buffer autotuning may reach, or why it could not be
+    /// set.
+    pub buffer_max: Result<usize, String>,
+}
+
+impl LinuxHosts {
+    /// Both hosts on `sw` at `mtu`, offloads off, with `rto_min` on each
+    /// host's route to the other and socket buffers allowed up to
+    /// `buffer_max` bytes.
+    pub(crate) fn on(
+        sw: &mut Switch,
         mtu: usize,
         rto_min: Duration,
         buffer_max: usize,
     ) -> Result<Self, String> {
-        let mut sw = Switch::new(model, seed);
-        let hosts = namespaced_hosts(&mut sw, mtu)?;
+        let hosts = namespaced_hosts(sw, mtu)?;
         let mut offloads_off = true;
         let mut rto = Ok(rto_min);
         let mut buffers = Ok(buffer_max);
@@ -120,6 +132,33 @@ impl LinuxWire {
                 buffers = Err(e);
             }
         }
+        Ok(LinuxHosts {
+            hosts,
+            offloads_off,
+            rto_min: rto,
+            buffer_max: buffers,
+        })
+    }
+}
+
+impl LinuxWire {
+    /// Both hosts at `mtu` behind `model` (seeded by `seed`), with
+    /// `rto_min` on each host's route to the other and socket buffers
+    /// allowed up to `buffer_max` bytes.
+    pub(crate) fn new(
+        model: &LinkModelConfig,
+        seed: u64,
+        mtu: usize,
+        rto_min: Duration,
+        buffer_max: usize,
+    ) -> Result<Self, String> {
+        let mut sw = Switch::new(model, seed);
+        let LinuxHosts {
+            hosts,
+            offloads_off,
+            rto_min: rto,
+            buffer_max: buffers,
+        } = LinuxHosts::on(&mut sw, mtu, rto_min, buffer_max)?;
         Ok(LinuxWire {
             hosts,
             switch: Some(sw),
@@ -149,7 +188,7 @@ impl LinuxWire {
                 let r = sw.run(&stop_switch, SWITCH_TICK);
                 (r, sw)
             });
-            let result = stream(sender, receiver, cc, warm_up, duration);
+            let result = stream(sender, receiver, cc, PORT, warm_up, duration);
             // Read while the wire still runs: the stream was reset, so
             // nothing more is sent, and nothing is counted against a
             // wire that stopped.
@@ -253,14 +292,15 @@ fn counter(text: &str, group: &str, field: &str) -> Option<u64> {
 
 /// One bulk stream from `sender_ns` to `receiver_ns`; goodput over
 /// `duration` after `warm_up`, in Gbit/s.
-fn stream(
+pub(crate) fn stream(
     sender_ns: &str,
     receiver_ns: &str,
     cc: &str,
+    port: u16,
     warm_up: Duration,
     duration: Duration,
 ) -> Result<f64, String> {
-    let server = SocketAddr::from((HOST_ADDRS[1], PORT));
+    let server = SocketAddr::from((HOST_ADDRS[1], port));
     let listener = in_netns(receiver_ns, || TcpListener::bind(server))
         .and_then(|r| r)
         .map_err(|e| format!("Linux TCP listen in {receiver_ns}: {e}"))?;
