@@ -55,13 +55,11 @@ fn run(cfg: &MemoryLinkConfig, bytes: u64, limit: Duration) -> Option<Run> {
 }
 
 fn tuned(congestion: CongestionControl, ring: usize) -> TcpTuning {
-    TcpTuning {
-        congestion,
-        rx_buffer: ring,
-        tx_buffer: ring,
-        segment_aligned: true,
-        ..Default::default()
-    }
+    TcpTuning::default()
+        .congestion(congestion)
+        .rx_buffer(ring)
+        .tx_buffer(ring)
+        .segment_aligned(true)
 }
 
 fn main() {
@@ -83,11 +81,9 @@ fn main() {
         for cc in CONTROLLERS {
             let mut faults = FaultConfig::from_link_model(&wan.config());
             faults.loss = loss;
-            let cfg = MemoryLinkConfig {
-                faults,
-                tuning: tuned(cc, 8 << 20),
-                ..Default::default()
-            };
+            let cfg = MemoryLinkConfig::default()
+                .faults(faults)
+                .tuning(tuned(cc, 8 << 20));
             if let Some(r) = run(&cfg, mib << 20, Duration::from_secs(15)) {
                 let tcp = r.m.sender_tcp.unwrap_or_default();
                 println!(
@@ -111,13 +107,8 @@ fn main() {
             .into_iter()
             .enumerate()
         {
-            let cfg = MemoryLinkConfig {
-                tuning: TcpTuning {
-                    congestion: cc,
-                    ..MemoryLinkConfig::default().tuning
-                },
-                ..Default::default()
-            };
+            let cfg = MemoryLinkConfig::default()
+                .tuning(MemoryLinkConfig::default().tuning.congestion(cc));
             let Some(r) = run(&cfg, mib << 20, Duration::from_secs(60)) else {
                 return;
             };
