@@ -116,7 +116,7 @@ fn thousands_of_idle_queue_pairs_leave_the_busy_one_its_bytes() {
     }
     println!(
         "{} MiB written beside {IDLE} idle queue pairs in {:?} of virtual time",
-        WRITES * WRITE >> 20,
+        (WRITES * WRITE) >> 20,
         f.virtual_elapsed()
     );
 }

@@ -127,10 +127,10 @@ impl ReadyIndex {
         if let Some(at) = timer {
             self.timers.remove(&(at, index));
         }
-        if let Some(key) = key {
-            if self.demux.get(&key) == Some(&index) {
-                self.demux.remove(&key);
-            }
+        if let Some(key) = key
+            && self.demux.get(&key) == Some(&index)
+        {
+            self.demux.remove(&key);
         }
     }
 
@@ -209,17 +209,17 @@ impl ReadyIndex {
             return;
         }
         let old = slot.key.replace(key);
-        if let Some(old) = old {
-            if self.demux.get(&old) == Some(&index) {
-                self.demux.remove(&old);
-            }
+        if let Some(old) = old
+            && self.demux.get(&old) == Some(&index)
+        {
+            self.demux.remove(&old);
         }
-        if let Some(previous) = self.demux.insert(key, index) {
-            if previous != index {
-                // Another slot's socket had this connection before (it
-                // ended): that slot keeps no entry.
-                self.slot(previous).key = None;
-            }
+        if let Some(previous) = self.demux.insert(key, index)
+            && previous != index
+        {
+            // Another slot's socket had this connection before (it ended):
+            // that slot keeps no entry.
+            self.slot(previous).key = None;
         }
     }
 
