@@ -656,9 +656,16 @@ impl Driver<'_> {
     /// Waits until every posted request finished at both ends.
     fn settle(&mut self) -> Result<(), String> {
         let mut last = Instant::now();
+        let mut arrived = self.arrived();
         while self.finished() < self.posted || self.client_done < self.posted {
             if self.reap(true)? == 0 {
-                if last.elapsed() > STALL_LIMIT {
+                // A slow path draining a full send ring (a long, lossy
+                // wire) is no stall while bytes keep arriving.
+                let now_arrived = self.arrived();
+                if now_arrived != arrived {
+                    arrived = now_arrived;
+                    last = Instant::now();
+                } else if last.elapsed() > STALL_LIMIT {
                     let missing = self.posted - self.finished();
                     return Err(format!(
                         "{} {} B: {missing} completions missing",
@@ -671,6 +678,15 @@ impl Driver<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Stream bytes that have reached either end so far.
+    fn arrived(&self) -> u64 {
+        self.ep
+            .qp_stats()
+            .iter()
+            .map(|s| s.rdma.bytes_received)
+            .sum()
     }
 
     /// Waits until the server has placed every Write: a Write completes
