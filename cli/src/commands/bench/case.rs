@@ -293,6 +293,19 @@ impl Case {
             0 => depth,
             n => depth.min((RQ_DEPTH / n as usize).saturating_sub(1).max(1)),
         };
+        self.measure(ep, depth, true)
+    }
+
+    /// The bandwidth phase alone, at exactly the case's depth: a flow
+    /// measured beside others, where a latency phase would leave the
+    /// path to them.
+    pub(crate) fn run_bandwidth(&self, ep: &Endpoints) -> Result<Measured, String> {
+        self.measure(ep, self.depth.unwrap_or(2).clamp(1, MAX_DEPTH), false)
+    }
+
+    /// The bandwidth phase at `depth`, then (with `latency`) the latency
+    /// phase, with the case's regions registered for the run only.
+    fn measure(&self, ep: &Endpoints, depth: usize, latency: bool) -> Result<Measured, String> {
         let buffers = self.buffers(ep, depth)?;
         let mut driver = Driver {
             ep,
@@ -305,7 +318,11 @@ impl Case {
         };
         driver.prime_receives()?;
         let bw = driver.bandwidth(depth)?;
-        let (latencies, undisturbed) = driver.latency()?;
+        let (latencies, undisturbed) = if latency {
+            driver.latency()?
+        } else {
+            (Vec::new(), None)
+        };
         driver.drain_receives()?;
         driver.fence()?;
         buffers.release();
@@ -314,29 +331,6 @@ impl Case {
             undisturbed,
             ..bw
         })
-    }
-
-    /// The bandwidth phase alone, at exactly the case's depth: a flow
-    /// measured beside others, where a latency phase would leave the
-    /// path to them.
-    pub(crate) fn run_bandwidth(&self, ep: &Endpoints) -> Result<Measured, String> {
-        let depth = self.depth.unwrap_or(2).clamp(1, MAX_DEPTH);
-        let buffers = self.buffers(ep, depth)?;
-        let mut driver = Driver {
-            ep,
-            case: self,
-            buffers: &buffers,
-            posted: 0,
-            next_slot: 0,
-            client_done: 0,
-            server_done: 0,
-        };
-        driver.prime_receives()?;
-        let bw = driver.bandwidth(depth)?;
-        driver.drain_receives()?;
-        driver.fence()?;
-        buffers.release();
-        Ok(bw)
     }
 
     fn buffers(&self, ep: &Endpoints, depth: usize) -> Result<Buffers, String> {

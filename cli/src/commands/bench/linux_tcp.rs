@@ -19,10 +19,10 @@
 //! TAP transport uses the kernel's).
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use verbs::transport::tap::netns::in_netns;
 
@@ -158,44 +158,12 @@ pub(crate) fn offloads_off_on(ns: &str, dev: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// One bulk stream from `sender_ns` to `receiver_ns` with congestion
-/// controller `cc` on both sockets; goodput over `duration` after the
-/// warm-up, in Gbit/s.
+/// One bulk stream from `sender_ns` to the receiver in `receiver_ns`
+/// with congestion controller `cc` on both sockets; goodput over
+/// `duration` after the warm-up, in Gbit/s.
 fn stream(sender_ns: &str, receiver_ns: &str, cc: &str, duration: Duration) -> Result<f64, String> {
     let server = SocketAddr::from((RECEIVER_ADDR, PORT));
-    let listener = in_netns(receiver_ns, || TcpListener::bind(server))
-        .and_then(|r| r)
-        .map_err(|e| format!("Linux TCP listen in {receiver_ns}: {e}"))?;
-    let client = in_netns(sender_ns, || {
-        TcpStream::connect_timeout(&server, Duration::from_secs(5))
-    })
-    .and_then(|r| r)
-    .map_err(|e| format!("Linux TCP connect from {sender_ns}: {e}"))?;
-    let (accepted, _) = listener
-        .accept()
-        .map_err(|e| format!("Linux TCP accept: {e}"))?;
-    for s in [&client, &accepted] {
-        pin_congestion_control(s, cc)?;
-    }
-    let received = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-    let stopper = client
-        .try_clone()
-        .map_err(|e| format!("Linux TCP socket: {e}"))?;
-    std::thread::scope(|s| {
-        s.spawn(|| drain(accepted, &received, &stop));
-        s.spawn(|| fill(client, &stop));
-        std::thread::sleep(WARM_UP);
-        let (start, first) = (Instant::now(), received.load(Ordering::Relaxed));
-        std::thread::sleep(duration);
-        let bytes = received.load(Ordering::Relaxed) - first;
-        let secs = start.elapsed().as_secs_f64();
-        stop.store(true, Ordering::Relaxed);
-        // Wakes a sender blocked on a full window; the receiver then sees
-        // the end of the stream (or a reset) and returns.
-        let _ = stopper.shutdown(Shutdown::Both);
-        Ok(bytes as f64 * 8.0 / secs / 1e9)
-    })
+    super::wire_linux::stream(sender_ns, receiver_ns, cc, server, WARM_UP, duration)
 }
 
 /// Sets `cc` on `socket` (`TCP_CONGESTION`) and reads it back, so the

@@ -24,6 +24,7 @@ use super::case::{Case, Endpoints, Op};
 use super::wire::{linux_buffer_max, rto_min, window_bytes, RX_BATCH};
 use super::wire_linux::{stream, LinuxHosts};
 use super::ProgressModel;
+use crate::commands::link::HOST_ADDRS;
 
 /// Port each flow's server listens on (each on its own address).
 const PORT: u16 = 7472;
@@ -217,7 +218,8 @@ pub(crate) fn run(
                     let receiver = hosts.hosts[1].ns.name().to_owned();
                     thread::spawn(move || {
                         start.wait();
-                        stream(&sender, &receiver, cc, PORT + 1 + i as u16, warm, measure)
+                        let server = SocketAddr::from((HOST_ADDRS[1], PORT + 1 + i as u16));
+                        stream(&sender, &receiver, cc, server, warm, measure)
                     })
                 }
             }

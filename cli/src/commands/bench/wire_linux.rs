@@ -188,7 +188,8 @@ impl LinuxWire {
                 let r = sw.run(&stop_switch, SWITCH_TICK);
                 (r, sw)
             });
-            let result = stream(sender, receiver, cc, PORT, warm_up, duration);
+            let server = SocketAddr::from((HOST_ADDRS[1], PORT));
+            let result = stream(sender, receiver, cc, server, warm_up, duration);
             // Read while the wire still runs: the stream was reset, so
             // nothing more is sent, and nothing is counted against a
             // wire that stopped.
@@ -290,17 +291,17 @@ fn counter(text: &str, group: &str, field: &str) -> Option<u64> {
     values.split_whitespace().nth(at)?.parse().ok()
 }
 
-/// One bulk stream from `sender_ns` to `receiver_ns`; goodput over
-/// `duration` after `warm_up`, in Gbit/s.
+/// One bulk stream from `sender_ns` to `server` in `receiver_ns`, with
+/// controller `cc` on both sockets; goodput over `duration` after
+/// `warm_up`, in Gbit/s.
 pub(crate) fn stream(
     sender_ns: &str,
     receiver_ns: &str,
     cc: &str,
-    port: u16,
+    server: SocketAddr,
     warm_up: Duration,
     duration: Duration,
 ) -> Result<f64, String> {
-    let server = SocketAddr::from((HOST_ADDRS[1], port));
     let listener = in_netns(receiver_ns, || TcpListener::bind(server))
         .and_then(|r| r)
         .map_err(|e| format!("Linux TCP listen in {receiver_ns}: {e}"))?;
