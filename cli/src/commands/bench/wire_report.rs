@@ -1,5 +1,5 @@
 //! The report of a run on a modelled wire: the settings both sides ran
-//! with, one row per flow, and the single-flow targets read off
+//! with, one row per flow, and the single-flow targets read off
 //! each round. Text and JSON carry the same fields.
 
 use std::fmt::Write;
