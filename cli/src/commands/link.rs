@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capture::netns::Netns;
-use transport::link_model::{LinkModelConfig, Profile, Reorder};
+use transport::link_model::{LinkModelConfig, Reorder};
 use transport::switch::{Port, Side, Switch, TapPort};
 
 use super::units;
-use super::wire_model::{describe, parse_profile, ModelFlags};
+use super::wire_model::{describe, PathArgs};
 
 /// Run a userspace forwarder between two TAP devices that applies the
 /// same link model as the memory link (delay, jitter, random or bursty
@@ -26,27 +26,11 @@ use super::wire_model::{describe, parse_profile, ModelFlags};
 /// closes (Ctrl-D) if the duration is 0.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Named path: lan (1 ms RTT, 1 Gbit/s, 125 KB queue), wan (20 ms,
-    /// 1 Gbit/s, 2.5 MB), lossy-wan (40 ms, 100 Mbit/s, 500 KB). The other
-    /// flags change it.
-    #[arg(long, value_parser = parse_profile)]
-    profile: Option<Profile>,
-    /// Round-trip time, split evenly over both directions (e.g. 20ms).
-    #[arg(long, value_parser = units::duration)]
-    rtt: Option<Duration>,
-    /// Bottleneck rate in each direction (e.g. 1gbit, 100mbit).
-    #[arg(long, value_parser = units::rate)]
-    rate: Option<u64>,
-    /// Bottleneck queue in bytes, drop-tail (e.g. 125kb, 2.5mb).
-    #[arg(long, value_parser = units::size)]
-    queue: Option<usize>,
+    #[command(flatten)]
+    path: PathArgs,
     /// Share of frames lost in each direction (e.g. 0.01 or 1%).
     #[arg(long, value_parser = units::probability, default_value = "0")]
     loss: f64,
-    /// Mean length of a loss burst in frames: the --loss then comes in
-    /// bursts (Gilbert model) instead of independently.
-    #[arg(long)]
-    burst: Option<f64>,
     /// Extra delay per frame, uniform from 0 to this (e.g. 1ms).
     #[arg(long, value_parser = units::duration)]
     jitter: Option<Duration>,
@@ -74,20 +58,11 @@ pub struct Args {
 impl Args {
     /// The model the flags describe.
     pub(crate) fn model(&self) -> Result<LinkModelConfig, String> {
-        ModelFlags {
-            profile: self.profile,
-            rtt: self.rtt,
-            rate_bps: self.rate,
-            queue_bytes: self.queue,
-            jitter: self.jitter,
-            loss: self.loss,
-            burst: self.burst,
-            reorder: self.reorder.map(|probability| Reorder {
-                probability,
-                hold: self.reorder_hold,
-            }),
-        }
-        .model()
+        let reorder = self.reorder.map(|probability| Reorder {
+            probability,
+            hold: self.reorder_hold,
+        });
+        self.path.flags(self.loss, self.jitter, reorder).model()
     }
 }
 
@@ -215,6 +190,7 @@ fn run_inner(args: &Args) -> Result<(), String> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use transport::link_model::Profile;
 
     #[derive(Debug, Parser)]
     struct Cli {

@@ -6,12 +6,60 @@ use std::time::Duration;
 
 use transport::link_model::{GilbertElliott, LinkModelConfig, Profile, Reorder};
 
+use super::units;
+
 /// `lan`, `wan` or `lossy-wan`.
 pub(crate) fn parse_profile(s: &str) -> Result<Profile, String> {
     Profile::from_name(s).ok_or_else(|| {
         let names: Vec<_> = Profile::ALL.iter().map(|p| p.name()).collect();
         format!("unknown profile {s:?}; one of {}", names.join(", "))
     })
+}
+
+/// The path flags `iwarp link` and `iwarp bench` share, so each means the
+/// same on both.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct PathArgs {
+    /// Named path: lan (1 ms RTT, 1 Gbit/s, 125 KB queue), wan (20 ms,
+    /// 1 Gbit/s, 2.5 MB), lossy-wan (40 ms, 100 Mbit/s, 500 KB). --rtt,
+    /// --rate and --queue change it; --loss adds random loss on top.
+    #[arg(long, value_parser = parse_profile)]
+    pub profile: Option<Profile>,
+    /// Round-trip time, split evenly over both directions (e.g. 20ms).
+    #[arg(long, value_parser = units::duration)]
+    pub rtt: Option<Duration>,
+    /// Bottleneck rate in each direction (e.g. 1gbit, 100mbit).
+    #[arg(long, value_parser = units::rate)]
+    pub rate: Option<u64>,
+    /// Drop-tail queue in front of the rate, in bytes (e.g. 125kb, 2.5mb).
+    #[arg(long, value_parser = units::size)]
+    pub queue: Option<usize>,
+    /// Mean length of a loss burst in frames: --loss then comes in bursts
+    /// (Gilbert-Elliott) instead of independently.
+    #[arg(long)]
+    pub burst: Option<f64>,
+}
+
+impl PathArgs {
+    /// The flags with `loss` (a share of frames), `jitter` and `reorder`
+    /// on top.
+    pub(crate) fn flags(
+        &self,
+        loss: f64,
+        jitter: Option<Duration>,
+        reorder: Option<Reorder>,
+    ) -> ModelFlags {
+        ModelFlags {
+            profile: self.profile,
+            rtt: self.rtt,
+            rate_bps: self.rate,
+            queue_bytes: self.queue,
+            jitter,
+            loss,
+            burst: self.burst,
+            reorder,
+        }
+    }
 }
 
 /// What the flags say about the wire; unset fields keep the profile's

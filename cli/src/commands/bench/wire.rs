@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use transport::link_model::{LinkCounters, LinkModelConfig, Profile};
+use transport::link_model::{LinkCounters, LinkModelConfig};
 use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
 use verbs::transport::{TcpLossStats, TcpTuning, Transport};
 use verbs::{CrcPolicy, Device};
@@ -21,8 +21,7 @@ use super::link::{TransportKind, PORT};
 use super::wire_linux::{LinuxFlow, LinuxWire};
 use super::wire_report::{self, Flow, WireReport, WireSetup};
 use super::{Args, OnOff};
-use crate::commands::units;
-use crate::commands::wire_model::{parse_profile, ModelFlags};
+use crate::commands::wire_model::PathArgs;
 
 /// Frames a memory-link host takes per poll once it has fallen behind
 /// (Linux's NAPI budget).
@@ -35,26 +34,8 @@ const MAX_ROUNDS: usize = 100;
 /// come on top of any profile).
 #[derive(Debug, Clone, clap::Args)]
 pub struct WireArgs {
-    /// Run on a modelled wire: lan (1 ms RTT, 1 Gbit/s, 125 KB queue), wan
-    /// (20 ms, 1 Gbit/s, 2.5 MB), lossy-wan (40 ms, 100 Mbit/s, 500 KB).
-    /// RDMA then runs on the memory link with this model, and Linux TCP
-    /// (Cubic, then BBR) between two namespaces behind the same model
-    /// (root). --rtt, --rate, --queue change it; --loss adds random loss.
-    #[arg(long, value_parser = parse_profile)]
-    profile: Option<Profile>,
-    /// Round-trip time of the modelled wire (e.g. 20ms).
-    #[arg(long, value_parser = units::duration)]
-    rtt: Option<Duration>,
-    /// Bottleneck rate of the modelled wire, each way (e.g. 1gbit).
-    #[arg(long, value_parser = units::rate)]
-    rate: Option<u64>,
-    /// Drop-tail queue in front of the rate, in bytes (e.g. 2.5mb).
-    #[arg(long, value_parser = units::size)]
-    queue: Option<usize>,
-    /// Mean length of a loss burst in frames: --loss then comes in bursts
-    /// (Gilbert-Elliott) instead of independently.
-    #[arg(long)]
-    burst: Option<f64>,
+    #[command(flatten)]
+    path: PathArgs,
     /// On a modelled wire, how many times to run RDMA, Linux Cubic and
     /// Linux BBR one after another.
     #[arg(long, default_value_t = 1)]
@@ -69,16 +50,7 @@ impl WireArgs {
         loss_percent: f64,
         jitter: Duration,
     ) -> Result<Option<LinkModelConfig>, String> {
-        let flags = ModelFlags {
-            profile: self.profile,
-            rtt: self.rtt,
-            rate_bps: self.rate,
-            queue_bytes: self.queue,
-            jitter: Some(jitter),
-            loss: loss_percent / 100.0,
-            burst: self.burst,
-            reorder: None,
-        };
+        let flags = self.path.flags(loss_percent / 100.0, Some(jitter), None);
         if !flags.any() {
             if self.rounds != 1 {
                 return Err(
@@ -308,6 +280,7 @@ fn link_counters(d: &Device) -> Result<LinkCounters, String> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use transport::link_model::Profile;
 
     #[derive(Debug, Parser)]
     struct Cli {
