@@ -193,6 +193,12 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::R
     };
     // SAFETY: fds is a valid slice of pollfd; its length fits nfds_t.
     let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    ready_count(rc)
+}
+
+/// What poll(2) or ppoll(2) returned: the number of ready descriptors,
+/// none when a signal interrupted the wait, or the error.
+fn ready_count(rc: libc::c_int) -> io::Result<usize> {
     if rc < 0 {
         let err = io::Error::last_os_error();
         if err.kind() == io::ErrorKind::Interrupted {
@@ -224,14 +230,7 @@ pub(crate) fn ppoll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::
             std::ptr::null(),
         )
     };
-    if rc < 0 {
-        let err = io::Error::last_os_error();
-        if err.kind() == io::ErrorKind::Interrupted {
-            return Ok(0);
-        }
-        return Err(err);
-    }
-    Ok(rc as usize)
+    ready_count(rc)
 }
 
 /// An epoll instance, used only as a descriptor: it polls readable while
