@@ -343,47 +343,44 @@ run_perftest_siw_siw() {
 	netns_del_tap qc
 }
 
+# The rest of a case whose host side serves perftest (its pid TOOL_PID,
+# its output in iwarp.log) to a siw guest's ib_* client: start the guest,
+# wait for both, and read their results; NAME labels the host's row.
+perftest_guest_client() {
+	local dir=$1 variant=$2 prog=$3 args=$4 tool_pid=$5 name=$6 cli_pid
+	netns_track_pid "$tool_pid"
+	GUEST_WAIT_FOR=$HOST_IP guest_start c "$variant" "$SIW_CLIENT_IP" \
+		"$prog $args $HOST_IP" "$IWARP_LIMIT" "$dir/client.log"
+	cli_pid=$GUEST_PID
+	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
+	SERVER_RC=$PAIR_RC_A
+	CLIENT_RC=$(guest_result "$dir/client.log")
+	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
+	CASE_NOTE="client: $(perftest_row "$dir/client.log"); $name: $(perftest_row "$dir/iwarp.log")"
+	netns_del_tap qc
+}
+
 # A siw guest's ib_* client against `iwarp perf` serving on the host.
 run_perftest_iwarp_server() {
-	local dir=$1 variant=$2 size=$3 test=$4 tool_pid cli_pid prog args
+	local dir=$1 variant=$2 size=$3 test=$4 prog args
 	prog=$(perftest_program "$test")
 	args=$(perftest_args "$size")
 	# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
 	ip netns exec "$NETNS" timeout -k 5 $((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$(iwarp_bin)" perf \
 		"$(perftest_iwarp_op "$test")" --bind "$HOST_IP" $args $(iwarp_policy_flags "$variant") \
 		>"$dir/iwarp.log" 2>&1 &
-	tool_pid=$!
-	netns_track_pid "$tool_pid"
-	GUEST_WAIT_FOR=$HOST_IP guest_start c "$variant" "$SIW_CLIENT_IP" \
-		"$prog $args $HOST_IP" "$IWARP_LIMIT" "$dir/client.log"
-	cli_pid=$GUEST_PID
-	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
-	SERVER_RC=$PAIR_RC_A
-	CLIENT_RC=$(guest_result "$dir/client.log")
-	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
-	CASE_NOTE="client: $(perftest_row "$dir/client.log"); iwarp: $(perftest_row "$dir/iwarp.log")"
-	netns_del_tap qc
+	perftest_guest_client "$dir" "$variant" "$prog" "$args" $! iwarp
 }
 
 # A siw guest's ib_* client against ib_* serving over the shim on the host.
 run_perftest_shim_server() {
-	local dir=$1 variant=$2 size=$3 test=$4 tool_pid cli_pid prog args
+	local dir=$1 variant=$2 size=$3 test=$4 prog args
 	prog=$(perftest_program "$test")
 	args=$(perftest_args "$size")
 	# shellcheck disable=SC2086 # the arguments are words
 	ip netns exec "$NETNS" env LD_LIBRARY_PATH="$(shim_dir)" timeout -k 5 \
 		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$prog" $args >"$dir/iwarp.log" 2>&1 &
-	tool_pid=$!
-	netns_track_pid "$tool_pid"
-	GUEST_WAIT_FOR=$HOST_IP guest_start c "$variant" "$SIW_CLIENT_IP" \
-		"$prog $args $HOST_IP" "$IWARP_LIMIT" "$dir/client.log"
-	cli_pid=$GUEST_PID
-	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
-	SERVER_RC=$PAIR_RC_A
-	CLIENT_RC=$(guest_result "$dir/client.log")
-	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
-	CASE_NOTE="client: $(perftest_row "$dir/client.log"); shim: $(perftest_row "$dir/iwarp.log")"
-	netns_del_tap qc
+	perftest_guest_client "$dir" "$variant" "$prog" "$args" $! shim
 }
 
 # ib_* HOST over the shim against a siw guest's ib_* server.
