@@ -21,6 +21,7 @@ mod exports;
 pub mod foreign;
 pub mod guard;
 mod ibv;
+mod qp_holders;
 pub mod stack;
 mod stubs;
 pub mod sys;

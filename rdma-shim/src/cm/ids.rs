@@ -14,6 +14,7 @@ use crate::guard::{guard, set_errno};
 use crate::ibv::device::shared_context;
 use crate::ibv::qp::{by_num, qp, Qp};
 use crate::ibv::{from_c, into_c, obj};
+use crate::qp_holders;
 use crate::stack::stack;
 use crate::sys;
 
@@ -47,23 +48,6 @@ pub(super) struct IdState {
 
 /// The fewest connect requests a listener holds unanswered.
 const MIN_BACKLOG: usize = 8;
-
-/// Every live id (`*mut Id`), to drop a destroyed queue pair from them.
-static IDS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-/// Clears `id->qp` of every id naming `p` (the queue pair is destroyed).
-pub fn forget_qp(p: *mut sys::ibv_qp) {
-    let ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
-    for &i in ids.iter() {
-        // SAFETY: live ids only are listed; `qp` is a plain field.
-        unsafe {
-            let id = i as *mut Id;
-            if (*id).c.qp == p {
-                (*id).c.qp = std::ptr::null_mut();
-            }
-        }
-    }
-}
 
 impl Id {
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, IdState> {
@@ -141,9 +125,9 @@ pub(super) fn new_id(
         st: Mutex::new(IdState::default()),
         sync: own_channel.into(),
     }));
-    IDS.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(p as usize);
+    // SAFETY: the id is boxed (its fields do not move) and is taken off
+    // the list in `destroy_id` before it is freed.
+    unsafe { qp_holders::add(std::ptr::addr_of_mut!((*p).qp)) };
     // SAFETY: the channel is ours (checked by the caller).
     if let Some(chan) = unsafe { channel(ch) } {
         chan.lock().ids.push(p as usize);
@@ -196,9 +180,8 @@ pub extern "C" fn destroy_id(p: *mut sys::rdma_cm_id) -> c_int {
             set_errno(libc::EINVAL);
             return -1;
         };
-        IDS.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|&x| x != p as usize);
+        // SAFETY: `p` is a live id (checked above); only its address is taken.
+        qp_holders::remove(unsafe { std::ptr::addr_of_mut!((*p).qp) });
         if let Some(ch) = i.channel() {
             let mut g = ch.lock();
             g.ids.retain(|&x| x != p as usize);

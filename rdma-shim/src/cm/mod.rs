@@ -17,7 +17,6 @@ pub mod ids;
 pub mod sync;
 
 pub use events::{ack_cm_event, event_str, get_cm_event};
-pub use ids::forget_qp;
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -159,7 +159,7 @@ pub extern "C" fn destroy_qp(p: *mut sys::ibv_qp) -> c_int {
         if let Some(m) = BY_NUM.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             m.remove(&num);
         }
-        crate::cm::forget_qp(p);
+        crate::qp_holders::forget(p);
         // SAFETY: given back once.
         drop(unsafe { from_c::<_, Qp>(p) });
         0
