@@ -31,8 +31,7 @@
 //! [`Transport::poll_delay`].
 //!
 //! Every transport can record what it sends and receives as a pcap file
-//! through a [`capture::pcap::PcapSink`]; [`baseline`] measures raw TCP goodput over the memory link,
-//! the figure RDMA goodput is compared against.
+//! through a [`capture::pcap::PcapSink`].
 //!
 //! ```
 //! use std::time::{Duration, Instant};
@@ -73,7 +72,6 @@
 
 #[cfg(feature = "tokio")]
 mod async_fd;
-pub mod baseline;
 mod error;
 pub mod kernel;
 mod linger;

@@ -17,7 +17,7 @@
 //! delay wants a rate too (see [`FaultConfig::rate_bps`]) and rings of at
 //! least one bandwidth-delay product.
 //!
-//! `cargo run --release -p iwarp-transport --example long_path` measures how much
+//! `cargo run --release -p iwarp-bench --example long_path` measures how much
 //! of the rate raw TCP gets on a long path.
 
 mod device;

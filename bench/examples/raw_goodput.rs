@@ -1,13 +1,13 @@
 //! Raw TCP goodput over the in-memory smoltcp link: the baseline an RDMA
 //! benchmark over the same link is divided by.
 //!
-//! `cargo run --release -p iwarp-verbs --example raw_goodput [MiB]`
+//! `cargo run --release -p iwarp-bench --example raw_goodput [MiB]`
 
 use std::time::Duration;
 
-use verbs::transport::baseline::{raw_tcp_goodput_with, Dispatch};
-use verbs::transport::memory::{FaultConfig, MemoryLinkConfig};
-use verbs::transport::TcpTuning;
+use iwarp_bench::{raw_tcp_goodput_with, Dispatch};
+use transport::memory::{FaultConfig, MemoryLinkConfig};
+use transport::TcpTuning;
 
 fn main() {
     let mib: u64 = std::env::args()

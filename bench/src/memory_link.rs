@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::memory::{MemoryLinkConfig, MemoryNet};
-use super::{StreamState, TcpLossStats, Transport, TransportError};
+use transport::memory::{MemoryLinkConfig, MemoryNet};
+use transport::{StreamId, StreamState, TcpLossStats, Transport, TransportError};
 
 const PORT: u16 = 5001;
 /// Size of the source and sink buffers the bytes are copied from and to.
@@ -154,7 +154,7 @@ pub fn raw_tcp_goodput_with(
 
 fn send_static<T: Transport>(
     t: &mut T,
-    s: super::StreamId,
+    s: StreamId,
     f: &mut dyn FnMut(&mut [u8]) -> usize,
 ) -> Result<usize, TransportError> {
     t.send_with(s, f)
@@ -162,7 +162,7 @@ fn send_static<T: Transport>(
 
 fn recv_static<T: Transport>(
     t: &mut T,
-    s: super::StreamId,
+    s: StreamId,
     f: &mut dyn FnMut(&[u8]) -> usize,
 ) -> Result<usize, TransportError> {
     t.recv_with(s, f)
@@ -182,15 +182,12 @@ fn idle_or_poll(net: &mut MemoryNet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::FaultConfig;
+    use transport::memory::FaultConfig;
 
     #[test]
     fn measures_a_clean_link_at_1500_and_9000() {
         for mtu in [1500, 9000] {
-            let cfg = MemoryLinkConfig {
-                mtu,
-                ..Default::default()
-            };
+            let cfg = MemoryLinkConfig::default().mtu(mtu);
             let m = raw_tcp_goodput(&cfg, 32 << 20, Duration::from_secs(60)).unwrap();
             println!("raw TCP goodput, memory link, MTU {mtu}: {m}");
             assert_eq!(m.bytes, 32 << 20);
@@ -211,15 +208,9 @@ mod tests {
 
     #[test]
     fn lossy_link_is_slower_but_complete() {
-        let cfg = MemoryLinkConfig {
-            faults: FaultConfig {
-                loss: 0.01,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        // smoltcp repairs one loss per window by fast retransmit and waits
-        // out a 1 s minimum RTO for the rest: keep this small.
+        let cfg = MemoryLinkConfig::default().faults(FaultConfig::default().loss(0.01));
+        // Each loss costs the sender a recovery and now and then a
+        // timeout: keep this small.
         let m = raw_tcp_goodput(&cfg, 1 << 20, Duration::from_secs(120)).unwrap();
         println!("1% loss: {m}");
         assert_eq!(m.bytes, 1 << 20);

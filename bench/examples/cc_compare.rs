@@ -5,11 +5,11 @@
 //! context switches) per MB: a paced sender must wait for its pacing
 //! clock in `poll_delay`, not spin.
 //!
-//! `cargo run --release -p iwarp-transport --example cc_compare [MiB [pairs]]`
+//! `cargo run --release -p iwarp-bench --example cc_compare [MiB [pairs]]`
 
 use std::time::Duration;
 
-use transport::baseline::{raw_tcp_goodput_with, Dispatch, Measurement};
+use iwarp_bench::{raw_tcp_goodput_with, Dispatch, Measurement};
 use transport::link_model::Profile;
 use transport::memory::{FaultConfig, MemoryLinkConfig};
 use transport::{CongestionControl, TcpTuning};

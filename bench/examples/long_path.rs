@@ -1,7 +1,7 @@
 //! Raw TCP over the memory link on a long path with no loss: how much of
 //! the rate (or, with no rate, of the window) it carries.
 //!
-//! `cargo run --release -p iwarp-transport --example long_path [MiB [ring KiB [rx batch]]]`
+//! `cargo run --release -p iwarp-bench --example long_path [MiB [ring KiB [rx batch]]]`
 //!
 //! Each case runs the same transfer twice: with delay alone (the delay line
 //! hands a whole window over at one instant), and with the delay behind a
@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use transport::baseline::{raw_tcp_goodput_with, Dispatch};
+use iwarp_bench::{raw_tcp_goodput_with, Dispatch};
 use transport::link_model::Profile;
 use transport::memory::{FaultConfig, MemoryLinkConfig};
 use transport::TcpTuning;
