@@ -5,7 +5,7 @@
 //!
 //! Where the transport cannot say which streams have news
 //! ([`Transport::drain_ready`](crate::transport::Transport::drain_ready)
-//! returns false), every queue pair is queued each turn, as before.
+//! returns false), every queue pair is queued each turn.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::BuildHasherDefault;

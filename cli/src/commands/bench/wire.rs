@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn flags_compose_a_profile_with_loss_on_top() {
-        assert_eq!(model(&[], 1.0), Ok(None), "no wire flag: the old bench");
+        assert_eq!(model(&[], 1.0), Ok(None), "no wire flag: no modelled wire");
         let wan = model(&["--profile", "wan"], 0.0).unwrap().unwrap();
         assert_eq!(wan, Profile::Wan.config());
         let m = model(
