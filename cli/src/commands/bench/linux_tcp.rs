@@ -18,10 +18,8 @@
 //! could not be. Without loss they stay on, as Linux sets them (and as the
 //! TAP transport uses the kernel's).
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use verbs::transport::tap::netns::in_netns;
@@ -36,7 +34,6 @@ const RECEIVER_GW: Ipv4Addr = Ipv4Addr::new(10, 77, 4, 254);
 const PORT: u16 = 7472;
 /// Unmeasured time for slow start, as the other baselines warm up.
 const WARM_UP: Duration = Duration::from_millis(300);
-const CHUNK: usize = 256 * 1024;
 
 /// The congestion controllers measured, in order: Linux's loss-based
 /// default and its model-based one.
@@ -163,56 +160,5 @@ pub(crate) fn offloads_off_on(ns: &str, dev: &str) -> bool {
 /// `duration` after the warm-up, in Gbit/s.
 fn stream(sender_ns: &str, receiver_ns: &str, cc: &str, duration: Duration) -> Result<f64, String> {
     let server = SocketAddr::from((RECEIVER_ADDR, PORT));
-    super::wire_linux::stream(sender_ns, receiver_ns, cc, server, WARM_UP, duration)
-}
-
-/// Sets `cc` on `socket` (`TCP_CONGESTION`) and reads it back, so the
-/// figure is named after the controller that ran (`modprobe tcp_CC` when
-/// the kernel lacks it).
-pub(crate) fn pin_congestion_control(socket: &TcpStream, cc: &str) -> Result<(), String> {
-    let s = socket2::SockRef::from(socket);
-    if s.set_tcp_congestion(cc.as_bytes()).is_err() {
-        let _ = Command::new("modprobe").arg(format!("tcp_{cc}")).output();
-        s.set_tcp_congestion(cc.as_bytes())
-            .map_err(|e| format!("TCP_CONGESTION {cc}: {e}"))?;
-    }
-    let got = s
-        .tcp_congestion()
-        .map_err(|e| format!("TCP_CONGESTION: {e}"))?;
-    let got = String::from_utf8_lossy(&got);
-    if got.trim_end_matches('\0') == cc {
-        Ok(())
-    } else {
-        Err(format!("asked for {cc}, the socket runs {got}"))
-    }
-}
-
-pub(crate) fn fill(mut socket: TcpStream, stop: &AtomicBool) {
-    let data: Vec<u8> = (0..CHUNK).map(|i| (i % 251) as u8).collect();
-    while !stop.load(Ordering::Relaxed) {
-        if socket.write_all(&data).is_err() {
-            break;
-        }
-    }
-}
-
-pub(crate) fn drain(mut socket: TcpStream, received: &AtomicU64, stop: &AtomicBool) {
-    // Reads time out now and then, so the end of the measurement ends this
-    // even while the stream's last segments wait for retransmission.
-    let _ = socket.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        match socket.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                received.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-            }
-            Err(_) => break,
-        }
-    }
+    super::linux_stream::stream(sender_ns, receiver_ns, cc, server, WARM_UP, duration)
 }

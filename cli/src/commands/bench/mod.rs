@@ -11,6 +11,7 @@ mod baseline;
 mod case;
 mod cpu;
 mod link;
+mod linux_stream;
 mod linux_tcp;
 mod nft_loss;
 mod percentile;

@@ -21,8 +21,9 @@ use verbs::transport::CongestionControl;
 use verbs::CrcPolicy;
 
 use super::case::{Case, Endpoints, Op};
+use super::linux_stream::stream;
 use super::wire::{linux_buffer_max, rto_min, window_bytes, RX_BATCH};
-use super::wire_linux::{stream, LinuxHosts};
+use super::wire_linux::LinuxHosts;
 use super::ProgressModel;
 use crate::commands::link::HOST_ADDRS;
 

@@ -10,15 +10,16 @@
 //! `RetransSegs` over `OutSegs`, `/proc/net/netstat` `TCPTimeouts`): the
 //! stream is the only TCP there, so they are its own.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use transport::link_model::{LinkCounters, LinkModelConfig};
 use transport::switch::{Side, Switch};
 use verbs::transport::tap::netns::in_netns;
 
-use super::linux_tcp::{drain, fill, offloads_off_on, pin_congestion_control};
+use super::linux_stream::stream;
+use super::linux_tcp::offloads_off_on;
 use crate::commands::link::{namespaced_hosts, NamespacedHost, HOST_ADDRS};
 
 const PORT: u16 = 7473;
@@ -289,58 +290,6 @@ fn counter(text: &str, group: &str, field: &str) -> Option<u64> {
     let values = lines.next()?;
     let at = names.split_whitespace().position(|n| n == field)?;
     values.split_whitespace().nth(at)?.parse().ok()
-}
-
-/// One bulk stream from `sender_ns` to `server` in `receiver_ns`, with
-/// controller `cc` on both sockets; goodput over `duration` after
-/// `warm_up`, in Gbit/s.
-pub(crate) fn stream(
-    sender_ns: &str,
-    receiver_ns: &str,
-    cc: &str,
-    server: SocketAddr,
-    warm_up: Duration,
-    duration: Duration,
-) -> Result<f64, String> {
-    let listener = in_netns(receiver_ns, || TcpListener::bind(server))
-        .and_then(|r| r)
-        .map_err(|e| format!("Linux TCP listen in {receiver_ns}: {e}"))?;
-    // Pinned before the connection exists, so the handshake's initial
-    // window is already the controller's.
-    let client = in_netns(sender_ns, || {
-        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
-        s.set_tcp_congestion(cc.as_bytes())?;
-        s.connect_timeout(&server.into(), Duration::from_secs(5))?;
-        Ok::<TcpStream, std::io::Error>(s.into())
-    })
-    .and_then(|r| r)
-    .map_err(|e| format!("Linux TCP connect from {sender_ns} with {cc}: {e}"))?;
-    let (accepted, _) = listener
-        .accept()
-        .map_err(|e| format!("Linux TCP accept: {e}"))?;
-    for s in [&client, &accepted] {
-        pin_congestion_control(s, cc)?;
-    }
-    let received = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-    let stopper = client
-        .try_clone()
-        .map_err(|e| format!("Linux TCP socket: {e}"))?;
-    std::thread::scope(|s| {
-        s.spawn(|| drain(accepted, &received, &stop));
-        s.spawn(|| fill(client, &stop));
-        std::thread::sleep(warm_up);
-        let (start, first) = (Instant::now(), received.load(Ordering::Relaxed));
-        std::thread::sleep(duration);
-        let bytes = received.load(Ordering::Relaxed) - first;
-        let secs = start.elapsed().as_secs_f64();
-        stop.store(true, Ordering::Relaxed);
-        // Reset on close, so the unsent rest of the send buffer is not
-        // sent (and counted) after the measurement.
-        let _ = socket2::SockRef::from(&stopper).set_linger(Some(Duration::ZERO));
-        let _ = stopper.shutdown(std::net::Shutdown::Both);
-        Ok(bytes as f64 * 8.0 / secs / 1e9)
-    })
 }
 
 #[cfg(test)]
