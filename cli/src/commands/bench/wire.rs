@@ -19,7 +19,7 @@ use verbs::{CrcPolicy, Device};
 use super::case::{Case, Endpoints, Op};
 use super::link::{TransportKind, PORT};
 use super::wire_linux::{LinuxFlow, LinuxWire};
-use super::wire_report::{self, Flow, WireReport, WireSetup};
+use super::wire_report::{self, Flow, RdmaFlow, WireReport, WireSetup};
 use super::{Args, OnOff};
 use crate::commands::wire_model::PathArgs;
 
@@ -166,20 +166,6 @@ pub(crate) fn run(args: &Args, wire: &WireArgs, model: LinkModelConfig) -> Resul
         print!("{}", report.table());
     }
     Ok(())
-}
-
-/// What one RDMA case measured on the modelled wire.
-#[derive(Debug, Clone)]
-pub(crate) struct RdmaFlow {
-    pub op: Op,
-    pub size: usize,
-    pub gbps: f64,
-    /// Goodput per CPU-second of this process (both ends, and the link).
-    pub cpu_gbps: Option<f64>,
-    /// The TCP under RDMA, both ends, over the warm-up and the case.
-    pub tcp: TcpLossStats,
-    /// The link in the data direction over the same span.
-    pub link: LinkCounters,
 }
 
 /// Each op and size of the bench on a fresh memory link with the model.

@@ -5,10 +5,11 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use transport::link_model::LinkModelConfig;
+use transport::link_model::{LinkCounters, LinkModelConfig};
+use transport::TcpLossStats;
 
+use super::case::Op;
 use super::report::human_size;
-use super::wire::RdmaFlow;
 use super::wire_linux::{share, LinuxFlow};
 use crate::commands::wire_model::describe;
 
@@ -32,6 +33,20 @@ pub(crate) struct WireSetup {
     pub duration: Duration,
     /// `None` with `--no-baseline`.
     pub linux: Option<Result<LinuxSetup, String>>,
+}
+
+/// What one RDMA case measured on the modelled wire.
+#[derive(Debug, Clone)]
+pub(crate) struct RdmaFlow {
+    pub op: Op,
+    pub size: usize,
+    pub gbps: f64,
+    /// Goodput per CPU-second of this process (both ends, and the link).
+    pub cpu_gbps: Option<f64>,
+    /// The TCP under RDMA, both ends, over the warm-up and the case.
+    pub tcp: TcpLossStats,
+    /// The link in the data direction over the same span.
+    pub link: LinkCounters,
 }
 
 /// One flow's outcome, in the order they ran.
