@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::capture::read_conversations;
 use super::conversation::MpaConversation;
+use super::engine::engine_seeds;
 use super::seeds::{conversation_seeds, Seed};
 use super::synthetic::synthetic_seeds;
 use super::targets::Target;
@@ -60,9 +61,10 @@ impl Corpus {
         }
     }
 
-    /// The synthetic seeds alone.
+    /// The synthetic seeds alone, for all eight targets.
     pub fn synthetic() -> Corpus {
         let mut c = Corpus::default();
+        c.extend(engine_seeds());
         c.extend(synthetic_seeds());
         c
     }
