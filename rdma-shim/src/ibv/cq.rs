@@ -12,7 +12,8 @@ use std::os::fd::AsRawFd;
 use libc::c_int;
 use verbs::{CompletionQueue, EventChannel, NotifyOn, WcOpcode, WorkCompletion};
 
-use super::device::{context, MAX_CQE};
+use super::context::context;
+use super::limits::MAX_CQE;
 use super::{from_c, into_c, obj};
 use crate::guard::{guard, set_errno};
 use crate::stack::stack;

@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 
 use libc::{c_char, c_int};
 
+use super::context::{context, Context};
+use super::limits::{MAX_CQE, MAX_QP_WR, MAX_RD_ATOM, MAX_SGE};
 use crate::guard::{guard, log, set_errno};
 use crate::stack::stack;
 use crate::sys;
@@ -16,14 +18,6 @@ use crate::sys;
 pub const DEVICE_NAME: &str = "iwarp0";
 /// The vendor id siw reports ("bmt"), so tools print something familiar.
 const VENDOR_ID: u32 = 0x626d74;
-/// Outstanding RDMA Reads per queue pair, as siw clamps IRD/ORD.
-pub const MAX_RD_ATOM: c_int = 128;
-/// Work requests per queue, at most.
-pub const MAX_QP_WR: c_int = 16 * 1024;
-/// Scatter/gather entries per work request, at most (siw's figure).
-pub const MAX_SGE: c_int = 6;
-/// Completions per completion queue, at most.
-pub const MAX_CQE: c_int = 1 << 20;
 /// The node GUID (and system image GUID): a locally administered MAC,
 /// 02:49:57:00:00:02 ("IW"), in the EUI-64 shape siw builds from the MAC.
 const GUID: [u8; 8] = [0x02, 0x49, 0x57, 0xff, 0xfe, 0x00, 0x00, 0x02];
@@ -125,33 +119,6 @@ pub extern "C" fn get_device_guid(dev: *mut sys::ibv_device) -> u64 {
             0
         }
     })
-}
-
-/// A context: `struct verbs_context`, whose last field is the `struct
-/// ibv_context` C sees.
-#[repr(C)]
-pub struct Context {
-    vctx: sys::verbs_context,
-}
-
-/// The context a C `ibv_context` pointer belongs to.
-///
-/// # Safety
-/// `ctx` is null or came from [`open_device`].
-pub unsafe fn context<'a>(ctx: *mut sys::ibv_context) -> Option<&'a Context> {
-    if ctx.is_null() {
-        return None;
-    }
-    let off = offset_of!(sys::verbs_context, context);
-    // SAFETY: our contexts are `verbs_context`s with `ctx` at `off`.
-    unsafe { ((ctx as *mut u8).sub(off) as *const Context).as_ref() }
-}
-
-impl Context {
-    /// The C view.
-    pub fn as_c(&self) -> *mut sys::ibv_context {
-        &self.vctx.context as *const _ as *mut _
-    }
 }
 
 fn new_context() -> *mut sys::ibv_context {

@@ -3,8 +3,10 @@
 //! `#[repr(C)]` Rust struct holding the facade's handle, so the pointer C
 //! holds converts back to the Rust object.
 
+pub mod context;
 pub mod cq;
 pub mod device;
+pub mod limits;
 pub mod pd;
 pub mod qp;
 pub mod srq;

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use libc::c_int;
 use verbs::{Access, MemoryRegion, ProtectionDomain};
 
-use super::device::context;
+use super::context::context;
 use super::{from_c, into_c, obj};
 use crate::foreign::ForeignBuffer;
 use crate::guard::{guard, set_errno};

@@ -10,7 +10,7 @@ use libc::c_int;
 use verbs::{QpInit, QpState, QueuePair};
 
 use super::cq::cq;
-use super::device::{MAX_QP_WR, MAX_SGE};
+use super::limits::{MAX_QP_WR, MAX_RD_ATOM, MAX_SGE};
 use super::pd::pd;
 use super::wr::{post_list, recv_wr, send_wr, SendLimits};
 use super::{from_c, into_c, obj};
@@ -226,8 +226,8 @@ pub extern "C" fn query_qp(
         a.qp_state = q.state();
         a.cur_qp_state = a.qp_state;
         a.cap = q.cap;
-        a.max_rd_atomic = super::device::MAX_RD_ATOM as u8;
-        a.max_dest_rd_atomic = super::device::MAX_RD_ATOM as u8;
+        a.max_rd_atomic = MAX_RD_ATOM as u8;
+        a.max_dest_rd_atomic = MAX_RD_ATOM as u8;
         a.port_num = 1;
         a.path_mtu = sys::IBV_MTU_4096;
         // SAFETY: writable or NULL.
