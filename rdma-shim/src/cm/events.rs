@@ -1,12 +1,13 @@
 //! `struct rdma_cm_event`: gathered from the ids of a channel, handed out
-//! one at a time by `rdma_get_cm_event`, freed by `rdma_ack_cm_event`.
+//! one at a time by `rdma_get_cm_event`, freed by `rdma_ack_cm_event`;
+//! a synchronous id's blocking calls wait here for theirs.
 
 use std::ffi::{c_char, CStr};
 
 use libc::c_int;
 use verbs::{CmEvent, ConnectError};
 
-use super::ids::{id, new_id, Id};
+use super::id::{id, new_id, Id};
 use super::{channel, Channel};
 use crate::guard::{debug, guard, log, set_errno};
 use crate::sys;
@@ -233,4 +234,32 @@ fn event_name(e: sys::rdma_cm_event_type) -> &'static CStr {
 /// `rdma_event_str`: rdma-core's names.
 pub extern "C" fn event_str(e: sys::rdma_cm_event_type) -> *const c_char {
     event_name(e).as_ptr() as *const c_char
+}
+
+/// Takes the next event of `i`'s private channel (blocking).
+pub(super) fn next_event(i: &Id) -> Result<*mut sys::rdma_cm_event, c_int> {
+    let mut e = std::ptr::null_mut();
+    if get_cm_event(i.c.channel, &mut e) != 0 {
+        // SAFETY: reading errno set by get_cm_event.
+        return Err(unsafe { *libc::__errno_location() });
+    }
+    Ok(e)
+}
+
+/// Blocks until `i`'s connection is established; the refusal otherwise.
+pub(super) fn wait_established(i: &Id) -> Result<(), c_int> {
+    loop {
+        let e = next_event(i)?;
+        // SAFETY: an event just handed out, freed below.
+        let kind = unsafe { (*e).event };
+        ack_cm_event(e);
+        match kind {
+            sys::RDMA_CM_EVENT_ESTABLISHED => return Ok(()),
+            sys::RDMA_CM_EVENT_REJECTED => return Err(libc::ECONNREFUSED),
+            sys::RDMA_CM_EVENT_CONNECT_ERROR
+            | sys::RDMA_CM_EVENT_UNREACHABLE
+            | sys::RDMA_CM_EVENT_DISCONNECTED => return Err(libc::ECONNRESET),
+            _ => continue,
+        }
+    }
 }

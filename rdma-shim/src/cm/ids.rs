@@ -2,138 +2,22 @@
 //! disconnect, and the queue pair an id owns.
 
 use std::ffi::c_void;
-use std::net::SocketAddr;
-use std::sync::Mutex;
 
 use libc::c_int;
-use verbs::{AcceptParams, ConnectParams, ConnectRequest, Listener};
+use verbs::{AcceptParams, ConnectParams};
 
-use super::events::{queue_event, Event};
-use super::{addr, channel, new_channel, Channel};
+use super::events::{queue_event, wait_established, Event};
+use super::id::{id, new_id, Id};
+use super::{addr, channel, new_channel};
 use crate::guard::{guard, set_errno};
-use crate::ibv::device::shared_context;
+use crate::ibv::from_c;
 use crate::ibv::qp::{by_num, qp, Qp};
-use crate::ibv::{from_c, into_c, obj};
 use crate::qp_holders;
 use crate::stack::stack;
 use crate::sys;
 
-/// An id: the C struct first, then what the library keeps.
-#[repr(C)]
-pub struct Id {
-    pub(super) c: sys::rdma_cm_id,
-    pub(super) st: Mutex<IdState>,
-    /// The id was created without a channel (synchronous use): the
-    /// library made one, destroyed with the id, and connect, accept and
-    /// resolution block instead of reporting events.
-    pub(super) sync: std::sync::atomic::AtomicBool,
-}
-
-#[derive(Default)]
-pub(super) struct IdState {
-    pub(super) src: Option<SocketAddr>,
-    pub(super) dst: Option<SocketAddr>,
-    pub(super) listener: Option<Listener>,
-    pub(super) request: Option<ConnectRequest>,
-    /// The queue pair's connection events are watched (connect or accept
-    /// started).
-    pub(super) watching: bool,
-    /// The completion queues in `id->send_cq`/`recv_cq` were made by the
-    /// library (rdma_create_qp without them).
-    pub(super) owns_cqs: bool,
-    /// A synchronous listener's queue pair attributes and domain, for
-    /// the queue pair `rdma_get_request` makes on each new id.
-    pub(super) ep_qp: Option<(sys::ibv_qp_init_attr, usize)>,
-}
-
 /// The fewest connect requests a listener holds unanswered.
 const MIN_BACKLOG: usize = 8;
-
-impl Id {
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, IdState> {
-        self.st.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(super) fn channel(&self) -> Option<&Channel> {
-        // SAFETY: an id's channel outlives it (the program destroys ids first).
-        unsafe { channel(self.c.channel) }
-    }
-
-    pub(super) fn qp(&self) -> Option<&Qp> {
-        // SAFETY: `c.qp` is a queue pair of ours or NULL (cleared when it
-        // is destroyed).
-        unsafe { qp(self.c.qp) }
-    }
-
-    /// Whether the id is synchronous (made without a channel).
-    pub(super) fn is_sync(&self) -> bool {
-        self.sync.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    pub(super) fn as_c(&self) -> *mut sys::rdma_cm_id {
-        &self.c as *const _ as *mut _
-    }
-
-    /// Records the addresses in `id->route.addr`.
-    pub(super) fn set_addrs(&self, src: Option<SocketAddr>, dst: Option<SocketAddr>) {
-        let c = self.as_c();
-        // SAFETY: the id's own route fields; C reads them only between calls.
-        unsafe {
-            if let Some(s) = src {
-                addr::write(&mut (*c).route.addr.__bindgen_anon_1.src_storage, s);
-            }
-            if let Some(d) = dst {
-                addr::write(&mut (*c).route.addr.__bindgen_anon_2.dst_storage, d);
-            }
-        }
-        let mut st = self.lock();
-        if src.is_some() {
-            st.src = src;
-        }
-        if dst.is_some() {
-            st.dst = dst;
-        }
-    }
-}
-
-/// The id behind a C pointer.
-///
-/// # Safety
-/// `p` is null or came from [`create_id`] (or a connect request) and was
-/// not destroyed.
-pub(crate) unsafe fn id<'a>(p: *mut sys::rdma_cm_id) -> Option<&'a Id> {
-    // SAFETY: per the contract.
-    unsafe { obj(p) }
-}
-
-/// Makes an id on `ch` and lists it there.
-pub(super) fn new_id(
-    ch: *mut sys::rdma_event_channel,
-    context: *mut c_void,
-    own_channel: bool,
-) -> *mut sys::rdma_cm_id {
-    // SAFETY: integers, pointers and unions of them: zero is valid.
-    let mut c: sys::rdma_cm_id = unsafe { std::mem::zeroed() };
-    c.channel = ch;
-    c.context = context;
-    c.ps = sys::RDMA_PS_TCP;
-    c.qp_type = sys::IBV_QPT_RC;
-    c.verbs = shared_context();
-    c.port_num = 1;
-    let p: *mut sys::rdma_cm_id = into_c(Box::new(Id {
-        c,
-        st: Mutex::new(IdState::default()),
-        sync: own_channel.into(),
-    }));
-    // SAFETY: the id is boxed (its fields do not move) and is taken off
-    // the list in `destroy_id` before it is freed.
-    unsafe { qp_holders::add(std::ptr::addr_of_mut!((*p).qp)) };
-    // SAFETY: the channel is ours (checked by the caller).
-    if let Some(chan) = unsafe { channel(ch) } {
-        chan.lock().ids.push(p as usize);
-    }
-    p
-}
 
 /// `rdma_create_id`: TCP port space only (iWARP has no UD).
 pub extern "C" fn create_id(
@@ -468,7 +352,7 @@ pub extern "C" fn connect(p: *mut sys::rdma_cm_id, param: *mut sys::rdma_conn_pa
         watch(i, q);
         q.qp.connect(dst, cp).map_err(|_| libc::EINVAL)?;
         if i.is_sync() {
-            super::sync::wait_established(i)?;
+            wait_established(i)?;
         }
         Ok(())
     })
@@ -490,7 +374,7 @@ pub extern "C" fn accept(p: *mut sys::rdma_cm_id, param: *mut sys::rdma_conn_par
         watch(i, q);
         req.accept(&q.qp, ap).map_err(|_| libc::ECONNABORTED)?;
         if i.is_sync() {
-            super::sync::wait_established(i)?;
+            wait_established(i)?;
         }
         Ok(())
     })

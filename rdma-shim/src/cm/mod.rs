@@ -13,6 +13,7 @@
 pub mod addr;
 pub mod addrinfo;
 mod events;
+mod id;
 pub mod ids;
 pub mod sync;
 
@@ -42,7 +43,7 @@ pub struct Channel {
 
 #[derive(Default)]
 struct ChannelInner {
-    /// The ids reporting here (`*mut ids::Id`).
+    /// The ids reporting here (`*mut id::Id`).
     ids: Vec<usize>,
     /// Events gathered and not yet handed out.
     queue: VecDeque<Box<events::Event>>,

@@ -5,38 +5,11 @@
 
 use libc::c_int;
 
-use super::events::{ack_cm_event, get_cm_event};
-use super::ids::{self, id, Id};
+use super::events::{ack_cm_event, next_event};
+use super::id::id;
+use super::ids;
 use crate::guard::{guard, set_errno};
 use crate::sys;
-
-/// Takes the next event of `i`'s private channel (blocking).
-fn next_event(i: &Id) -> Result<*mut sys::rdma_cm_event, c_int> {
-    let mut e = std::ptr::null_mut();
-    if get_cm_event(i.c.channel, &mut e) != 0 {
-        // SAFETY: reading errno set by get_cm_event.
-        return Err(unsafe { *libc::__errno_location() });
-    }
-    Ok(e)
-}
-
-/// Blocks until `i`'s connection is established; the refusal otherwise.
-pub(super) fn wait_established(i: &Id) -> Result<(), c_int> {
-    loop {
-        let e = next_event(i)?;
-        // SAFETY: an event just handed out, freed below.
-        let kind = unsafe { (*e).event };
-        ack_cm_event(e);
-        match kind {
-            sys::RDMA_CM_EVENT_ESTABLISHED => return Ok(()),
-            sys::RDMA_CM_EVENT_REJECTED => return Err(libc::ECONNREFUSED),
-            sys::RDMA_CM_EVENT_CONNECT_ERROR
-            | sys::RDMA_CM_EVENT_UNREACHABLE
-            | sys::RDMA_CM_EVENT_DISCONNECTED => return Err(libc::ECONNRESET),
-            _ => continue,
-        }
-    }
-}
 
 /// `rdma_create_ep`: a synchronous id bound (passive) or resolved to
 /// `res`'s address, with a queue pair when `attr` is given (a passive
