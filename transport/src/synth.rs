@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr, IpAddress, IpProtocol,
-    Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpControl, TcpPacket, TcpRepr, TcpSeqNumber,
+    EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr, IpAddress, IpProtocol, IpRepr,
+    IpVersion, TcpControl, TcpPacket, TcpRepr, TcpSeqNumber,
 };
 
 use capture::pcap::PcapSink;
@@ -174,63 +174,29 @@ impl TcpSynth {
         };
         let caps = ChecksumCapabilities::default();
         let eth_len = EthernetFrame::<&[u8]>::header_len();
-        match (src_ip, dst_ip) {
-            (IpAddress::Ipv4(s), IpAddress::Ipv4(d)) => {
-                let ip = Ipv4Repr {
-                    src_addr: s,
-                    dst_addr: d,
-                    next_header: IpProtocol::Tcp,
-                    payload_len: tcp.buffer_len(),
-                    hop_limit: 64,
-                };
-                self.frame.clear();
-                self.frame
-                    .resize(eth_len + ip.buffer_len() + tcp.buffer_len(), 0);
-                let mut eth = EthernetFrame::new_unchecked(&mut self.frame[..]);
-                EthernetRepr {
-                    src_addr: src_mac,
-                    dst_addr: dst_mac,
-                    ethertype: EthernetProtocol::Ipv4,
-                }
-                .emit(&mut eth);
-                let mut p = Ipv4Packet::new_unchecked(eth.payload_mut());
-                ip.emit(&mut p, &caps);
-                tcp.emit(
-                    &mut TcpPacket::new_unchecked(p.payload_mut()),
-                    &src_ip,
-                    &dst_ip,
-                    &caps,
-                );
-            }
-            (IpAddress::Ipv6(s), IpAddress::Ipv6(d)) => {
-                let ip = Ipv6Repr {
-                    src_addr: s,
-                    dst_addr: d,
-                    next_header: IpProtocol::Tcp,
-                    payload_len: tcp.buffer_len(),
-                    hop_limit: 64,
-                };
-                self.frame.clear();
-                self.frame
-                    .resize(eth_len + ip.buffer_len() + tcp.buffer_len(), 0);
-                let mut eth = EthernetFrame::new_unchecked(&mut self.frame[..]);
-                EthernetRepr {
-                    src_addr: src_mac,
-                    dst_addr: dst_mac,
-                    ethertype: EthernetProtocol::Ipv6,
-                }
-                .emit(&mut eth);
-                let mut p = Ipv6Packet::new_unchecked(eth.payload_mut());
-                ip.emit(&mut p);
-                tcp.emit(
-                    &mut TcpPacket::new_unchecked(p.payload_mut()),
-                    &src_ip,
-                    &dst_ip,
-                    &caps,
-                );
-            }
-            _ => return,
+        // `family` gave both addresses the same version.
+        let ip = IpRepr::new(src_ip, dst_ip, IpProtocol::Tcp, tcp.buffer_len(), 64);
+        let ethertype = match ip.version() {
+            IpVersion::Ipv4 => EthernetProtocol::Ipv4,
+            IpVersion::Ipv6 => EthernetProtocol::Ipv6,
+        };
+        self.frame.clear();
+        self.frame.resize(eth_len + ip.buffer_len(), 0);
+        let mut eth = EthernetFrame::new_unchecked(&mut self.frame[..]);
+        EthernetRepr {
+            src_addr: src_mac,
+            dst_addr: dst_mac,
+            ethertype,
         }
+        .emit(&mut eth);
+        let packet = eth.payload_mut();
+        ip.emit(&mut *packet, &caps);
+        tcp.emit(
+            &mut TcpPacket::new_unchecked(&mut packet[ip.header_len()..]),
+            &src_ip,
+            &dst_ip,
+            &caps,
+        );
         sink.record(now, &self.frame);
         match dir {
             Dir::Out => self.snd_nxt += consumed,
@@ -243,6 +209,7 @@ impl TcpSynth {
 mod tests {
     use super::*;
     use crate::testutil::{parse, SharedBuf};
+    use smoltcp::wire::{Ipv4Packet, Ipv6Packet};
     use std::time::Duration;
 
     struct Seg {
