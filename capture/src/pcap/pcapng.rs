@@ -134,10 +134,7 @@ impl Section {
                 max: MAX_INTERFACES,
             });
         }
-        let f = Fields {
-            bytes: body,
-            endian: self.endian,
-        };
+        let f = self.fields(body);
         let (Some(link), Some(snaplen)) = (f.u16(0), f.u32(4)) else {
             return Err(malformed(offset, "interface description too short"));
         };
@@ -158,10 +155,7 @@ impl Section {
                 }
                 (OPT_IF_TSRESOL, _) => return Err(malformed(offset, "if_tsresol is not 1 byte")),
                 (OPT_IF_TSOFFSET, value) => {
-                    let v = Fields {
-                        bytes: value,
-                        endian: self.endian,
-                    };
+                    let v = self.fields(value);
                     let secs = v
                         .u64(0)
                         .filter(|_| value.len() == 8)
@@ -180,40 +174,27 @@ impl Section {
         Timestamp::from_units(count, iface.resolution).offset_by(iface.offset_secs)
     }
 
+    /// Reads `bytes` in this section's byte order.
+    fn fields<'a>(&self, bytes: &'a [u8]) -> Fields<'a> {
+        Fields {
+            bytes,
+            endian: self.endian,
+        }
+    }
+
     /// An Enhanced Packet Block: interface, 64-bit timestamp, lengths, data.
     pub(crate) fn enhanced_packet(
         &self,
         body: &[u8],
         offset: u64,
     ) -> Result<PacketMeta, PcapError> {
-        let f = Fields {
-            bytes: body,
-            endian: self.endian,
-        };
-        let (Some(id), Some(high), Some(low), Some(captured), Some(original_len)) =
-            (f.u32(0), f.u32(4), f.u32(8), f.u32(12), f.u32(16))
-        else {
-            return Err(malformed(offset, "enhanced packet block too short"));
-        };
-        let iface = self.interface(id, offset)?;
-        let data = 20..20usize.saturating_add(captured as usize);
-        if data.end > body.len() {
-            return Err(malformed(offset, "captured length runs past the block"));
-        }
-        Ok(PacketMeta {
-            link: iface.link,
-            timestamp: Self::stamp(iface, high, low),
-            data,
-            original_len,
-        })
+        let id = self.fields(body).u32(0);
+        self.stamped_packet(body, offset, id, "enhanced packet block too short")
     }
 
     /// A Simple Packet Block: interface 0, no timestamp, data up to the snaplen.
     pub(crate) fn simple_packet(&self, body: &[u8], offset: u64) -> Result<PacketMeta, PcapError> {
-        let f = Fields {
-            bytes: body,
-            endian: self.endian,
-        };
+        let f = self.fields(body);
         let original_len = f
             .u32(0)
             .ok_or(malformed(offset, "simple packet block too short"))?;
@@ -236,16 +217,27 @@ impl Section {
         body: &[u8],
         offset: u64,
     ) -> Result<PacketMeta, PcapError> {
-        let f = Fields {
-            bytes: body,
-            endian: self.endian,
-        };
+        let id = self.fields(body).u16(0).map(u32::from);
+        self.stamped_packet(body, offset, id, "packet block too short")
+    }
+
+    /// The packet of an Enhanced or obsolete Packet Block: after the
+    /// interface `id` (read by the caller, whose width differs), a 64-bit
+    /// timestamp, the captured and original lengths, then the data.
+    fn stamped_packet(
+        &self,
+        body: &[u8],
+        offset: u64,
+        id: Option<u32>,
+        too_short: &'static str,
+    ) -> Result<PacketMeta, PcapError> {
+        let f = self.fields(body);
         let (Some(id), Some(high), Some(low), Some(captured), Some(original_len)) =
-            (f.u16(0), f.u32(4), f.u32(8), f.u32(12), f.u32(16))
+            (id, f.u32(4), f.u32(8), f.u32(12), f.u32(16))
         else {
-            return Err(malformed(offset, "packet block too short"));
+            return Err(malformed(offset, too_short));
         };
-        let iface = self.interface(u32::from(id), offset)?;
+        let iface = self.interface(id, offset)?;
         let data = 20..20usize.saturating_add(captured as usize);
         if data.end > body.len() {
             return Err(malformed(offset, "captured length runs past the block"));
@@ -350,6 +342,43 @@ mod tests {
             })
         ));
         assert!(s.enhanced_packet(&epb[..19], 0).is_err());
+    }
+
+    #[test]
+    fn obsolete_packet_reads_a_16_bit_interface_id() {
+        let mut s = Section::start(Endian::Big, &[0, 1, 0, 0], 0).unwrap();
+        let mut idb = Vec::new();
+        idb.extend_from_slice(&1u16.to_be_bytes());
+        idb.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        s.add_interface(&idb, 0).unwrap();
+        // Interface 0, drop count 7 (ignored), timestamp, captured, original.
+        let mut pb = Vec::new();
+        pb.extend_from_slice(&0u16.to_be_bytes());
+        pb.extend_from_slice(&7u16.to_be_bytes());
+        for v in [0u32, 2_000_000, 2, 90] {
+            pb.extend_from_slice(&v.to_be_bytes());
+        }
+        pb.extend_from_slice(&[0x11, 0x22, 0, 0]);
+        let meta = s.obsolete_packet(&pb, 0).unwrap();
+        assert_eq!(meta.data, 20..22);
+        assert_eq!(meta.original_len, 90);
+        assert_eq!(meta.timestamp, Timestamp::new(2, 0));
+
+        pb[1] = 1; // interface 1 undescribed
+        assert!(matches!(
+            s.obsolete_packet(&pb, 4),
+            Err(PcapError::UnknownInterface {
+                offset: 4,
+                interface: 1
+            })
+        ));
+        pb[1] = 0;
+        pb[15] = 5; // captured 5 > 4 bytes present
+        assert!(s.obsolete_packet(&pb, 0).is_err());
+        assert!(matches!(
+            s.obsolete_packet(&pb[..19], 3),
+            Err(PcapError::Malformed { offset: 3, .. })
+        ));
     }
 
     #[test]
