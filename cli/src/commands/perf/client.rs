@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use verbs::{CmEvent, CompletionQueue, ConnectParams, Device, WcOpcode, WcStatus, WorkCompletion};
+use verbs::{CmEvent, CompletionQueue, ConnectParams, Device, WcOpcode, WorkCompletion};
 
 use super::buffers::{lat_value, Conn, Layout, RecvLayout, WrKind};
 use super::credit::SendCredits;
@@ -359,12 +359,7 @@ impl ClientQp {
         cfg: &ClientConfig,
         now: Instant,
     ) -> Result<(), PerfError> {
-        if wc.status != WcStatus::Success {
-            return Err(PerfError::Completion {
-                opcode: wc.opcode,
-                status: wc.status,
-            });
-        }
+        PerfError::check_completion(wc)?;
         match (WrKind::of(wc.wr_id), wc.opcode) {
             (Some(WrKind::Data(_)), _) => {
                 self.completed += 1;

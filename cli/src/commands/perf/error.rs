@@ -1,6 +1,6 @@
 //! Why a perf run failed.
 
-use verbs::{DisconnectReason, VerbsError, WcOpcode, WcStatus};
+use verbs::{DisconnectReason, VerbsError, WcOpcode, WcStatus, WorkCompletion};
 
 use super::wire::{Status, WireError};
 
@@ -28,4 +28,40 @@ pub enum PerfError {
     Protocol(String),
     #[error("{0}")]
     Setup(String),
+}
+
+impl PerfError {
+    /// `Ok` for a successful completion, [`PerfError::Completion`] for a
+    /// failed one.
+    pub fn check_completion(wc: &WorkCompletion) -> Result<(), PerfError> {
+        if wc.is_success() {
+            Ok(())
+        } else {
+            Err(PerfError::Completion {
+                opcode: wc.opcode,
+                status: wc.status,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_completion_is_an_error_naming_it() {
+        let mut wc = WorkCompletion::FILLER;
+        wc.opcode = WcOpcode::RdmaRead;
+        wc.status = WcStatus::RemAccessErr;
+        assert!(matches!(
+            PerfError::check_completion(&wc),
+            Err(PerfError::Completion {
+                opcode: WcOpcode::RdmaRead,
+                status: WcStatus::RemAccessErr
+            })
+        ));
+        wc.status = WcStatus::Success;
+        assert!(PerfError::check_completion(&wc).is_ok());
+    }
 }

@@ -310,12 +310,7 @@ impl ServerQp {
         if wc.status == WcStatus::WrFlushErr && self.acked {
             return Ok(());
         }
-        if wc.status != WcStatus::Success {
-            return Err(PerfError::Completion {
-                opcode: wc.opcode,
-                status: wc.status,
-            });
-        }
+        PerfError::check_completion(wc)?;
         match (WrKind::of(wc.wr_id), wc.opcode) {
             (Some(WrKind::Data(_)), _) => {}
             (Some(WrKind::CtrlSend(slot)), _) => self.conn.ctrl_sent(slot),

@@ -48,17 +48,6 @@ const CQ_MOD: usize = 100;
 /// Ids of credit WRITEs, apart from the data's sequence numbers.
 const CREDIT_ID: u64 = 1 << 62;
 
-fn check(wc: &WorkCompletion) -> Result<(), PerfError> {
-    if wc.is_success() {
-        Ok(())
-    } else {
-        Err(PerfError::Completion {
-            opcode: wc.opcode,
-            status: wc.status,
-        })
-    }
-}
-
 /// The sender: WRITEs, READs or SENDs `size` bytes to `peer` until the
 /// limit.
 pub fn sender(t: &TestQp, peer: &PingpongDest, p: &BwParams) -> Result<BwResult, PerfError> {
@@ -111,7 +100,7 @@ pub fn sender(t: &TestQp, peer: &PingpongDest, p: &BwParams) -> Result<BwResult,
         let n = t.cq.poll(&mut wcs)?;
         let now = Instant::now();
         for wc in &wcs[..n] {
-            check(wc)?;
+            PerfError::check_completion(wc)?;
             if wc.opcode == WcOpcode::Recv {
                 continue;
             }
@@ -212,7 +201,7 @@ pub fn receiver(
         let n = t.cq.poll(&mut wcs)?;
         let now = Instant::now();
         for wc in &wcs[..n] {
-            check(wc)?;
+            PerfError::check_completion(wc)?;
             match wc.opcode {
                 WcOpcode::Recv => {}
                 _ => {

@@ -131,12 +131,7 @@ impl Control {
                 return Err(PerfError::Stalled(self.timeout.as_secs_f64()));
             }
             if let Some(wc) = self.cq.wait_one(left.min(Duration::from_millis(100)))? {
-                if !wc.is_success() {
-                    return Err(PerfError::Completion {
-                        opcode: wc.opcode,
-                        status: wc.status,
-                    });
-                }
+                PerfError::check_completion(&wc)?;
                 if wc.opcode != want {
                     return Err(PerfError::Protocol(format!(
                         "control connection: {:?} completed while waiting for {want:?}",

@@ -81,7 +81,7 @@ impl<'a> Run<'a> {
         let n = self.t.cq.poll(&mut wcs)?;
         let now = Instant::now();
         for wc in &wcs[..n] {
-            check(wc)?;
+            PerfError::check_completion(wc)?;
             if wc.opcode == WcOpcode::Recv {
                 self.recvs.push(wc.wr_id);
             } else {
@@ -117,17 +117,6 @@ impl<'a> Run<'a> {
                 Row::Lat(LatRow::from_deltas(size, iters, &mut deltas, rtt_factor))
             }
         }
-    }
-}
-
-fn check(wc: &WorkCompletion) -> Result<(), PerfError> {
-    if wc.is_success() {
-        Ok(())
-    } else {
-        Err(PerfError::Completion {
-            opcode: wc.opcode,
-            status: wc.status,
-        })
     }
 }
 
