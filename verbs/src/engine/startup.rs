@@ -75,16 +75,8 @@ impl Startup {
             reply_timeout: p.mpa.timeout,
             accept_rev1_reply: p.mpa.revision == 1,
         };
-        let inner = mpa::Startup::initiator(cfg, now)
-            .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
-        Ok(Startup {
-            inner,
-            request: None,
-            outcome: None,
-            terminate: Vec::new(),
-            terminates: false,
-            tcp_up: false,
-        })
+        // The connection is still being made.
+        Self::new(mpa::Startup::initiator(cfg, now), false)
     }
 
     pub(crate) fn responder(opts: &ListenOptions, now: Instant) -> Result<Self, VerbsError> {
@@ -96,15 +88,23 @@ impl Startup {
             rtr: granted_rtrs(opts.mpa.p2p),
             request_timeout: opts.mpa.timeout,
         };
-        let inner = mpa::Startup::responder(cfg, now)
-            .map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?;
+        // An accepted connection is up.
+        Self::new(mpa::Startup::responder(cfg, now), true)
+    }
+
+    /// A start-up that has exchanged nothing yet; refused settings are the
+    /// caller's error.
+    fn new(
+        inner: Result<mpa::Startup, mpa::ConfigError>,
+        tcp_up: bool,
+    ) -> Result<Self, VerbsError> {
         Ok(Startup {
-            inner,
+            inner: inner.map_err(|e| VerbsError::from(MpaSettingsError::new(e)))?,
             request: None,
             outcome: None,
             terminate: Vec::new(),
             terminates: false,
-            tcp_up: true,
+            tcp_up,
         })
     }
 
