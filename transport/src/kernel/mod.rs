@@ -880,13 +880,7 @@ impl Transport for KernelTransport {
             return;
         }
         if sys::poll(&mut self.fds, timeout).is_err() {
-            // poll(2) only fails on bad arguments or ENOMEM; avoid a tight
-            // retry loop in the caller.
-            std::thread::sleep(
-                timeout
-                    .unwrap_or(Duration::from_millis(1))
-                    .min(Duration::from_millis(1)),
-            );
+            sys::sleep_after_failed_wait(timeout);
         }
         if let Some(w) = &self.wake {
             w.drain();

@@ -196,8 +196,9 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::R
     ready_count(rc)
 }
 
-/// What poll(2) or ppoll(2) returned: the number of ready descriptors,
-/// none when a signal interrupted the wait, or the error.
+/// What poll(2), ppoll(2) or epoll_wait(2) returned: the number of ready
+/// descriptors (or events), none when a signal interrupted the wait, or
+/// the error.
 fn ready_count(rc: libc::c_int) -> io::Result<usize> {
     if rc < 0 {
         let err = io::Error::last_os_error();
@@ -207,6 +208,17 @@ fn ready_count(rc: libc::c_int) -> io::Result<usize> {
         return Err(err);
     }
     Ok(rc as usize)
+}
+
+/// After a failed [`poll`] or [`ppoll`] (bad arguments or ENOMEM, which an
+/// immediate retry would meet again): sleeps out the wait, at most a
+/// millisecond, so the caller's loop does not spin.
+pub(crate) fn sleep_after_failed_wait(timeout: Option<Duration>) {
+    std::thread::sleep(
+        timeout
+            .unwrap_or(Duration::from_millis(1))
+            .min(Duration::from_millis(1)),
+    );
 }
 
 /// [`poll`] with a timeout to the nanosecond (ppoll(2)), for loops whose
@@ -301,14 +313,7 @@ impl Epoll {
         // epoll_event values the kernel fills at most.
         let rc =
             unsafe { libc::epoll_wait(self.fd.as_raw_fd(), events.as_mut_ptr(), max, timeout_ms) };
-        if rc < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                return Ok(0);
-            }
-            return Err(err);
-        }
-        Ok(rc as usize)
+        ready_count(rc)
     }
 
     /// A duplicate of the epoll descriptor, sharing the same set.

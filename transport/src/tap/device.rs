@@ -21,7 +21,7 @@ use smoltcp::phy::{
 use super::offload::{self, RxDrop};
 use super::sys;
 use super::vnet::{self, VnetHeader, VnetRepr};
-use crate::kernel::sys::ppoll;
+use crate::kernel::sys::{ppoll, sleep_after_failed_wait};
 use crate::smol::LinkDevice;
 use crate::wake::WakeFd;
 use crate::Waker;
@@ -361,11 +361,7 @@ impl LinkDevice for TapDevice {
         // A paced sender's next segment may be due in microseconds: poll(2)
         // would round that up to a millisecond and hold the flight back.
         if ppoll(&mut fds, timeout).is_err() {
-            std::thread::sleep(
-                timeout
-                    .unwrap_or(Duration::from_millis(1))
-                    .min(Duration::from_millis(1)),
-            );
+            sleep_after_failed_wait(timeout);
         }
         if let Some(w) = &self.wake {
             w.drain();
