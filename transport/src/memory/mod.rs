@@ -145,9 +145,7 @@ impl MemoryLink {
     /// Two hosts, A at `cfg.addr_a` and B at the next address, joined by one
     /// link. Both are `Send`: each may move to its own thread.
     pub fn pair(cfg: &MemoryLinkConfig) -> Result<(MemoryHost, MemoryHost), TransportError> {
-        if !(MIN_MTU..=MAX_MTU).contains(&cfg.mtu) {
-            return Err(TransportError::BadAddress("MTU outside 576..=65535"));
-        }
+        check_mtu(cfg)?;
         let (a, b) = (cfg.addr_a, cfg.addr_b());
         if Ipv4Cidr::new(a, 24).network() != Ipv4Cidr::new(b, 24).network() {
             return Err(TransportError::BadAddress("addr_a is the last of its /24"));
@@ -156,18 +154,8 @@ impl MemoryLink {
         let host = |lane: usize, addr: Ipv4Addr| {
             // Distinct, documented streams per end, all from the one seed.
             let seed = cfg.seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(lane as u64 + 1));
-            let mut dev =
-                MemoryDevice::new(Arc::clone(&wire), lane, cfg.mtu, cfg.faults.clone(), seed);
-            dev.set_rx_batch(cfg.rx_batch);
             let mac = EthernetAddress([0x02, 0, 0, 0, 0, lane as u8 + 1]);
-            SmolStack::new(
-                dev,
-                mac,
-                Ipv4Cidr::new(addr, 24),
-                None,
-                cfg.tuning.clone(),
-                seed,
-            )
+            host_on(cfg, &wire, lane, mac, addr, seed)
         };
         Ok((host(0, a)?, host(1, b)?))
     }
@@ -183,31 +171,44 @@ impl MemoryLink {
         cfg: &MemoryLinkConfig,
         addr: Ipv4Addr,
     ) -> Result<(MemoryHost, MemoryPort), TransportError> {
-        if !(MIN_MTU..=MAX_MTU).contains(&cfg.mtu) {
-            return Err(TransportError::BadAddress("MTU outside 576..=65535"));
-        }
+        check_mtu(cfg)?;
         let wire = Arc::new(Wire::new(cfg.queue_frames));
         let seed = cfg.seed ^ u64::from(u32::from(addr)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let mut dev = MemoryDevice::new(
-            Arc::clone(&wire),
-            port::HOST_LANE,
-            cfg.mtu,
-            cfg.faults.clone(),
-            seed,
-        );
-        dev.set_rx_batch(cfg.rx_batch);
         let [a, b, c, d] = addr.octets();
         let mac = EthernetAddress([0x02, 0x01, a, b, c, d]);
-        let host = SmolStack::new(
-            dev,
-            mac,
-            Ipv4Cidr::new(addr, 24),
-            None,
-            cfg.tuning.clone(),
-            seed,
-        )?;
+        let host = host_on(cfg, &wire, port::HOST_LANE, mac, addr, seed)?;
         Ok((host, MemoryPort::new(wire)))
     }
+}
+
+fn check_mtu(cfg: &MemoryLinkConfig) -> Result<(), TransportError> {
+    if (MIN_MTU..=MAX_MTU).contains(&cfg.mtu) {
+        Ok(())
+    } else {
+        Err(TransportError::BadAddress("MTU outside 576..=65535"))
+    }
+}
+
+/// A host at `addr` on lane `lane` of `wire`, with `cfg`'s MTU, faults,
+/// receive batch and tuning.
+fn host_on(
+    cfg: &MemoryLinkConfig,
+    wire: &Arc<Wire>,
+    lane: usize,
+    mac: EthernetAddress,
+    addr: Ipv4Addr,
+    seed: u64,
+) -> Result<MemoryHost, TransportError> {
+    let mut dev = MemoryDevice::new(Arc::clone(wire), lane, cfg.mtu, cfg.faults.clone(), seed);
+    dev.set_rx_batch(cfg.rx_batch);
+    SmolStack::new(
+        dev,
+        mac,
+        Ipv4Cidr::new(addr, 24),
+        None,
+        cfg.tuning.clone(),
+        seed,
+    )
 }
 
 use link::Wire;
