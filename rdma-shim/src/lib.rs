@@ -11,6 +11,9 @@
 //! * `exports`: the symbol table (name, version, implementation);
 //! * `ibv/` (device, context, PD, MR, CQ, QP, SRQ) and `cm/` (event
 //!   channels, ids, address resolution, connect/accept) implement them.
+//!   `cm/` sits on `ibv/`, never the other way: what `ibv_destroy_qp`
+//!   must clear in an id (its `qp` field) is listed in `qp_holders`,
+//!   below both.
 //!
 //! Unsafe code lives in this crate only: raw pointers handed in by C,
 //! the user's memory registered in place ([`foreign`]), and the exported
