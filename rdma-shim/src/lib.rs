@@ -21,6 +21,7 @@ mod exports;
 pub mod foreign;
 pub mod guard;
 mod ibv;
+mod live;
 pub mod stack;
 mod stubs;
 pub mod sys;

@@ -14,6 +14,7 @@ use crate::guard::{guard, set_errno};
 use crate::ibv::device::shared_context;
 use crate::ibv::qp::{by_num, qp, Qp};
 use crate::ibv::{from_c, into_c, obj};
+use crate::live::Live;
 use crate::stack::stack;
 use crate::sys;
 
@@ -48,21 +49,22 @@ pub(super) struct IdState {
 /// The fewest connect requests a listener holds unanswered.
 const MIN_BACKLOG: usize = 8;
 
-/// Every live id (`*mut Id`), to drop a destroyed queue pair from them.
-static IDS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Every live id (`*mut Id`): to look a program's handle up, and to drop
+/// a destroyed queue pair from them.
+static IDS: Live = Live::new();
 
 /// Clears `id->qp` of every id naming `p` (the queue pair is destroyed).
 pub fn forget_qp(p: *mut sys::ibv_qp) {
-    let ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
-    for &i in ids.iter() {
-        // SAFETY: live ids only are listed; `qp` is a plain field.
+    IDS.for_each(|i| {
+        // SAFETY: live ids only are listed, and none is freed meanwhile;
+        // `qp` is a plain field.
         unsafe {
             let id = i as *mut Id;
             if (*id).c.qp == p {
                 (*id).c.qp = std::ptr::null_mut();
             }
         }
-    }
+    });
 }
 
 impl Id {
@@ -112,13 +114,17 @@ impl Id {
     }
 }
 
-/// The id behind a C pointer.
+/// The id behind a C pointer: None unless it is a live id of ours.
 ///
 /// # Safety
-/// `p` is null or came from [`create_id`] (or a connect request) and was
-/// not destroyed.
+/// A live id is not destroyed while the returned reference is used
+/// (destroying an id in use on another thread is the program's error,
+/// as with rdma-core).
 pub(crate) unsafe fn id<'a>(p: *mut sys::rdma_cm_id) -> Option<&'a Id> {
-    // SAFETY: per the contract.
+    if !IDS.contains(p) {
+        return None;
+    }
+    // SAFETY: listed, so made by `new_id` and not yet destroyed.
     unsafe { obj(p) }
 }
 
@@ -141,10 +147,8 @@ pub(super) fn new_id(
         st: Mutex::new(IdState::default()),
         sync: own_channel.into(),
     }));
-    IDS.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(p as usize);
-    // SAFETY: the channel is ours (checked by the caller).
+    IDS.insert(p);
+    // SAFETY: None unless the channel is live.
     if let Some(chan) = unsafe { channel(ch) } {
         chan.lock().ids.push(p as usize);
     }
@@ -171,6 +175,11 @@ pub extern "C" fn create_id(
             set_errno(libc::ENODEV);
             return -1;
         }
+        // SAFETY: looked up, not dereferenced, unless live.
+        if !ch.is_null() && unsafe { channel(ch) }.is_none() {
+            set_errno(libc::EINVAL);
+            return -1;
+        }
         let (ch, own) = if ch.is_null() {
             match new_channel() {
                 Some(c) => (c, true),
@@ -191,14 +200,16 @@ pub extern "C" fn create_id(
 /// `rdma_destroy_id`.
 pub extern "C" fn destroy_id(p: *mut sys::rdma_cm_id) -> c_int {
     guard("rdma_destroy_id", -1, || {
-        // SAFETY: an id of ours or NULL.
+        // SAFETY: None unless a live id of ours.
         let Some(i) = (unsafe { id(p) }) else {
             set_errno(libc::EINVAL);
             return -1;
         };
-        IDS.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|&x| x != p as usize);
+        if !IDS.remove(p) {
+            // Destroyed on another thread since the lookup.
+            set_errno(libc::EINVAL);
+            return -1;
+        }
         if let Some(ch) = i.channel() {
             let mut g = ch.lock();
             g.ids.retain(|&x| x != p as usize);
@@ -219,8 +230,9 @@ pub extern "C" fn destroy_id(p: *mut sys::rdma_cm_id) -> c_int {
 /// Runs `f` on the id, or fails with EINVAL.
 fn with_id(name: &str, p: *mut sys::rdma_cm_id, f: impl FnOnce(&Id) -> Result<(), c_int>) -> c_int {
     guard(name, -1, || {
-        // SAFETY: an id of ours or NULL.
+        // SAFETY: None unless a live id of ours.
         let Some(i) = (unsafe { id(p) }) else {
+            crate::guard::log(&format!("{name}: {p:?} is not a live rdma_cm_id"));
             set_errno(libc::EINVAL);
             return -1;
         };
