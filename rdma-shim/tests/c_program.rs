@@ -28,6 +28,8 @@ fn run_write_read_send(name: &str, args: &[&str], env: &[(&str, &str)]) {
         "OK",
         "{report}"
     );
+    // The program's figures (what an empty poll costs).
+    print!("{name}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
