@@ -117,6 +117,26 @@ fn perftest_server_over_the_shim_against_iwarp_perf() {
     }
 }
 
+/// With a disconnect grace on both ends (as the siw interop runs set it
+/// for the client), each side's disconnect first waits for the other's
+/// close: the run still ends, both exiting 0.
+#[test]
+fn perftest_over_the_shim_ends_with_a_disconnect_grace_on_both_sides() {
+    let Some(p) = tool("ib_read_bw", "perftest") else {
+        return;
+    };
+    let graced = || {
+        let mut c = perftest(&p);
+        c.env("IWARP_DISCONNECT_GRACE_MS", "300");
+        c
+    };
+    pair(
+        "ib_read_bw shim/shim with a disconnect grace",
+        || (graced(), graced()),
+        "500",
+    );
+}
+
 /// A test connection refused because the server listens late (as a slow
 /// siw server does): perftest 4.5's client then retries on ids and a
 /// channel it has destroyed. It must end by itself with an error, not be

@@ -4,9 +4,10 @@
 use std::ffi::c_void;
 use std::net::SocketAddr;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use libc::c_int;
-use verbs::{AcceptParams, ConnectParams, ConnectRequest, Listener};
+use verbs::{AcceptParams, ConnectParams, ConnectRequest, Listener, QpState};
 
 use super::events::{queue_event, Event};
 use super::{addr, channel, new_channel, Channel};
@@ -540,13 +541,29 @@ pub extern "C" fn reject(p: *mut sys::rdma_cm_id, data: *const c_void, len: u8) 
 }
 
 /// `rdma_disconnect`: closes the connection; the queue pair's work
-/// requests are flushed.
+/// requests are flushed. With a disconnect grace set
+/// (`IWARP_DISCONNECT_GRACE_MS`), an established connection is first
+/// given that long for the peer to close it.
 pub extern "C" fn disconnect(p: *mut sys::rdma_cm_id) -> c_int {
     with_id("rdma_disconnect", p, |i| {
         let q = i.qp().ok_or(libc::EINVAL)?;
+        let grace = stack().map_or(Duration::ZERO, |s| s.disconnect_grace);
+        wait_peer_close(q, grace);
         q.qp.disconnect();
         Ok(())
     })
+}
+
+/// Waits up to `grace` while `q` is connected, so that the peer closes
+/// first. A peer whose last SEND is still completing when our FIN
+/// arrives may flush it instead (Linux siw does; perftest's server sends
+/// its last control message just before its client disconnects). The
+/// progress thread moves the queue pair out of RTS when the peer closes.
+fn wait_peer_close(q: &Qp, grace: Duration) {
+    let deadline = Instant::now() + grace;
+    while q.qp.state() == QpState::Rts && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// `rdma_establish`: nothing to do, the stack moves the queue pair.
