@@ -24,6 +24,7 @@ mod exports;
 pub mod foreign;
 pub mod guard;
 mod ibv;
+mod live;
 mod qp_holders;
 pub mod stack;
 mod stubs;

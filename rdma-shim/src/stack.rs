@@ -19,6 +19,11 @@
 //!   `iwarp perf`): Linux siw, responding, attaches its socket to the
 //!   queue pair only after sending the Reply, and an FPDU landing in
 //!   between sits unread (see `MpaOptions::first_fpdu_delay`).
+//! * `IWARP_DISCONNECT_GRACE_MS=n`: how long `rdma_disconnect` of an
+//!   established connection first waits for the peer to close it
+//!   (default 0, closing at once as rdma-core does). A peer that flushes
+//!   its own last SEND when our FIN arrives first (siw, with perftest's
+//!   server) needs a few hundred milliseconds.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
@@ -39,6 +44,8 @@ pub struct Stack {
     pub device: Device,
     /// MPA options of connections made or accepted.
     pub mpa: MpaOptions,
+    /// How long a disconnect waits for the peer to close first.
+    pub disconnect_grace: Duration,
     _progress: ProgressThread,
 }
 
@@ -54,6 +61,7 @@ pub fn stack() -> Result<&'static Stack, &'static str> {
             Ok(Stack {
                 device,
                 mpa: cfg.mpa,
+                disconnect_grace: cfg.disconnect_grace,
                 _progress: progress,
             })
         })
@@ -75,6 +83,8 @@ pub struct Config {
     pub tap: Option<TapConfig>,
     /// MPA settings.
     pub mpa: MpaOptions,
+    /// How long `rdma_disconnect` waits for the peer to close first.
+    pub disconnect_grace: Duration,
 }
 
 impl Config {
@@ -117,6 +127,14 @@ impl Config {
                     .into(),
             ),
         };
+        let disconnect_grace = match get("IWARP_DISCONNECT_GRACE_MS") {
+            None => Duration::ZERO,
+            Some(ms) => Duration::from_millis(
+                ms.parse::<u16>()
+                    .map_err(|e| format!("IWARP_DISCONNECT_GRACE_MS={ms}: {e}"))?
+                    .into(),
+            ),
+        };
         let tap = match get("IWARP_TRANSPORT").as_deref() {
             None | Some("") | Some("kernel") => None,
             Some("tap") => {
@@ -146,7 +164,11 @@ impl Config {
             }
             Some(other) => return Err(format!("IWARP_TRANSPORT={other}: expected kernel or tap")),
         };
-        Ok(Config { tap, mpa })
+        Ok(Config {
+            tap,
+            mpa,
+            disconnect_grace,
+        })
     }
 
     fn transport(&self) -> Result<Box<dyn Transport + Send>, String> {
@@ -224,6 +246,14 @@ mod tests {
         );
         assert!(config(&[("IWARP_FIRST_FPDU_DELAY_MS", "-1")]).is_err());
         assert!(config(&[("IWARP_FIRST_FPDU_DELAY_MS", "70000")]).is_err());
+        assert_eq!(config(&[]).unwrap().disconnect_grace, Duration::ZERO);
+        assert_eq!(
+            config(&[("IWARP_DISCONNECT_GRACE_MS", "300")])
+                .unwrap()
+                .disconnect_grace,
+            Duration::from_millis(300)
+        );
+        assert!(config(&[("IWARP_DISCONNECT_GRACE_MS", "soon")]).is_err());
         assert!(config(&[
             ("IWARP_TRANSPORT", "tap"),
             ("IWARP_TAP", "t0"),

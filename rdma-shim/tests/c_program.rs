@@ -6,36 +6,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, over_shim, show, tool, Reaped};
-
-/// Compiles `source` into the test's scratch directory, or skips.
-pub fn build_c(source: &str, name: &str) -> Option<PathBuf> {
-    let cc = tool("cc", "gcc")?;
-    for h in [
-        "/usr/include/infiniband/verbs.h",
-        "/usr/include/rdma/rdma_cma.h",
-    ] {
-        if !Path::new(h).exists() {
-            capture::skip::skip(&format!("{h} is missing (libibverbs-dev, librdmacm-dev)"));
-            return None;
-        }
-    }
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
-    let st = Command::new(cc)
-        .args(["-Wall", "-Werror", "-O1", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .args(["-lrdmacm", "-libverbs"])
-        .status()
-        .expect("running cc");
-    assert!(st.success(), "cc failed on {}", src.display());
-    Some(out)
-}
+use common::{build_c, free_port, over_shim, show, Reaped};
 
 /// Builds `tests/c/write_read_send.c` as `name`, runs it over the shim
 /// with `args` after its port and `env` set, and checks it printed OK.
@@ -55,6 +28,8 @@ fn run_write_read_send(name: &str, args: &[&str], env: &[(&str, &str)]) {
         "OK",
         "{report}"
     );
+    // The program's figures (what an empty poll costs).
+    print!("{name}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -85,6 +60,23 @@ fn rsocket_calls_fail_cleanly_with_eopnotsupp() {
     };
     let (status, out) = Reaped::spawn(over_shim(&exe)).finish(Duration::from_secs(30));
     let report = show("rsocket_unsupported", status, &out);
+    assert!(status.is_some_and(|s| s.success()), "{report}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "OK",
+        "{report}"
+    );
+}
+
+/// rdma_cm calls on a destroyed id or channel fail with EINVAL rather
+/// than reach freed memory.
+#[test]
+fn calls_on_destroyed_ids_and_channels_fail_with_einval() {
+    let Some(exe) = build_c("tests/c/stale_handles.c", "stale_handles") else {
+        return;
+    };
+    let (status, out) = Reaped::spawn(over_shim(&exe)).finish(Duration::from_secs(30));
+    let report = show("stale_handles", status, &out);
     assert!(status.is_some_and(|s| s.success()), "{report}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),

@@ -10,7 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    assert_both_succeeded, free_port, iwarp_tool, over_shim, tool, wait_listening, Reaped,
+    assert_both_succeeded, build_preload, free_port, iwarp_tool, over_shim, show, tool,
+    wait_listening, Reaped,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -114,4 +115,63 @@ fn perftest_server_over_the_shim_against_iwarp_perf() {
             iters,
         );
     }
+}
+
+/// With a disconnect grace on both ends (as the siw interop runs set it
+/// for the client), each side's disconnect first waits for the other's
+/// close: the run still ends, both exiting 0.
+#[test]
+fn perftest_over_the_shim_ends_with_a_disconnect_grace_on_both_sides() {
+    let Some(p) = tool("ib_read_bw", "perftest") else {
+        return;
+    };
+    let graced = || {
+        let mut c = perftest(&p);
+        c.env("IWARP_DISCONNECT_GRACE_MS", "300");
+        c
+    };
+    pair(
+        "ib_read_bw shim/shim with a disconnect grace",
+        || (graced(), graced()),
+        "500",
+    );
+}
+
+/// A test connection refused because the server listens late (as a slow
+/// siw server does): perftest 4.5's client then retries on ids and a
+/// channel it has destroyed. It must end by itself with an error, not be
+/// killed by a signal on the way out.
+#[test]
+fn perftest_client_refused_by_a_late_listener_exits_without_crashing() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let Some(p) = tool("ib_read_bw", "perftest") else {
+        return;
+    };
+    let Some(late) = build_preload("tests/c/late_listen.c", "late_listen.so") else {
+        return;
+    };
+    let port = free_port().to_string();
+    let mut server = perftest(&p);
+    server
+        .env("LD_PRELOAD", &late)
+        .args(["-p", &port, "-n", "100", "-R"]);
+    let s = Reaped::spawn(server);
+    assert!(
+        wait_listening(port.parse().unwrap(), Duration::from_secs(20)),
+        "the server never listened on {port}"
+    );
+    let mut client = perftest(&p);
+    client.args(["-p", &port, "-n", "100", "-R", "127.0.0.1"]);
+    let (cs, cout) = Reaped::spawn(client).finish(LIMIT);
+    // The server, its client gone, waits for a connection that never
+    // comes; dropping it kills it.
+    drop(s);
+    let report = show("ib_read_bw client", cs, &cout);
+    assert!(
+        String::from_utf8_lossy(&cout.stderr).contains("REJECTED; error: -111"),
+        "the late listener did not refuse the test connection\n{report}"
+    );
+    let status = cs.unwrap_or_else(|| panic!("the client hung\n{report}"));
+    assert_eq!(status.signal(), None, "the client was killed\n{report}");
 }

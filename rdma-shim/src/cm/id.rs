@@ -11,6 +11,7 @@ use super::{addr, channel, Channel};
 use crate::ibv::device::shared_context;
 use crate::ibv::qp::{qp, Qp};
 use crate::ibv::{into_c, obj};
+use crate::live::Live;
 use crate::qp_holders;
 use crate::sys;
 
@@ -89,15 +90,28 @@ impl Id {
     }
 }
 
-/// The id behind a C pointer.
+/// Every live id (`*mut Id`), so that a program's stale handle is an
+/// error, not a read of freed memory.
+static IDS: Live = Live::new();
+
+/// The id behind a C pointer: None unless it is a live id of ours.
 ///
 /// # Safety
-/// `p` is null or came from [`create_id`](super::ids::create_id) (or a
-/// connect request) and was
-/// not destroyed.
+/// A live id is not destroyed while the returned reference is used
+/// (destroying an id in use on another thread is the program's error,
+/// as with rdma-core).
 pub(crate) unsafe fn id<'a>(p: *mut sys::rdma_cm_id) -> Option<&'a Id> {
-    // SAFETY: per the contract.
+    if !IDS.contains(p) {
+        return None;
+    }
+    // SAFETY: listed, so made by `new_id` and not yet destroyed.
     unsafe { obj(p) }
+}
+
+/// Unlists a live id about to be freed; false when it was not listed
+/// (destroyed already on another thread), so it must not be freed.
+pub(super) fn unlist(p: *mut sys::rdma_cm_id) -> bool {
+    IDS.remove(p)
 }
 
 /// Makes an id on `ch` and lists it there.
@@ -119,10 +133,11 @@ pub(super) fn new_id(
         st: Mutex::new(IdState::default()),
         sync: own_channel.into(),
     }));
+    IDS.insert(p);
     // SAFETY: the id is boxed (its fields do not move) and is taken off
     // the list in `destroy_id` before it is freed.
     unsafe { qp_holders::add(std::ptr::addr_of_mut!((*p).qp)) };
-    // SAFETY: the channel is ours (checked by the caller).
+    // SAFETY: None unless the channel is live.
     if let Some(chan) = unsafe { channel(ch) } {
         chan.lock().ids.push(p as usize);
     }

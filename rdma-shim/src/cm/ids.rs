@@ -2,12 +2,13 @@
 //! disconnect, and the queue pair an id owns.
 
 use std::ffi::c_void;
+use std::time::{Duration, Instant};
 
 use libc::c_int;
-use verbs::{AcceptParams, ConnectParams};
+use verbs::{AcceptParams, ConnectParams, QpState};
 
 use super::events::{queue_event, wait_established, Event};
-use super::id::{id, new_id, Id};
+use super::id::{id, new_id, unlist, Id};
 use super::{addr, channel, new_channel};
 use crate::guard::{guard, set_errno};
 use crate::ibv::from_c;
@@ -39,6 +40,11 @@ pub extern "C" fn create_id(
             set_errno(libc::ENODEV);
             return -1;
         }
+        // SAFETY: looked up, not dereferenced, unless live.
+        if !ch.is_null() && unsafe { channel(ch) }.is_none() {
+            set_errno(libc::EINVAL);
+            return -1;
+        }
         let (ch, own) = if ch.is_null() {
             match new_channel() {
                 Some(c) => (c, true),
@@ -59,11 +65,16 @@ pub extern "C" fn create_id(
 /// `rdma_destroy_id`.
 pub extern "C" fn destroy_id(p: *mut sys::rdma_cm_id) -> c_int {
     guard("rdma_destroy_id", -1, || {
-        // SAFETY: an id of ours or NULL.
+        // SAFETY: None unless a live id of ours.
         let Some(i) = (unsafe { id(p) }) else {
             set_errno(libc::EINVAL);
             return -1;
         };
+        if !unlist(p) {
+            // Destroyed on another thread since the lookup.
+            set_errno(libc::EINVAL);
+            return -1;
+        }
         // SAFETY: `p` is a live id (checked above); only its address is taken.
         qp_holders::remove(unsafe { std::ptr::addr_of_mut!((*p).qp) });
         if let Some(ch) = i.channel() {
@@ -86,8 +97,9 @@ pub extern "C" fn destroy_id(p: *mut sys::rdma_cm_id) -> c_int {
 /// Runs `f` on the id, or fails with EINVAL.
 fn with_id(name: &str, p: *mut sys::rdma_cm_id, f: impl FnOnce(&Id) -> Result<(), c_int>) -> c_int {
     guard(name, -1, || {
-        // SAFETY: an id of ours or NULL.
+        // SAFETY: None unless a live id of ours.
         let Some(i) = (unsafe { id(p) }) else {
+            crate::guard::log(&format!("{name}: {p:?} is not a live rdma_cm_id"));
             set_errno(libc::EINVAL);
             return -1;
         };
@@ -395,13 +407,29 @@ pub extern "C" fn reject(p: *mut sys::rdma_cm_id, data: *const c_void, len: u8) 
 }
 
 /// `rdma_disconnect`: closes the connection; the queue pair's work
-/// requests are flushed.
+/// requests are flushed. With a disconnect grace set
+/// (`IWARP_DISCONNECT_GRACE_MS`), an established connection is first
+/// given that long for the peer to close it.
 pub extern "C" fn disconnect(p: *mut sys::rdma_cm_id) -> c_int {
     with_id("rdma_disconnect", p, |i| {
         let q = i.qp().ok_or(libc::EINVAL)?;
+        let grace = stack().map_or(Duration::ZERO, |s| s.disconnect_grace);
+        wait_peer_close(q, grace);
         q.qp.disconnect();
         Ok(())
     })
+}
+
+/// Waits up to `grace` while `q` is connected, so that the peer closes
+/// first. A peer whose last SEND is still completing when our FIN
+/// arrives may flush it instead (Linux siw does; perftest's server sends
+/// its last control message just before its client disconnects). The
+/// progress thread moves the queue pair out of RTS when the peer closes.
+fn wait_peer_close(q: &Qp, grace: Duration) {
+    let deadline = Instant::now() + grace;
+    while q.qp.state() == QpState::Rts && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// `rdma_establish`: nothing to do, the stack moves the queue pair.

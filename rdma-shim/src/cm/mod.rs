@@ -27,6 +27,7 @@ use verbs::EventChannel;
 
 use crate::guard::{guard, set_errno};
 use crate::ibv::{from_c, into_c, obj};
+use crate::live::Live;
 use crate::stack::stack;
 use crate::sys;
 
@@ -63,12 +64,21 @@ impl Channel {
     }
 }
 
-/// The channel behind a C pointer.
+/// Every live channel (`*mut Channel`).
+static CHANNELS: Live = Live::new();
+
+/// The channel behind a C pointer: None unless it is a live channel of
+/// ours.
 ///
 /// # Safety
-/// `p` is null or came from [`create_event_channel`] and was not destroyed.
+/// A live channel is not destroyed while the returned reference is used
+/// (the program destroys a channel after its ids and outside its calls on
+/// it, as rdma-core requires).
 pub(crate) unsafe fn channel<'a>(p: *mut sys::rdma_event_channel) -> Option<&'a Channel> {
-    // SAFETY: per the contract.
+    if !CHANNELS.contains(p) {
+        return None;
+    }
+    // SAFETY: listed, so made by `new_channel` and not yet destroyed.
     unsafe { obj(p) }
 }
 
@@ -91,11 +101,13 @@ pub(crate) fn new_channel() -> Option<*mut sys::rdma_event_channel> {
         return None;
     }
     let c = sys::rdma_event_channel { fd };
-    Some(into_c(Box::new(Channel {
+    let p = into_c(Box::new(Channel {
         c,
         ev,
         inner: Mutex::new(ChannelInner::default()),
-    })))
+    }));
+    CHANNELS.insert(p);
+    Some(p)
 }
 
 /// `rdma_create_event_channel`: ENODEV when the stack cannot start.
@@ -116,8 +128,9 @@ pub extern "C" fn create_event_channel() -> *mut sys::rdma_event_channel {
 /// `rdma_destroy_event_channel`.
 pub extern "C" fn destroy_event_channel(p: *mut sys::rdma_event_channel) {
     guard("rdma_destroy_event_channel", (), || {
-        if !p.is_null() {
-            // SAFETY: a channel of ours, given back once.
+        // A channel destroyed already (or never ours) is left alone.
+        if CHANNELS.remove(p) {
+            // SAFETY: a channel of ours, unlisted above, so given back once.
             let c = unsafe { from_c::<_, Channel>(p) };
             // SAFETY: closing the epoll set this channel made.
             unsafe { libc::close(c.c.fd) };

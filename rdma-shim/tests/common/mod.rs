@@ -68,6 +68,43 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Compiles `source` (relative to the crate) into the test's scratch
+/// directory as the program `name`, or skips.
+pub fn build_c(source: &str, name: &str) -> Option<PathBuf> {
+    compile(source, name, &[], &["-lrdmacm", "-libverbs"])
+}
+
+/// Compiles `source` into a shared object `name` for LD_PRELOAD, or skips.
+pub fn build_preload(source: &str, name: &str) -> Option<PathBuf> {
+    compile(source, name, &["-shared", "-fPIC"], &["-ldl"])
+}
+
+fn compile(source: &str, name: &str, flags: &[&str], libs: &[&str]) -> Option<PathBuf> {
+    let cc = tool("cc", "gcc")?;
+    for h in [
+        "/usr/include/infiniband/verbs.h",
+        "/usr/include/rdma/rdma_cma.h",
+    ] {
+        if !Path::new(h).exists() {
+            capture::skip::skip(&format!("{h} is missing (libibverbs-dev, librdmacm-dev)"));
+            return None;
+        }
+    }
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
+    let st = Command::new(cc)
+        .args(["-Wall", "-Werror", "-O1"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .args(libs)
+        .status()
+        .expect("running cc");
+    assert!(st.success(), "cc failed on {}", src.display());
+    Some(out)
+}
+
 /// A command that loads the shim instead of the system's libraries.
 pub fn over_shim(program: &Path) -> Command {
     let mut c = Command::new(program);
