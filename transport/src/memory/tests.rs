@@ -835,6 +835,39 @@ fn capture_holds_valid_tcp_frames() {
     crate::pcap_check::tshark_accepts(&buf.0.lock().unwrap(), "memory");
 }
 
+/// A stream that sent and went idle is checked for idleness on a deadline
+/// of its own, so a device that sleeps until it is due still gives back
+/// the stream's sending memory within two checks; then that deadline is
+/// gone.
+#[test]
+fn a_stream_gone_idle_is_released_on_a_deadline() {
+    let (mut net, mut now, ca, cb) = connected(MemoryLinkConfig::default());
+    let q = net.a.send_with(ca, &mut |b| {
+        b[..1000].fill(7);
+        1000
+    });
+    assert_eq!(q.unwrap(), 1000);
+    let mut got = 0;
+    assert!(
+        net.run_virtual(&mut now, 1000, Duration::from_secs(5), |n| {
+            got += n.b.recv_with(cb, &mut |d| d.len()).unwrap();
+            got == 1000 && n.a.send_capacity(ca) == n.a.tuning().tx_buffer
+        })
+    );
+    // Everything acknowledged: the idle check is the first thing due.
+    let check = Duration::from_secs(1);
+    let start = now;
+    let mut wakes = 0;
+    while let Some(d) = net.a.poll_delay(now).filter(|&d| d <= check) {
+        now += d.max(Duration::from_micros(100));
+        net.poll(now);
+        wakes += 1;
+        assert!(wakes < 100, "still due after {:?}", now - start);
+    }
+    assert!(wakes >= 1, "no idle check was due");
+    assert!(now - start <= 2 * check, "{:?}", now - start);
+}
+
 #[test]
 fn idle_link_has_no_deadline() {
     let mut net = MemoryNet::new(MemoryLinkConfig::default()).unwrap();
