@@ -33,16 +33,6 @@ impl<T> Default for Fifo<T> {
 }
 
 impl<T: Copy> Fifo<T> {
-    /// Room for `n` records before the first allocation.
-    pub(crate) fn with_capacity(n: usize) -> Self {
-        Fifo {
-            buf: Vec::with_capacity(n),
-            head: 0,
-            #[cfg(test)]
-            moved: 0,
-        }
-    }
-
     /// Records waiting.
     #[inline]
     pub(crate) fn len(&self) -> usize {
@@ -160,10 +150,11 @@ mod tests {
 
     #[test]
     fn a_queue_kept_full_moves_each_record_a_bounded_number_of_times() {
-        // A full pipeline: as many Read Requests outstanding as the
-        // queue was made for, one answered and one posted at a time.
+        // A full pipeline: as many Read Requests outstanding as IRD
+        // allows, one answered and one posted at a time, in a queue that
+        // grew to hold them.
         let n = 65;
-        let mut q = Fifo::with_capacity(n);
+        let mut q = Fifo::default();
         for i in 0..n as u64 {
             q.push(i);
         }

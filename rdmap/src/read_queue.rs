@@ -90,11 +90,12 @@ pub struct OutboundReads {
 }
 
 impl OutboundReads {
-    /// Room for `ord` outstanding READs, the limit MPA negotiated.
+    /// Room for `ord` outstanding READs, the limit MPA negotiated; memory
+    /// for them is taken as READs are posted.
     pub fn new(ord: usize) -> Self {
         OutboundReads {
             ord,
-            queue: VecDeque::with_capacity(ord.min(128)),
+            queue: VecDeque::new(),
         }
     }
 
@@ -225,11 +226,12 @@ pub struct InboundReads {
 }
 
 impl InboundReads {
-    /// Room for `ird` Read Requests from the peer, the limit MPA negotiated.
+    /// Room for `ird` Read Requests from the peer, the limit MPA
+    /// negotiated; memory for them is taken as they arrive.
     pub fn new(ird: usize) -> Self {
         InboundReads {
             ird,
-            queue: Fifo::with_capacity(ird.min(128) + 1),
+            queue: Fifo::default(),
             rtrs: 0,
         }
     }

@@ -73,10 +73,13 @@ pub(crate) struct SendQueue {
 }
 
 impl SendQueue {
+    /// A queue of at most `depth` entries. Its memory grows with the
+    /// entries posted, not with the depth: an idle queue pair among
+    /// thousands holds none.
     pub fn new(depth: usize) -> Self {
         SendQueue {
             depth,
-            entries: VecDeque::with_capacity(depth.min(1024)),
+            entries: VecDeque::new(),
             next_seq: 0,
             tx: 0,
         }

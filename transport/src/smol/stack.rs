@@ -389,7 +389,8 @@ impl<D: LinkDevice> SmolStack<D> {
 
     /// Every [`SEND_IDLE`]: streams that queued nothing since the last
     /// check and have every byte acknowledged give back their room for
-    /// record ends and the pages of their send ring.
+    /// record ends, the pages of their send ring and the socket's
+    /// delivery-rate records.
     fn release_idle(&mut self, now: Instant) {
         match self.idle_check {
             Some(at) if now < at => return,
@@ -416,6 +417,7 @@ impl<D: LinkDevice> SmolStack<D> {
                 release_pages(free);
                 (0, ())
             });
+            sock.release_idle_memory();
             stream.sent_lately = None;
             false
         });
@@ -942,7 +944,17 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             .iter()
             .filter_map(|&key| self.streams.get(key)?.linger.remaining(now))
             .min();
-        [sockets, device, linger].into_iter().flatten().min()
+        // Streams that sent are checked for idleness even when nothing
+        // else happens, so a device that sleeps until it is due still
+        // gives their memory back.
+        let idle_check = match self.idle_check {
+            Some(at) if !self.senders.is_empty() => Some(at.saturating_duration_since(now)),
+            _ => None,
+        };
+        [sockets, device, linger, idle_check]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn wait(&mut self, timeout: Option<Duration>) {

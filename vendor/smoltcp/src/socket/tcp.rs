@@ -3484,6 +3484,12 @@ impl<'a> Socket<'a> {
             payload_len,
             payload_offset
         );
+        // Nothing held, in order or out: start at the buffer's beginning
+        // again, as sending does, so that a receiver that keeps up reuses
+        // the same memory instead of walking the whole buffer.
+        if assembler_was_empty && self.rx_buffer.is_empty() {
+            self.rx_buffer.clear();
+        }
         let len_written = self.rx_buffer.write_unallocated(payload_offset, payload);
         debug_assert!(len_written == payload_len);
 
@@ -12103,9 +12109,10 @@ mod test {
                 ..SEND_TEMPL
             }
         );
+        // One octet left unread, so the next segment wraps.
         s.recv(|buffer| {
             assert_eq!(buffer, b"abc");
-            (buffer.len(), ())
+            (2, ())
         })
         .unwrap();
         send!(
@@ -12113,13 +12120,39 @@ mod test {
             TcpRepr {
                 seq_number: REMOTE_SEQ + 1 + 3,
                 ack_number: Some(LOCAL_SEQ + 1),
-                payload: &b"defghi"[..],
+                payload: &b"defgh"[..],
                 ..SEND_TEMPL
             }
         );
         let mut data = [0; 6];
         assert_eq!(s.recv_slice(&mut data[..]), Ok(6));
-        assert_eq!(data, &b"defghi"[..]);
+        assert_eq!(data, &b"cdefgh"[..]);
+    }
+
+    #[test]
+    fn test_drained_rx_buffer_starts_over() {
+        let mut s = socket_established();
+        s.rx_buffer = SocketBuffer::new(vec![0; 6]);
+        s.assembler = Assembler::new();
+        let segment = |seq: usize, payload: &'static [u8]| TcpRepr {
+            seq_number: REMOTE_SEQ + 1 + seq,
+            ack_number: Some(LOCAL_SEQ + 1),
+            payload,
+            ..SEND_TEMPL
+        };
+        send!(s, segment(0, b"abcd"));
+        assert_eq!(s.recv(|b| (b.len(), b.to_vec())), Ok(b"abcd".to_vec()));
+        // Everything read: the next data lies at the buffer's start, in
+        // one piece, instead of wrapping.
+        send!(s, segment(4, b"efghij"));
+        assert_eq!(s.recv(|b| (b.len(), b.to_vec())), Ok(b"efghij".to_vec()));
+        // Data held out of order keeps its place: no start over then (the
+        // ACKs these draw are not the point here).
+        let _ = send(&mut s, Instant::from_millis(0), &segment(12, b"mn"));
+        let _ = send(&mut s, Instant::from_millis(0), &segment(10, b"kl"));
+        let mut data = [0; 6];
+        assert_eq!(s.recv_slice(&mut data[..]), Ok(4));
+        assert_eq!(&data[..4], b"klmn");
     }
 
     #[test]

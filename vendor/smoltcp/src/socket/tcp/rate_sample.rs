@@ -4,19 +4,30 @@
 //! the difference is a rate sample over the interval that data took, so
 //! the rate is measured however the ACKs are spaced.
 //!
-//! The per-packet state lives in a fixed ring of transmission records.
-//! Segments sent back to back share a record once a flight holds more
-//! segments than half the ring (as the draft recommends for offload
+//! The per-packet state lives in a ring of at most `RECORDS` transmission
+//! records. Segments sent back to back share a record once a flight holds
+//! more segments than half that (as the draft recommends for offload
 //! aggregates, section 4.1.3.1): memory stays bounded, and a record is
 //! delivered when all of it is.
+//!
+//! With `alloc` the ring is on the heap and grows only as far as the
+//! flights need, so a connection that sends little (an idle one among
+//! thousands) holds a few records, not all of them;
+//! `Socket::release_idle_memory` gives an empty ring's memory back.
+//! Without `alloc` the records are held inline.
 
 use crate::time::{Duration, Instant};
 use crate::wire::TcpSeqNumber;
 
-use super::Scoreboard;
+use super::{Scoreboard, Socket};
 
-/// Transmission records per socket.
+/// Transmission records per socket, at most.
 const RECORDS: usize = 64;
+
+#[cfg(feature = "alloc")]
+type Ring = alloc::collections::VecDeque<TxRecord>;
+#[cfg(not(feature = "alloc"))]
+type Ring = inline::Ring;
 
 /// What one sent range snapshots (the draft's per-packet "P" state).
 #[derive(Debug, Clone, Copy)]
@@ -67,10 +78,8 @@ pub(super) struct RateSample {
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(super) struct RateEstimator {
-    records: [Option<TxRecord>; RECORDS],
-    /// Index of the oldest record; records are in sequence order.
-    head: usize,
-    len: usize,
+    /// In sequence order, oldest first; at most `RECORDS`.
+    records: Ring,
     /// C.delivered: octets (S)ACKed over the connection's life.
     delivered: u64,
     delivered_time: Instant,
@@ -87,9 +96,7 @@ pub(super) struct RateEstimator {
 impl Default for RateEstimator {
     fn default() -> Self {
         RateEstimator {
-            records: [None; RECORDS],
-            head: 0,
-            len: 0,
+            records: Ring::new(),
             delivered: 0,
             delivered_time: Instant::ZERO,
             first_send_time: Instant::ZERO,
@@ -101,8 +108,13 @@ impl Default for RateEstimator {
 }
 
 impl RateEstimator {
-    fn slot(&self, i: usize) -> usize {
-        (self.head + i) % RECORDS
+    /// Gives back the memory of the records when none is outstanding
+    /// (every byte sent was acknowledged): a connection gone idle keeps
+    /// its delivery state but no ring.
+    pub(super) fn release_idle(&mut self) {
+        if self.records.is_empty() {
+            self.records = Ring::new();
+        }
     }
 
     /// C.delivered.
@@ -160,15 +172,17 @@ impl RateEstimator {
             self.lost += len as u64;
         }
         if retransmit {
-            for i in 0..self.len {
-                let slot = self.slot(i);
-                let Some(mut r) = self.records[slot] else {
-                    continue;
+            for i in 0..self.records.len() {
+                let Some(&r) = self.records.get(i) else {
+                    break;
                 };
                 if r.start < end && start < r.end && !r.sacked {
+                    let mut r = r;
                     snapshot(&mut r, self);
                     r.retransmitted = true;
-                    self.records[slot] = Some(r);
+                    if let Some(slot) = self.records.get_mut(i) {
+                        *slot = r;
+                    }
                 }
             }
             return;
@@ -176,27 +190,22 @@ impl RateEstimator {
         // New data: extend the newest record while records would run out
         // before the flight does, else start one.
         let coalesce_below = tx_in_flight / (RECORDS / 2);
-        if self.len > 0 {
-            let slot = self.slot(self.len - 1);
-            if let Some(mut r) = self.records[slot]
-                && r.end == start
-                && !r.sacked
-                && !r.retransmitted
-                && (self.len == RECORDS || r.end - r.start < coalesce_below)
-            {
-                r.end = end;
-                r.send_time = now;
-                r.tx_in_flight = tx_in_flight;
-                self.records[slot] = Some(r);
-                return;
-            }
+        let full = self.records.len() == RECORDS;
+        if let Some(r) = self.records.back_mut()
+            && r.end == start
+            && !r.sacked
+            && !r.retransmitted
+            && (full || r.end - r.start < coalesce_below)
+        {
+            r.end = end;
+            r.send_time = now;
+            r.tx_in_flight = tx_in_flight;
+            return;
         }
-        if self.len == RECORDS {
+        if full {
             // Not contiguous with the newest (a gap the scoreboard skipped):
             // forget the oldest rather than grow.
-            self.records[self.head] = None;
-            self.head = (self.head + 1) % RECORDS;
-            self.len -= 1;
+            self.records.pop_front();
         }
         let mut r = TxRecord {
             start,
@@ -212,9 +221,7 @@ impl RateEstimator {
             sacked: false,
         };
         snapshot(&mut r, self);
-        let slot = self.slot(self.len);
-        self.records[slot] = Some(r);
-        self.len += 1;
+        self.records.push_back(r);
     }
 
     /// Processes an ACK of everything below `ack`, with what `scoreboard`
@@ -255,10 +262,7 @@ impl RateEstimator {
         };
         // Cumulatively acknowledged records leave the ring; a record cut
         // by the ACK keeps its unacknowledged rest.
-        while self.len > 0 {
-            let Some(mut r) = self.records[self.head] else {
-                break;
-            };
+        while let Some(&r) = self.records.front() {
             if r.start >= ack {
                 break;
             }
@@ -267,24 +271,20 @@ impl RateEstimator {
                 deliver(self, &r, covered, r.end <= ack);
             }
             if r.end <= ack {
-                self.records[self.head] = None;
-                self.head = (self.head + 1) % RECORDS;
-                self.len -= 1;
-            } else {
-                r.start = ack;
-                self.records[self.head] = Some(r);
+                self.records.pop_front();
+            } else if let Some(front) = self.records.front_mut() {
+                front.start = ack;
                 break;
             }
         }
         if let Some(scoreboard) = scoreboard {
-            for i in 0..self.len {
-                let slot = self.slot(i);
-                let Some(mut r) = self.records[slot] else {
-                    continue;
+            for i in 0..self.records.len() {
+                let Some(r) = self.records.get_mut(i) else {
+                    break;
                 };
                 if !r.sacked && scoreboard.sacked_between(r.start, r.end) == r.end - r.start {
                     r.sacked = true;
-                    self.records[slot] = Some(r);
+                    let r = *r;
                     deliver(self, &r, r.end - r.start, true);
                 }
             }
@@ -313,6 +313,169 @@ impl RateEstimator {
             self.last = Some(rs);
         }
         rs
+    }
+}
+
+impl Socket<'_> {
+    /// Gives back memory the connection holds only while data is in
+    /// flight (the delivery-rate records), if none is. For an application
+    /// that keeps many connections open and finds one idle; the socket
+    /// takes it again when it next sends.
+    pub fn release_idle_memory(&mut self) {
+        self.rate.release_idle();
+    }
+}
+
+/// The records inline, for builds without a heap: the subset of
+/// `VecDeque`'s interface the estimator uses, over a fixed array.
+#[cfg(any(not(feature = "alloc"), test))]
+mod inline {
+    use super::{TxRecord, RECORDS};
+
+    #[derive(Debug, Clone)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    pub(super) struct Ring {
+        slots: [Option<TxRecord>; RECORDS],
+        /// Index of the oldest record.
+        head: usize,
+        len: usize,
+    }
+
+    impl Ring {
+        pub(super) fn new() -> Self {
+            Ring {
+                slots: [None; RECORDS],
+                head: 0,
+                len: 0,
+            }
+        }
+
+        pub(super) fn len(&self) -> usize {
+            self.len
+        }
+
+        pub(super) fn is_empty(&self) -> bool {
+            self.len == 0
+        }
+
+        fn slot(&self, i: usize) -> usize {
+            (self.head + i) % RECORDS
+        }
+
+        pub(super) fn get(&self, i: usize) -> Option<&TxRecord> {
+            if i < self.len {
+                self.slots[self.slot(i)].as_ref()
+            } else {
+                None
+            }
+        }
+
+        pub(super) fn get_mut(&mut self, i: usize) -> Option<&mut TxRecord> {
+            if i < self.len {
+                let slot = self.slot(i);
+                self.slots[slot].as_mut()
+            } else {
+                None
+            }
+        }
+
+        pub(super) fn front(&self) -> Option<&TxRecord> {
+            self.get(0)
+        }
+
+        pub(super) fn front_mut(&mut self) -> Option<&mut TxRecord> {
+            self.get_mut(0)
+        }
+
+        pub(super) fn back_mut(&mut self) -> Option<&mut TxRecord> {
+            self.get_mut(self.len.checked_sub(1)?)
+        }
+
+        /// Drops the record when full (the estimator never lets it be).
+        pub(super) fn push_back(&mut self, r: TxRecord) {
+            if self.len < RECORDS {
+                let slot = self.slot(self.len);
+                self.slots[slot] = Some(r);
+                self.len += 1;
+            }
+        }
+
+        pub(super) fn pop_front(&mut self) -> Option<TxRecord> {
+            if self.len == 0 {
+                return None;
+            }
+            let r = self.slots[self.head].take();
+            self.head = (self.head + 1) % RECORDS;
+            self.len -= 1;
+            r
+        }
+    }
+
+    #[cfg(test)]
+    mod test {
+        use super::*;
+        use crate::time::Instant;
+        use crate::wire::TcpSeqNumber;
+        use std::collections::VecDeque;
+
+        fn record(n: i32) -> TxRecord {
+            let at = Instant::from_micros(n as i64);
+            TxRecord {
+                start: TcpSeqNumber(n),
+                end: TcpSeqNumber(n + 1),
+                send_time: at,
+                first_send_time: at,
+                delivered_time: at,
+                delivered: n as u64,
+                lost: 0,
+                tx_in_flight: 0,
+                app_limited: false,
+                retransmitted: false,
+                sacked: false,
+            }
+        }
+
+        fn starts(r: Option<&TxRecord>) -> Option<TcpSeqNumber> {
+            r.map(|r| r.start)
+        }
+
+        /// The inline ring answers as `VecDeque` does over the estimator's
+        /// operations, across the array's wraparound, while within bounds.
+        #[test]
+        fn behaves_as_a_vecdeque_within_its_bound() {
+            let (mut ring, mut deque) = (Ring::new(), VecDeque::new());
+            let mut x = 12345u32;
+            for n in 0..5000 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                match (x >> 16) % 4 {
+                    0 | 1 if deque.len() < RECORDS => {
+                        ring.push_back(record(n));
+                        deque.push_back(record(n));
+                    }
+                    2 => {
+                        let (a, b) = (ring.pop_front(), deque.pop_front());
+                        assert_eq!(starts(a.as_ref()), starts(b.as_ref()));
+                    }
+                    _ => {
+                        if let (Some(a), Some(b)) = (ring.back_mut(), deque.back_mut()) {
+                            a.end = TcpSeqNumber(n + 7);
+                            b.end = TcpSeqNumber(n + 7);
+                        }
+                        if let (Some(a), Some(b)) = (ring.front_mut(), deque.front_mut()) {
+                            a.sacked = true;
+                            b.sacked = true;
+                        }
+                    }
+                }
+                assert_eq!((ring.len(), ring.is_empty()), (deque.len(), deque.is_empty()));
+                assert_eq!(starts(ring.front()), starts(deque.front()));
+                for i in 0..=deque.len() {
+                    let (a, b) = (ring.get(i), deque.get(i));
+                    let view = |r: Option<&TxRecord>| r.map(|r| (r.start, r.end, r.sacked));
+                    assert_eq!(view(a), view(b));
+                }
+            }
+        }
     }
 }
 
@@ -426,9 +589,40 @@ mod test {
         for i in 0..n {
             e.on_send(Instant::from_micros(i as i64), (seq(i * MSS), seq((i + 1) * MSS)), i * MSS, false, false);
         }
-        assert!(e.len <= RECORDS);
+        assert_eq!(e.records.len(), RECORDS);
+        #[cfg(feature = "alloc")]
+        assert_eq!(e.records.capacity(), RECORDS);
         let rs = e.on_ack(Instant::from_micros(10_000), seq(n * MSS), None, None);
         assert_eq!(rs.newly_acked, n * MSS);
-        assert_eq!(e.len, 0);
+        assert!(e.records.is_empty());
+    }
+
+    /// A connection that sends a segment at a time holds a record or two,
+    /// not the whole ring; once all is acknowledged it can give them back,
+    /// and what it measured stays.
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn a_sparse_sender_holds_few_records_and_can_give_them_back() {
+        let mut e = RateEstimator::default();
+        assert_eq!(e.records.capacity(), 0);
+        for i in 0..100 {
+            let at = |us: usize| Instant::from_micros((1000 * i + us) as i64);
+            e.on_send(at(0), (seq(i * MSS), seq((i + 1) * MSS)), 0, false, false);
+            // Nothing outstanding yet: releasing must keep the record.
+            e.release_idle();
+            assert_eq!(e.records.len(), 1);
+            let rs = e.on_ack(at(500), seq((i + 1) * MSS), None, None);
+            assert_eq!(rs.newly_acked, MSS);
+        }
+        assert!(e.records.capacity() <= 4, "{}", e.records.capacity());
+        let delivered = e.delivered();
+        let last = e.last();
+        e.release_idle();
+        assert_eq!(e.records.capacity(), 0);
+        assert_eq!((e.delivered(), e.last()), (delivered, last));
+        // And it measures on from there.
+        e.on_send(Instant::from_micros(200_000), (seq(100 * MSS), seq(101 * MSS)), 0, false, false);
+        let rs = e.on_ack(Instant::from_micros(200_500), seq(101 * MSS), None, None);
+        assert_eq!(rs.delivery_rate, 2_000_000);
     }
 }
