@@ -13,6 +13,11 @@ use crate::tap::{netns::in_netns, sys};
 pub struct TapPort {
     fd: OwnedFd,
     name: String,
+    /// Where a frame is read to: room for the largest, allocated and
+    /// zeroed once, so a frame costs a copy of its own length, not a
+    /// buffer of [`MAX_FRAME`] (a frame held in the delay line keeps
+    /// only its bytes).
+    rx: Box<[u8]>,
 }
 
 impl TapPort {
@@ -27,7 +32,11 @@ impl TapPort {
             Some(ns) => in_netns(ns, open)??,
             None => open()?,
         };
-        Ok(TapPort { fd, name })
+        Ok(TapPort {
+            fd,
+            name,
+            rx: vec![0; MAX_FRAME].into_boxed_slice(),
+        })
     }
 
     /// The kernel's name for the interface.
@@ -46,19 +55,18 @@ pub enum Port {
 }
 
 impl Port {
-    /// The next frame waiting, into `buf`. `Ok(false)` if none.
+    /// The next frame waiting, into `buf` (cleared first). `Ok(false)` if
+    /// none.
     pub(crate) fn recv(&mut self, now: Instant, buf: &mut Vec<u8>) -> io::Result<bool> {
         match self {
-            Port::Tap(t) => {
-                buf.resize(MAX_FRAME, 0);
-                match sys::read_frame(&t.fd, buf)? {
-                    Some(n) => {
-                        buf.truncate(n);
-                        Ok(true)
-                    }
-                    None => Ok(false),
+            Port::Tap(t) => match sys::read_frame(&t.fd, &mut t.rx)? {
+                Some(n) => {
+                    buf.clear();
+                    buf.extend_from_slice(&t.rx[..n]);
+                    Ok(true)
                 }
-            }
+                None => Ok(false),
+            },
             Port::Memory(m) => Ok(m.recv(now, buf)),
         }
     }
