@@ -9,7 +9,6 @@ use crate::tap::{netns::in_netns, sys};
 
 /// A TAP device the switch reads frames from and writes frames to: the
 /// kernel on its other side is an ordinary host (its TCP, its ARP).
-#[derive(Debug)]
 pub struct TapPort {
     fd: OwnedFd,
     name: String,
@@ -18,6 +17,16 @@ pub struct TapPort {
     /// buffer of [`MAX_FRAME`] (a frame held in the delay line keeps
     /// only its bytes).
     rx: Box<[u8]>,
+}
+
+impl std::fmt::Debug for TapPort {
+    /// The device, not the 64 KiB of its receive buffer.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapPort")
+            .field("fd", &self.fd)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TapPort {
