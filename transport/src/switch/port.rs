@@ -9,10 +9,24 @@ use crate::tap::{netns::in_netns, sys};
 
 /// A TAP device the switch reads frames from and writes frames to: the
 /// kernel on its other side is an ordinary host (its TCP, its ARP).
-#[derive(Debug)]
 pub struct TapPort {
     fd: OwnedFd,
     name: String,
+    /// Where a frame is read to: room for the largest, allocated and
+    /// zeroed once, so a frame costs a copy of its own length, not a
+    /// buffer of [`MAX_FRAME`] (a frame held in the delay line keeps
+    /// only its bytes).
+    rx: Box<[u8]>,
+}
+
+impl std::fmt::Debug for TapPort {
+    /// The device, not the 64 KiB of its receive buffer.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapPort")
+            .field("fd", &self.fd)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TapPort {
@@ -27,7 +41,11 @@ impl TapPort {
             Some(ns) => in_netns(ns, open)??,
             None => open()?,
         };
-        Ok(TapPort { fd, name })
+        Ok(TapPort {
+            fd,
+            name,
+            rx: vec![0; MAX_FRAME].into_boxed_slice(),
+        })
     }
 
     /// The kernel's name for the interface.
@@ -46,19 +64,18 @@ pub enum Port {
 }
 
 impl Port {
-    /// The next frame waiting, into `buf`. `Ok(false)` if none.
+    /// The next frame waiting, into `buf` (cleared first). `Ok(false)` if
+    /// none.
     pub(crate) fn recv(&mut self, now: Instant, buf: &mut Vec<u8>) -> io::Result<bool> {
         match self {
-            Port::Tap(t) => {
-                buf.resize(MAX_FRAME, 0);
-                match sys::read_frame(&t.fd, buf)? {
-                    Some(n) => {
-                        buf.truncate(n);
-                        Ok(true)
-                    }
-                    None => Ok(false),
+            Port::Tap(t) => match sys::read_frame(&t.fd, &mut t.rx)? {
+                Some(n) => {
+                    buf.clear();
+                    buf.extend_from_slice(&t.rx[..n]);
+                    Ok(true)
                 }
-            }
+                None => Ok(false),
+            },
             Port::Memory(m) => Ok(m.recv(now, buf)),
         }
     }

@@ -30,6 +30,18 @@ pub struct Cubic {
     // again (RFC 5681 section 3.1).
     in_rto_recovery: bool,
     idle_start: Option<Instant>, // RFC 9438 §4.2: when in-flight last hit 0
+    // Octets of growth owed to congestion avoidance but not yet a whole
+    // octet of window: the fractions that per-ACK rounding would drop.
+    cwnd_carry: f64,
+    // The slow start that follows a timeout, where RFC 3465 section 2.3
+    // limits each ACK's increase to one segment.
+    rto_slow_start: bool,
+}
+
+/// RFC 3465 section 2.3's L: the most one ACK may grow the window in slow
+/// start, two segments, or one in the slow start after a timeout.
+fn slow_start_limit(mss: usize, after_rto: bool) -> usize {
+    if after_rto { mss } else { 2 * mss }
 }
 
 impl Cubic {
@@ -48,6 +60,8 @@ impl Cubic {
             in_fast_recovery: false,
             in_rto_recovery: false,
             idle_start: None,
+            cwnd_carry: 0.0,
+            rto_slow_start: false,
         };
         cubic.recompute_k();
         cubic
@@ -78,8 +92,6 @@ impl Controller for Cubic {
     }
 
     fn on_ack(&mut self, now: Instant, len: usize, in_flight: usize, rtt: &RttEstimator) {
-        let segment = len.min(self.mss);
-
         self.absorb_idle(now);
 
         if in_flight == 0 {
@@ -104,12 +116,19 @@ impl Controller for Cubic {
             self.w_est = self.cwnd as f64;
             return;
         } else if self.cwnd < self.ssthresh {
-            // Slow start: increase `cwnd` by 1 MSS per ACK.
+            // Slow start (RFC 9438 §4.10, RFC 5681), counting the octets
+            // acknowledged up to L (RFC 3465 section 2.2), and no further
+            // than ssthresh.
+            let inc = len.min(slow_start_limit(self.mss, self.rto_slow_start));
+            let room = self.ssthresh - self.cwnd;
             self.cwnd = self
                 .cwnd
-                .saturating_add(segment)
+                .saturating_add(inc.min(room))
                 .min(self.rwnd)
                 .max(self.mss);
+            if inc >= room {
+                self.rto_slow_start = false;
+            }
             return;
         }
 
@@ -147,13 +166,15 @@ impl Controller for Cubic {
                 ALPHA_CUBIC
             };
 
-            self.w_est += alpha * self.mss as f64 * segment as f64 / self.cwnd as f64;
+            // segments_acked counts every segment the ACK covers.
+            self.w_est += alpha * self.mss as f64 * len as f64 / self.cwnd as f64;
             self.w_est
         };
 
         // RFC 9438 §4.3: use the suggested window that grows fastest.
         if w_cubic < w_est {
             self.cwnd = (w_est as usize).min(self.rwnd).max(self.mss);
+            self.cwnd_carry = 0.0;
             return;
         }
 
@@ -164,13 +185,23 @@ impl Controller for Cubic {
 
             let t_ahead = (t as f64 + srtt as f64) / 1_000_000.0;
             let raw = c_as_bytes * (t_ahead - self.k).powi(3) + self.w_max as f64;
-            raw.min(1.5 * self.cwnd as f64) // clamp to avoid increasing faster than slow-start would
+            // Bounded by cwnd below and 1.5 cwnd above (§4.2).
+            raw.clamp(self.cwnd as f64, 1.5 * self.cwnd as f64)
         };
 
-        // TODO: clamps to 0 on small w_cubic_target (i.e. close to plateau)
-        // add additional counter (linux `cwnd_cnt`?) to track "lost" bytes
-        let increment = (w_cubic_target as usize).saturating_sub(self.cwnd) * segment / self.cwnd;
-        self.cwnd = (self.cwnd + increment).min(self.rwnd).max(self.mss);
+        // RFC 9438 §4.2: (target - cwnd) / cwnd per segment acknowledged,
+        // so an ACK covering two segments grows the window as two ACKs
+        // would (RFC 3465's byte counting; Linux counts `acked` segments
+        // the same way), with fractions of an octet carried to the next.
+        let grow =
+            (w_cubic_target - self.cwnd as f64) * len as f64 / self.cwnd as f64 + self.cwnd_carry;
+        let whole = grow.floor();
+        self.cwnd_carry = grow - whole;
+        self.cwnd = self
+            .cwnd
+            .saturating_add(whole as usize)
+            .min(self.rwnd)
+            .max(self.mss);
     }
 
     fn on_dup_ack(&mut self, _now: Instant, len: usize, _in_flight: usize) {
@@ -208,6 +239,8 @@ impl Controller for Cubic {
 
             self.recovery_start = Some(now);
             self.in_fast_recovery = true;
+            self.cwnd_carry = 0.0;
+            self.rto_slow_start = false;
             self.recompute_k();
         }
     }
@@ -240,6 +273,8 @@ impl Controller for Cubic {
 
         self.cwnd = self.mss;
         self.cwnd_prior = in_flight;
+        self.cwnd_carry = 0.0;
+        self.rto_slow_start = true;
 
         // RFC 9438 §4.8: defer W_max and K reset to the start of the next CA stage.
         self.recovery_start = None;
@@ -335,6 +370,127 @@ mod test {
 
     fn rtte() -> RttEstimator {
         RttEstimator::default()
+    }
+
+    /// One round trip of `rtt_ms` from `start`: a flight of the window's
+    /// octets, acknowledged by ACKs of `per_ack` segments each (the last
+    /// may cover fewer), spread evenly over the round.
+    fn round(cubic: &mut Cubic, per_ack: usize, start: Instant, rtt_ms: u64) {
+        let flight = cubic.window();
+        let acks = flight.div_ceil(per_ack * MSS) as u64;
+        let mut left = flight;
+        for i in 0..acks {
+            let len = left.min(per_ack * MSS);
+            left -= len;
+            let now = start + crate::time::Duration::from_micros(rtt_ms * 1000 * i / acks);
+            cubic.on_ack(now, len, left, &rtte());
+        }
+    }
+
+    fn grown(cwnd: usize) -> Cubic {
+        let mut cubic = Cubic::new();
+        cubic.set_mss(MSS);
+        cubic.set_remote_window(1 << 30);
+        cubic.cwnd = cwnd;
+        cubic
+    }
+
+    /// RFC 3465 section 2.2 with L = 2 SMSS: a receiver acknowledging
+    /// every second segment still doubles the window each round trip.
+    #[test]
+    fn slow_start_doubles_per_round_with_delayed_acks() {
+        for per_ack in [1, 2] {
+            let mut cubic = grown(10 * MSS);
+            for r in 0..5 {
+                let before = cubic.window();
+                round(&mut cubic, per_ack, Instant::from_millis(r as i64 * 10), 10);
+                assert_eq!(cubic.window(), 2 * before, "{per_ack} segments per ACK");
+            }
+        }
+    }
+
+    /// The slow start increase is the octets acknowledged, never more than
+    /// L = 2 SMSS per ACK, and 1 SMSS in the slow start after a timeout
+    /// (RFC 3465 section 2.3), which ends at ssthresh.
+    #[test]
+    fn slow_start_grows_by_octets_acked_up_to_the_limit() {
+        for len in [1, MSS / 2, MSS, MSS + 1, 2 * MSS, 3 * MSS, 64 * MSS] {
+            let mut cubic = grown(4 * MSS);
+            ack(&mut cubic, len, Instant::from_millis(0));
+            assert_eq!(cubic.window(), 4 * MSS + len.min(2 * MSS), "ACK of {len}");
+        }
+
+        let mut cubic = grown(40 * MSS);
+        cubic.on_rto(Instant::from_millis(0), 40 * MSS);
+        let ssthresh = cubic.ssthresh;
+        let mut now = 1;
+        while cubic.window() < ssthresh {
+            let before = cubic.window();
+            ack(&mut cubic, 8 * MSS, Instant::from_millis(now));
+            assert_eq!(cubic.window(), (before + MSS).min(ssthresh));
+            now += 1;
+        }
+        assert!(!cubic.rto_slow_start);
+    }
+
+    /// After a loss, congestion avoidance grows the window as fast with one
+    /// ACK per two segments as with one per segment: the Reno-friendly
+    /// estimate counts segments_acked (RFC 9438 §4.3), and the cubic
+    /// region grows by (target - cwnd) / cwnd per segment acknowledged
+    /// (§4.2). At 10 ms the Reno-friendly region leads, at 100 ms the
+    /// cubic one.
+    #[test]
+    fn congestion_avoidance_growth_does_not_depend_on_acks_per_segment() {
+        for rtt_ms in [10, 100] {
+            let mut windows = [0; 2];
+            for (w, per_ack) in windows.iter_mut().zip([1, 2]) {
+                let mut cubic = grown(100 * MSS);
+                cubic.on_recovery(Instant::from_millis(0), 100 * MSS);
+                cubic.on_recovery_end();
+                assert_eq!(cubic.window(), 70 * MSS);
+                let rounds = 6000 / rtt_ms;
+                for r in 0..rounds {
+                    round(
+                        &mut cubic,
+                        per_ack,
+                        Instant::from_millis((r * rtt_ms) as i64),
+                        rtt_ms,
+                    );
+                }
+                *w = cubic.window();
+            }
+            let [every, every_second] = windows;
+            assert!(every > 100 * MSS, "{rtt_ms} ms: {every}");
+            assert!(
+                every.abs_diff(every_second) <= every / 50,
+                "{rtt_ms} ms: {every} with an ACK per segment, {every_second} per two"
+            );
+        }
+    }
+
+    /// Congestion avoidance never grows the window by more than half the
+    /// octets one ACK covers (§4.2's target of at most 1.5 cwnd), and
+    /// never shrinks it.
+    #[test]
+    fn congestion_avoidance_growth_per_ack_is_bounded() {
+        let mut cubic = grown(100 * MSS);
+        cubic.on_recovery(Instant::from_millis(0), 100 * MSS);
+        cubic.on_recovery_end();
+        for (i, len) in [MSS, 2 * MSS, 70 * MSS, 1, 500 * MSS]
+            .iter()
+            .cycle()
+            .take(400)
+            .enumerate()
+        {
+            let before = cubic.window();
+            ack(&mut cubic, *len, Instant::from_millis(i as i64 * 25));
+            let after = cubic.window();
+            assert!(after >= before, "ACK of {len} shrank {before} to {after}");
+            assert!(
+                after - before <= (len / 2).max(MSS),
+                "ACK of {len} grew {before} to {after}"
+            );
+        }
     }
 
     #[test]
@@ -552,10 +708,9 @@ mod test {
             time += 1;
             let initial_cwnd = cubic.window();
             ack(&mut cubic, MSS, Instant::from_millis(time));
-            assert_eq!(cubic.window(), initial_cwnd + MSS);
+            assert_eq!(cubic.window(), (initial_cwnd + MSS).min(cubic.ssthresh));
         }
-        assert!(cubic.window() >= cubic.ssthresh);
-        assert!(cubic.window() < cubic.ssthresh + MSS);
+        assert_eq!(cubic.window(), cubic.ssthresh);
 
         // ca: first CA ACK starts a fresh epoch with W_max = cwnd and K = 0.
         time += 1;

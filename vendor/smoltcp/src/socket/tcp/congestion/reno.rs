@@ -17,6 +17,12 @@ pub struct Reno {
     // are retransmissions of the same segment and must not reduce ssthresh
     // again (RFC 5681 section 3.1).
     in_rto_recovery: bool,
+    // RFC 3465 section 2.1: octets acknowledged in congestion avoidance
+    // since the window last grew.
+    bytes_acked: usize,
+    // The slow start that follows a timeout, where RFC 3465 section 2.3
+    // limits each ACK's increase to one segment.
+    rto_slow_start: bool,
 }
 
 impl Reno {
@@ -28,8 +34,16 @@ impl Reno {
             rwnd: 64 * DEFAULT_MSS,
             in_fast_recovery: false,
             in_rto_recovery: false,
+            bytes_acked: 0,
+            rto_slow_start: false,
         }
     }
+}
+
+/// RFC 3465 section 2.3's L: the most one ACK may grow the window in slow
+/// start, two segments, or one in the slow start after a timeout.
+fn slow_start_limit(mss: usize, after_rto: bool) -> usize {
+    if after_rto { mss } else { 2 * mss }
 }
 
 impl Controller for Reno {
@@ -56,15 +70,29 @@ impl Controller for Reno {
             return;
         }
 
-        let inc = if self.cwnd < self.ssthresh {
-            // Slow start: increase `cwnd` by 1 MSS per ACK.
-            len.min(self.mss)
+        if self.cwnd < self.ssthresh {
+            // Slow start, counting the octets acknowledged (RFC 3465
+            // section 2.2) up to L, and no further than ssthresh: the rest
+            // counts towards congestion avoidance.
+            let inc = len.min(slow_start_limit(self.mss, self.rto_slow_start));
+            let room = self.ssthresh - self.cwnd;
+            self.cwnd = self.cwnd.saturating_add(inc.min(room));
+            if inc >= room {
+                self.rto_slow_start = false;
+                self.bytes_acked = inc - room;
+            }
         } else {
-            // Congestion avoidance: increase by ~1 MSS per RTT.
-            (self.mss * self.mss / self.cwnd).max(1)
-        };
+            // Congestion avoidance: one segment more each time a window's
+            // worth of octets has been acknowledged (RFC 3465 section 2.1),
+            // however many segments each ACK covers.
+            self.bytes_acked = self.bytes_acked.saturating_add(len);
+            if self.bytes_acked >= self.cwnd {
+                self.bytes_acked -= self.cwnd;
+                self.cwnd = self.cwnd.saturating_add(self.mss);
+            }
+        }
 
-        self.cwnd = self.cwnd.saturating_add(inc).min(self.rwnd).max(self.mss);
+        self.cwnd = self.cwnd.min(self.rwnd).max(self.mss);
     }
 
     fn on_dup_ack(&mut self, _now: Instant, len: usize, _in_flight: usize) {
@@ -78,6 +106,8 @@ impl Controller for Reno {
         if !self.in_fast_recovery {
             self.ssthresh = (in_flight >> 1).max(2 * self.mss);
             self.cwnd = self.ssthresh.min(self.rwnd).saturating_add(3 * self.mss);
+            self.bytes_acked = 0;
+            self.rto_slow_start = false;
 
             self.in_fast_recovery = true;
         }
@@ -109,6 +139,8 @@ impl Controller for Reno {
 
         // cwnd collapses to the loss window (1 MSS) and we re-enter slow start.
         self.cwnd = self.mss;
+        self.bytes_acked = 0;
+        self.rto_slow_start = true;
 
         // Major loss has occurred, ensure we move from fast recovery (if in it) to slow start.
         self.in_fast_recovery = false
@@ -139,6 +171,111 @@ mod test {
 
     fn rtte() -> RttEstimator {
         RttEstimator::default()
+    }
+
+    /// One round trip: a flight of the window's octets, acknowledged by
+    /// ACKs of `per_ack` segments each (the last may cover fewer).
+    fn round(reno: &mut Reno, per_ack: usize, now: Instant) {
+        let mut left = reno.window();
+        while left > 0 {
+            let len = left.min(per_ack * MSS);
+            left -= len;
+            reno.on_ack(now, len, left, &rtte());
+        }
+    }
+
+    /// RFC 3465 section 2.2 with L = 2 SMSS: a receiver acknowledging
+    /// every second segment (RFC 5681 section 4.2) still doubles the window
+    /// each round trip, as one acknowledging every segment does.
+    #[test]
+    fn slow_start_doubles_per_round_with_delayed_acks() {
+        for per_ack in [1, 2] {
+            let mut reno = Reno::new();
+            reno.set_mss(MSS);
+            reno.set_remote_window(1 << 30);
+            reno.cwnd = 10 * MSS;
+            for r in 0..5 {
+                let before = reno.window();
+                round(&mut reno, per_ack, Instant::from_millis(r));
+                assert_eq!(reno.window(), 2 * before, "{per_ack} segments per ACK");
+            }
+        }
+    }
+
+    /// The slow start increase is the octets acknowledged, never more than
+    /// L = 2 SMSS per ACK, and 1 SMSS in the slow start after a timeout
+    /// (RFC 3465 section 2.3), which ends at ssthresh.
+    #[test]
+    fn slow_start_grows_by_octets_acked_up_to_the_limit() {
+        for len in [1, MSS / 2, MSS, MSS + 1, 2 * MSS, 3 * MSS, 64 * MSS] {
+            let mut reno = Reno::new();
+            reno.set_mss(MSS);
+            reno.set_remote_window(1 << 30);
+            reno.cwnd = 4 * MSS;
+            ack(&mut reno, len, Instant::from_millis(0));
+            assert_eq!(reno.window(), 4 * MSS + len.min(2 * MSS), "ACK of {len}");
+        }
+
+        let mut reno = Reno::new();
+        reno.set_mss(MSS);
+        reno.set_remote_window(1 << 30);
+        reno.cwnd = 32 * MSS;
+        reno.on_rto(Instant::from_millis(0), 32 * MSS);
+        let mut now = 1;
+        while reno.window() < reno.ssthresh {
+            let before = reno.window();
+            ack(&mut reno, 8 * MSS, Instant::from_millis(now));
+            assert_eq!(reno.window(), before + MSS);
+            now += 1;
+        }
+        assert_eq!(reno.window(), 16 * MSS);
+        assert!(!reno.rto_slow_start);
+    }
+
+    /// RFC 3465 section 2.1: congestion avoidance grows the window by one
+    /// segment per window of octets acknowledged, so by one segment per
+    /// round trip whether each ACK covers one segment or several, and a
+    /// stretch ACK covering many windows grows it by one segment only.
+    #[test]
+    fn congestion_avoidance_grows_one_segment_per_round_with_delayed_acks() {
+        for per_ack in [1, 2, 3] {
+            let mut reno = Reno::new();
+            reno.set_mss(MSS);
+            reno.set_remote_window(1 << 30);
+            reno.cwnd = 40 * MSS;
+            reno.ssthresh = 20 * MSS;
+            for r in 0..10 {
+                let before = reno.window();
+                round(&mut reno, per_ack, Instant::from_millis(r));
+                assert_eq!(reno.window(), before + MSS, "{per_ack} segments per ACK");
+            }
+        }
+
+        let mut reno = Reno::new();
+        reno.set_mss(MSS);
+        reno.set_remote_window(1 << 30);
+        reno.cwnd = 40 * MSS;
+        reno.ssthresh = 20 * MSS;
+        ack(&mut reno, 10 * 40 * MSS, Instant::from_millis(0));
+        assert_eq!(reno.window(), 41 * MSS);
+    }
+
+    /// A loss or a timeout starts the count of congestion avoidance over.
+    #[test]
+    fn congestion_signal_clears_the_octet_count() {
+        let mut reno = Reno::new();
+        reno.set_mss(MSS);
+        reno.set_remote_window(1 << 30);
+        reno.cwnd = 40 * MSS;
+        reno.ssthresh = 20 * MSS;
+        ack(&mut reno, 39 * MSS, Instant::from_millis(0));
+        reno.on_recovery(Instant::from_millis(1), 40 * MSS);
+        reno.on_recovery_end();
+        assert_eq!(reno.window(), 20 * MSS);
+        ack(&mut reno, 19 * MSS, Instant::from_millis(2));
+        assert_eq!(reno.window(), 20 * MSS);
+        ack(&mut reno, MSS, Instant::from_millis(3));
+        assert_eq!(reno.window(), 21 * MSS);
     }
 
     #[test]
@@ -173,7 +310,8 @@ mod test {
 
         // CA should cap at the receive window
         reno.cwnd = reno.rwnd - 1;
-        ack(&mut reno, MSS, Instant::from_millis(20));
+        let window = reno.cwnd;
+        ack(&mut reno, window, Instant::from_millis(20));
         assert_eq!(reno.window(), reno.rwnd);
     }
 
@@ -307,12 +445,13 @@ mod test {
         }
         assert_eq!(reno.window(), reno.ssthresh);
 
-        // ca: each ack at or above ssthresh grows by less than MSS
+        // ca: one segment more per window of octets acknowledged
         time += 1;
         let initial_cwnd = reno.window();
         ack(&mut reno, MSS, Instant::from_millis(time));
-        assert!(reno.window() > initial_cwnd);
-        assert!(reno.window() < initial_cwnd + MSS);
+        assert_eq!(reno.window(), initial_cwnd);
+        ack(&mut reno, initial_cwnd - MSS, Instant::from_millis(time));
+        assert_eq!(reno.window(), initial_cwnd + MSS);
     }
 
     #[test]
@@ -354,12 +493,13 @@ mod test {
         assert_eq!(reno.window(), expected_ssthresh);
         assert!(!reno.in_fast_recovery);
 
-        // ca: each ack at or above ssthresh grows by less than MSS
+        // ca: one segment more per window of octets acknowledged
         time += 1;
         let initial_cwnd = reno.window();
         ack(&mut reno, MSS, Instant::from_millis(time));
-        assert!(reno.window() > initial_cwnd);
-        assert!(reno.window() < initial_cwnd + MSS);
+        assert_eq!(reno.window(), initial_cwnd);
+        ack(&mut reno, initial_cwnd - MSS, Instant::from_millis(time));
+        assert_eq!(reno.window(), initial_cwnd + MSS);
     }
 
     #[test]
