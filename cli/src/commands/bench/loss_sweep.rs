@@ -74,6 +74,7 @@ pub(crate) fn run(
             mtu: args.mtu,
             window,
             rto_min: rto_min(),
+            congestion: "per flow",
             warm_up: warm_up(&model),
             duration,
             linux: None,

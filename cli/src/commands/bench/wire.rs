@@ -118,6 +118,7 @@ pub(crate) fn run(args: &Args, wire: &WireArgs, model: LinkModelConfig) -> Resul
         mtu: args.mtu,
         window,
         rto_min: rto_min(),
+        congestion: CongestionControl::from(args.cc).name(),
         warm_up: warm_up(&model),
         duration: Duration::from_secs_f64(args.duration),
         linux: None,

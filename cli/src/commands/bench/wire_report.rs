@@ -28,6 +28,8 @@ pub(crate) struct WireSetup {
     /// smoltcp's rings (Linux's buffers are allowed twice as much).
     pub window: usize,
     pub rto_min: Duration,
+    /// The RDMA flow's congestion controller, by name.
+    pub congestion: &'static str,
     pub warm_up: Duration,
     pub duration: Duration,
     /// `None` with `--no-baseline`.
@@ -177,7 +179,8 @@ impl WireReport {
         );
         let _ = writeln!(
             out,
-            "RDMA: smoltcp (Cubic) on the memory link, rings {} B, minimum RTO {} ms",
+            "RDMA: smoltcp ({}) on the memory link, rings {} B, minimum RTO {} ms",
+            s.congestion,
             s.window,
             s.rto_min.as_millis()
         );
