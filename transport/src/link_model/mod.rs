@@ -21,11 +21,13 @@ mod config;
 mod delay_line;
 mod gilbert;
 mod model;
+mod queue_delay;
 
 pub use config::{LinkConfigError, LinkModelConfig, Profile, Reorder};
 pub use delay_line::DelayLine;
 pub use gilbert::GilbertElliott;
 pub use model::{Drop, LinkCounters, LinkModel, Verdict};
+pub use queue_delay::QueueDelays;
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::queue_delay::QueueDelays;
 use super::LinkModelConfig;
 use crate::rng::SplitMix64;
 
@@ -42,6 +43,8 @@ pub struct LinkCounters {
     pub delivered: u64,
     /// Bytes of those frames.
     pub delivered_bytes: u64,
+    /// How long the frames the queue took waited in it.
+    pub queue_delay: QueueDelays,
 }
 
 impl LinkCounters {
@@ -76,6 +79,7 @@ impl LinkCounters {
             overflowed: self.overflowed.saturating_sub(earlier.overflowed),
             delivered: self.delivered.saturating_sub(earlier.delivered),
             delivered_bytes: self.delivered_bytes.saturating_sub(earlier.delivered_bytes),
+            queue_delay: self.queue_delay.since(&earlier.queue_delay),
         }
     }
 
@@ -88,6 +92,7 @@ impl LinkCounters {
         self.overflowed += o.overflowed;
         self.delivered += o.delivered;
         self.delivered_bytes += o.delivered_bytes;
+        self.queue_delay.merge(&o.queue_delay);
     }
 }
 
@@ -210,6 +215,7 @@ impl LinkModel {
             }
         }
         let start = self.busy_until.map_or(now, |b| b.max(now));
+        self.counters.queue_delay.record(start - now);
         // Rounded up, so a run of frames never leaves faster than the rate.
         let bits = len as u128 * 8 * 1_000_000_000;
         let nanos = bits.div_ceil(u128::from(rate));

@@ -243,3 +243,30 @@ fn counters_give_a_span_and_a_drop_share() {
     assert!((0.2..0.3).contains(&share), "{share}");
     assert_eq!(m.counters().since(&m.counters()), LinkCounters::default());
 }
+
+/// A burst queued at once: the n-th frame waits n serialization times,
+/// so the median frame of a burst of 101 waits 50 of them; frames that
+/// find the queue empty wait nothing.
+#[test]
+fn the_queue_delay_of_each_frame_is_counted() {
+    let mut m = model(LinkModelConfig {
+        rate_bps: Some(GBIT),
+        ..Default::default()
+    });
+    let t = Instant::now();
+    for _ in 0..101 {
+        m.offer(t, FRAME);
+    }
+    let each = Duration::from_nanos((FRAME as u64 * 8 * 1_000_000_000).div_ceil(GBIT));
+    let median = m.counters().queue_delay.median().unwrap();
+    let want = each * 50;
+    assert!(
+        median.abs_diff(want) * 20 <= want,
+        "{median:?} against {want:?}"
+    );
+    let later = m.counters();
+    m.offer(t + Duration::from_secs(1), FRAME);
+    let span = m.counters().since(&later);
+    assert_eq!(span.queue_delay.count(), 1);
+    assert_eq!(span.queue_delay.median(), Some(Duration::ZERO));
+}

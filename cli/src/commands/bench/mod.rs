@@ -13,6 +13,8 @@ mod cpu;
 mod link;
 mod linux_stream;
 mod linux_tcp;
+mod loss_plot;
+mod loss_sweep;
 mod nft_loss;
 mod percentile;
 mod plot;
@@ -20,6 +22,7 @@ mod raw_many;
 mod report;
 mod scale;
 mod share;
+mod svg;
 mod wire;
 mod wire_linux;
 mod wire_report;
@@ -145,7 +148,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "cubic")]
     cc: CcArg,
     /// Draw goodput and latency against message size, RDMA beside the raw
-    /// transport, into this SVG file.
+    /// transport, into this SVG file; with `--loss-sweep`, goodput against
+    /// the loss rate.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -157,6 +161,13 @@ pub struct Args {
     /// flows write messages of the one --sizes given (1 MiB by default).
     #[arg(long, value_delimiter = ',', value_parser = share::FlowKind::parse)]
     share: Vec<share::FlowKind>,
+    /// On a modelled wire, measure goodput at each of these random loss
+    /// rates (percent, comma separated, e.g. 0,1,2,5,10) for RDMA Write
+    /// with Reno, Cubic and BBR and for Linux Cubic and BBR (root), one
+    /// flow at a time; `--plot` draws it. RDMA writes messages of the one
+    /// --sizes given (1 MiB by default).
+    #[arg(long, value_delimiter = ',', value_name = "PERCENTS")]
+    loss_sweep: Vec<f64>,
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -218,6 +229,9 @@ fn run_inner(args: &Args) -> Result<(), String> {
         .wire
         .model(args.loss, Duration::from_micros(args.jitter_us))?
     {
+        if !args.loss_sweep.is_empty() {
+            return run_loss_sweep(args, &model);
+        }
         if !args.share.is_empty() {
             return run_shared(args, &model);
         }
@@ -225,6 +239,11 @@ fn run_inner(args: &Args) -> Result<(), String> {
     }
     if !args.share.is_empty() {
         return Err("--share needs a modelled wire (--profile, --rtt, --rate or --queue)".into());
+    }
+    if !args.loss_sweep.is_empty() {
+        return Err(
+            "--loss-sweep needs a modelled wire (--profile, --rtt, --rate or --queue)".into(),
+        );
     }
     let opts = LinkOptions {
         kind: args.transport,
@@ -439,12 +458,40 @@ fn tap_offload(args: &Args) -> bool {
 }
 
 /// Drives both devices once; true if either moved.
-/// `--share`: the flows together on the modelled wire.
-fn run_shared(args: &Args, model: &transport::link_model::LinkModelConfig) -> Result<(), String> {
-    let message = match args.sizes[..] {
+/// The one message size of `--share` and `--loss-sweep`.
+fn one_size(args: &Args) -> usize {
+    match args.sizes[..] {
         [one] => one,
         _ => 1 << 20,
-    };
+    }
+}
+
+/// `--loss-sweep`: each flow alone on the wire at each loss rate, as a
+/// table and, with `--plot`, a picture.
+fn run_loss_sweep(
+    args: &Args,
+    model: &transport::link_model::LinkModelConfig,
+) -> Result<(), String> {
+    if !args.share.is_empty() || args.loss > 0.0 {
+        return Err("--loss-sweep sets the loss itself: leave out --share and --loss".into());
+    }
+    let points = loss_sweep::run(args, model, &args.loss_sweep, one_size(args))?;
+    let text = loss_sweep::render(&points, model, args.json);
+    if let Some(path) = &args.plot {
+        let svg = loss_plot::LossPlot {
+            points: &points,
+            title: loss_sweep::title(model),
+        }
+        .svg();
+        std::fs::write(path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    println!("{text}");
+    Ok(())
+}
+
+/// `--share`: the flows together on the modelled wire.
+fn run_shared(args: &Args, model: &transport::link_model::LinkModelConfig) -> Result<(), String> {
+    let message = one_size(args);
     let crc = if args.crc == OnOff::On {
         CrcPolicy::Required
     } else {

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use super::baseline::{Baseline, SmallBaseline};
 use super::case::Op;
 use super::report::{human_size, Row};
+use super::svg::{escape, nice_step, tick_label, Axis, GREY};
 
 const WIDTH: f64 = 1000.0;
 const HEIGHT: f64 = 470.0;
@@ -16,7 +17,6 @@ const PANEL_W: f64 = 380.0;
 const PANEL_H: f64 = 300.0;
 const TOP: f64 = 70.0;
 const LEFT: [f64; 2] = [80.0, 580.0];
-const GREY: &str = "#777777";
 
 /// What the picture shows.
 pub(crate) struct Plot<'a> {
@@ -39,48 +39,6 @@ fn colour(op: Op) -> &'static str {
         Op::FetchAdd => "#e377c2",
         Op::CmpSwap => "#7f7f7f",
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// A value range mapped onto a panel axis, linear or log10.
-#[derive(Clone, Copy)]
-struct Axis {
-    lo: f64,
-    hi: f64,
-    log: bool,
-}
-
-impl Axis {
-    /// 0..1 along the axis; values outside are clamped.
-    fn frac(&self, v: f64) -> f64 {
-        let f = if self.log {
-            let (lo, hi) = (self.lo.log10(), self.hi.log10());
-            (v.max(self.lo).log10() - lo) / (hi - lo)
-        } else {
-            (v - self.lo) / (self.hi - self.lo)
-        };
-        if f.is_finite() {
-            f.clamp(0.0, 1.0)
-        } else {
-            0.0
-        }
-    }
-}
-
-/// A step of 1, 2 or 5 times a power of ten giving about five ticks.
-fn nice_step(max: f64) -> f64 {
-    let raw = (max / 5.0).max(1e-9);
-    let p = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * p)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * p)
 }
 
 impl Plot<'_> {
@@ -352,14 +310,6 @@ fn square(x: f64, y: f64) -> String {
     )
 }
 
-fn tick_label(v: f64) -> String {
-    if v >= 1.0 || v == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,12 +379,5 @@ mod tests {
         assert!(ys[1] < ys[0], "{ys:?}");
         // Latency panel: 4 µs above 2 µs too.
         assert!(ys[3] < ys[2], "{ys:?}");
-    }
-
-    #[test]
-    fn ticks_are_round_numbers() {
-        assert_eq!(nice_step(20.0), 5.0);
-        assert_eq!(nice_step(3.0), 1.0);
-        assert_eq!(nice_step(0.9), 0.2);
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use transport::link_model::{LinkCounters, LinkModelConfig};
 use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
-use verbs::transport::{TcpLossStats, TcpTuning, Transport};
+use verbs::transport::{CongestionControl, TcpLossStats, TcpTuning, Transport};
 use verbs::{CrcPolicy, Device};
 
 use super::case::{Case, Endpoints, Op};
@@ -118,6 +118,7 @@ pub(crate) fn run(args: &Args, wire: &WireArgs, model: LinkModelConfig) -> Resul
         mtu: args.mtu,
         window,
         rto_min: rto_min(),
+        congestion: CongestionControl::from(args.cc).name(),
         warm_up: warm_up(&model),
         duration: Duration::from_secs_f64(args.duration),
         linux: None,
@@ -147,7 +148,12 @@ pub(crate) fn run(args: &Args, wire: &WireArgs, model: LinkModelConfig) -> Resul
     let mut flows = Vec::new();
     for round in 1..=wire.rounds {
         eprintln!("round {round}: RDMA on the memory link");
-        for f in rdma_flows(args, &setup, round)? {
+        let cases: Vec<(Op, usize)> = args
+            .ops
+            .iter()
+            .flat_map(|&op| args.sizes.iter().map(move |&size| (op, size)))
+            .collect();
+        for f in rdma_flows(args, &setup, round, args.cc.into(), &cases)? {
             flows.push(Flow::Rdma { round, flow: f });
         }
         if let Some(Ok(l)) = linux.as_mut() {
@@ -168,8 +174,15 @@ pub(crate) fn run(args: &Args, wire: &WireArgs, model: LinkModelConfig) -> Resul
     Ok(())
 }
 
-/// Each op and size of the bench on a fresh memory link with the model.
-fn rdma_flows(args: &Args, setup: &WireSetup, round: usize) -> Result<Vec<RdmaFlow>, String> {
+/// Each of `cases` (op and size) on a fresh memory link with the model,
+/// its TCP under `cc`.
+pub(crate) fn rdma_flows(
+    args: &Args,
+    setup: &WireSetup,
+    round: usize,
+    cc: CongestionControl,
+    cases: &[(Op, usize)],
+) -> Result<Vec<RdmaFlow>, String> {
     let base = MemoryLinkConfig::default();
     let tuning = base
         .tuning
@@ -177,7 +190,7 @@ fn rdma_flows(args: &Args, setup: &WireSetup, round: usize) -> Result<Vec<RdmaFl
         .rx_buffer(setup.window)
         .tx_buffer(setup.window)
         .rto_min(setup.rto_min)
-        .congestion(args.cc.into());
+        .congestion(cc);
     let cfg = base
         .clone()
         .mtu(args.mtu)
@@ -203,45 +216,43 @@ fn rdma_flows(args: &Args, setup: &WireSetup, round: usize) -> Result<Vec<RdmaFl
         args.markers == OnOff::On,
     )?;
     let mut out = Vec::new();
-    for &op in &args.ops {
-        for &size in &args.sizes {
-            // Read data flows from the server.
-            let data_from = if op == Op::Read {
-                &ep.server
-            } else {
-                &ep.client
-            };
-            let tcp_before = tcp_stats(&ep);
-            let link_before = link_counters(data_from)?;
-            let case = |duration| Case {
-                op,
-                size,
-                duration,
-                depth: args.depth,
-                progress: args.progress,
-            };
-            // A case that fails says what its TCP went through.
-            let failed = |e: String| {
-                let tcp = tcp_stats(&ep).since(&tcp_before);
-                format!("{e}\n  TCP under RDMA (both ends) until then: {tcp}")
-            };
-            case(setup.warm_up).run(&ep).map_err(failed)?;
-            let m = case(setup.duration).run(&ep).map_err(failed)?;
-            let secs = m.elapsed.as_secs_f64().max(1e-9);
-            let bits = m.bytes as f64 * 8.0;
-            out.push(RdmaFlow {
-                op,
-                size,
-                gbps: bits / secs / 1e9,
-                cpu_gbps: m
-                    .cpu
-                    .map(|c| c.as_secs_f64())
-                    .filter(|c| *c > 0.0)
-                    .map(|c| bits / c / 1e9),
-                tcp: tcp_stats(&ep).since(&tcp_before),
-                link: link_counters(data_from)?.since(&link_before),
-            });
-        }
+    for &(op, size) in cases {
+        // Read data flows from the server.
+        let data_from = if op == Op::Read {
+            &ep.server
+        } else {
+            &ep.client
+        };
+        let tcp_before = tcp_stats(&ep);
+        let link_before = link_counters(data_from)?;
+        let case = |duration| Case {
+            op,
+            size,
+            duration,
+            depth: args.depth,
+            progress: args.progress,
+        };
+        // A case that fails says what its TCP went through.
+        let failed = |e: String| {
+            let tcp = tcp_stats(&ep).since(&tcp_before);
+            format!("{e}\n  TCP under RDMA (both ends) until then: {tcp}")
+        };
+        case(setup.warm_up).run(&ep).map_err(failed)?;
+        let m = case(setup.duration).run(&ep).map_err(failed)?;
+        let secs = m.elapsed.as_secs_f64().max(1e-9);
+        let bits = m.bytes as f64 * 8.0;
+        out.push(RdmaFlow {
+            op,
+            size,
+            gbps: bits / secs / 1e9,
+            cpu_gbps: m
+                .cpu
+                .map(|c| c.as_secs_f64())
+                .filter(|c| *c > 0.0)
+                .map(|c| bits / c / 1e9),
+            tcp: tcp_stats(&ep).since(&tcp_before),
+            link: link_counters(data_from)?.since(&link_before),
+        });
     }
     ep.close();
     Ok(out)

@@ -29,6 +29,8 @@ pub(crate) struct WireSetup {
     /// smoltcp's rings (Linux's buffers are allowed twice as much).
     pub window: usize,
     pub rto_min: Duration,
+    /// The RDMA flow's congestion controller, by name.
+    pub congestion: &'static str,
     pub warm_up: Duration,
     pub duration: Duration,
     /// `None` with `--no-baseline`.
@@ -83,6 +85,10 @@ pub(crate) struct RowFields {
     pub link_frames: Option<u64>,
     pub link_dropped: Option<u64>,
     pub link_drop_share: Option<f64>,
+    /// The round trip the median data frame saw, in ms: the path's
+    /// propagation both ways plus the median wait in the bottleneck's
+    /// queue (the only queue on the path).
+    pub rtt_p50_ms: Option<f64>,
     /// Why the flow has no figures.
     pub error: Option<String>,
 }
@@ -90,6 +96,13 @@ pub(crate) struct RowFields {
 pub(crate) struct WireReport {
     pub setup: WireSetup,
     pub flows: Vec<Flow>,
+}
+
+/// The round trip of the median frame in `link` (the data direction of
+/// `model`), in ms; `None` when no frame went through its queue.
+pub(crate) fn loaded_rtt_ms(model: &LinkModelConfig, link: &LinkCounters) -> Option<f64> {
+    let wait = link.queue_delay.median()?;
+    Some((model.delay * 2 + wait).as_secs_f64() * 1e3)
 }
 
 impl WireReport {
@@ -126,6 +139,7 @@ impl WireReport {
                         link_frames: Some(flow.link.frames_in),
                         link_dropped: Some(flow.link.dropped()),
                         link_drop_share: Some(flow.link.dropped_share()),
+                        rtt_p50_ms: loaded_rtt_ms(&self.setup.model, &flow.link),
                         error: None,
                     }
                 }
@@ -145,6 +159,7 @@ impl WireReport {
                             link_frames: Some(l.link.frames_in),
                             link_dropped: Some(dropped),
                             link_drop_share: Some(share(dropped, l.link.frames_in)),
+                            rtt_p50_ms: loaded_rtt_ms(&self.setup.model, &l.link),
                             error: None,
                         }
                     }
@@ -161,6 +176,7 @@ impl WireReport {
                         link_frames: None,
                         link_dropped: None,
                         link_drop_share: None,
+                        rtt_p50_ms: None,
                         error: Some(e.clone()),
                     },
                 },
@@ -178,7 +194,8 @@ impl WireReport {
         );
         let _ = writeln!(
             out,
-            "RDMA: smoltcp (Cubic) on the memory link, rings {} B, minimum RTO {} ms",
+            "RDMA: smoltcp ({}) on the memory link, rings {} B, minimum RTO {} ms",
+            s.congestion,
             s.window,
             s.rto_min.as_millis()
         );
@@ -231,7 +248,7 @@ impl WireReport {
         let mut out = self.header();
         let _ = writeln!(
             out,
-            "\n{:>5} {:<12} {:>8} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}",
+            "\n{:>5} {:<12} {:>8} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12} {:>10}",
             "round",
             "flow",
             "size",
@@ -242,7 +259,8 @@ impl WireReport {
             "resent %",
             "timeouts",
             "drop %",
-            "resent/drop"
+            "resent/drop",
+            "RTT p50 ms"
         );
         let f = |x: Option<f64>, w: usize, d: usize| {
             x.map_or_else(|| format!("{:>w$}", "-"), |x| format!("{x:>w$.d$}"))
@@ -258,7 +276,7 @@ impl WireReport {
             };
             let _ = writeln!(
                 out,
-                "{:>5} {:<12} {:>8} {} {} {} {} {} {:>9} {} {}",
+                "{:>5} {:<12} {:>8} {} {} {} {} {} {:>9} {} {} {}",
                 r.round,
                 r.flow,
                 r.size.map_or("-".into(), human_size),
@@ -270,6 +288,7 @@ impl WireReport {
                 r.timeouts.map_or("-".into(), |t| t.to_string()),
                 f(r.link_drop_share.map(|x| x * 100.0), 9, 3),
                 f(ratio, 12, 2),
+                f(r.rtt_p50_ms, 10, 1),
             );
         }
         for f in &self.flows {
@@ -287,6 +306,8 @@ impl WireReport {
         out += "drop % = frames the wire dropped in the data direction (random, burst, queue overflow) over frames offered\n";
         out +=
             "       (Linux: also frames its TAP devices dropped while the forwarder fell behind)\n";
+        out += "RTT p50 = the path's propagation both ways plus the median data frame's wait in the bottleneck\n";
+        out += "       queue, over the warm-up and the measured span\n";
         for f in &self.flows {
             if let Flow::Linux { round, flow: Ok(l) } = f {
                 if l.device_drops + l.port_drops > 0 {
@@ -366,7 +387,7 @@ impl WireReport {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"kind\":\"wire\",\"round\":{},\"flow\":\"{}\",\"size\":{},\"gbps\":{},\"vs_linux_cubic\":{},\"vs_linux_bbr\":{},\"cpu_gbps\":{},\"resent_share\":{},\"timeouts\":{},\"link_frames\":{},\"link_dropped\":{},\"link_drop_share\":{},\"error\":{},\"rtt_ms\":{},\"rate_bps\":{},\"queue_bytes\":{},\"mtu\":{},\"rto_min_ms\":{}}}",
+                    "{{\"kind\":\"wire\",\"round\":{},\"flow\":\"{}\",\"size\":{},\"gbps\":{},\"vs_linux_cubic\":{},\"vs_linux_bbr\":{},\"cpu_gbps\":{},\"resent_share\":{},\"timeouts\":{},\"link_frames\":{},\"link_dropped\":{},\"link_drop_share\":{},\"error\":{},\"rtt_p50_ms\":{},\"rtt_ms\":{},\"rate_bps\":{},\"queue_bytes\":{},\"mtu\":{},\"rto_min_ms\":{}}}",
                     r.round,
                     r.flow,
                     u(r.size.map(|s| s as u64)),
@@ -380,6 +401,7 @@ impl WireReport {
                     u(r.link_dropped),
                     n(r.link_drop_share),
                     r.error.as_deref().map_or("null".into(), super::report::json_string),
+                    n(r.rtt_p50_ms),
                     n(Some((self.setup.model.delay * 2).as_secs_f64() * 1e3)),
                     u(self.setup.model.rate_bps),
                     u(self.setup.model.queue_bytes.map(|q| q as u64)),
@@ -389,5 +411,25 @@ impl WireReport {
             })
             .collect();
         format!("[{}]", items.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loaded_rtt_is_the_propagation_plus_the_median_wait() {
+        let model = LinkModelConfig {
+            delay: Duration::from_millis(10),
+            ..LinkModelConfig::default()
+        };
+        let mut link = LinkCounters::default();
+        assert_eq!(loaded_rtt_ms(&model, &link), None);
+        for wait in [0, 5, 30] {
+            link.queue_delay.record(Duration::from_millis(wait));
+        }
+        let rtt = loaded_rtt_ms(&model, &link).unwrap();
+        assert!((rtt - 25.0).abs() < 0.5, "{rtt}");
     }
 }

@@ -6,12 +6,16 @@
 //! per round with loss and the long-term bound (`inflight_longterm`) set
 //! when a bandwidth probe loses more than `LOSS_THRESH`.
 //!
-//! Section numbers below are the draft's. Two places follow Linux's
-//! `tcp_bbr.c` (BBRv3, google/bbr) where the draft leaves the transport
-//! to decide:
+//! Section numbers below are the draft's. Three places depart from the
+//! draft's pseudocode where the transport must decide; the first and
+//! third follow Linux's `tcp_bbr.c` (BBRv3, google/bbr):
 //! - Loss is judged per ACK from the rate sample (the losses since the
 //!   newest delivered data was sent, against what was in flight then), as
 //!   Linux's `bbr_is_inflight_too_high`, not per lost packet.
+//! - After a timeout, samples of resent data do not judge whether
+//!   inflight was too high: the socket counts losses when it resends, so
+//!   such a sample pairs the recovery's flight of a segment or two with
+//!   losses found at the timeout (see `is_inflight_too_high`).
 //! - Fast recovery starts with packet conservation for one round
 //!   (Linux's `bbr_set_cwnd_to_recover_or_restore`): cwnd drops to what
 //!   is in flight less the segment found lost, and grows only with what
@@ -147,6 +151,9 @@ pub struct Bbr {
 
     // Recovery (section 5.6.4.4).
     in_recovery: bool,
+    /// The recovery began with a timeout: until it ends, a resend leaves
+    /// with only the other resends in flight.
+    after_rto: bool,
     packet_conservation: bool,
     /// cwnd as the loss left it: conservation does not grow past it, so
     /// the episode's cut stands even when the model had cwnd below what
@@ -220,6 +227,7 @@ impl Bbr {
             loss_events_in_round: 0,
             lost_seen: 0,
             in_recovery: false,
+            after_rto: false,
             packet_conservation: false,
             conservation_cap: usize::MAX,
             conservation_pending: false,
@@ -459,8 +467,20 @@ impl Bbr {
         }
     }
 
-    /// IsInflightTooHigh (section 5.5.10.2), with SACK.
-    fn is_inflight_too_high(rs: &RateSample) -> bool {
+    /// IsInflightTooHigh (section 5.5.10.2), with SACK. After a timeout,
+    /// a sample of resent data (it has no RTT) is not judged: the socket
+    /// counts a loss when it resends the data, not when it finds it lost,
+    /// so such a resend's snapshot holds a flight of a segment or two
+    /// while every resend after it, of data found lost at the timeout,
+    /// counts against it. The draft judges a lost packet against the
+    /// flight it was first sent into (BBRHandleLostPacket); the resend's
+    /// sample would instead set `inflight_longterm` to a few segments,
+    /// from which ProbeBW_UP grows it back one segment per round at
+    /// first.
+    fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
+        if self.after_rto && rs.rtt.is_none() {
+            return false;
+        }
         rs.tx_in_flight > 0 && rs.lost as f64 > rs.tx_in_flight as f64 * LOSS_THRESH
     }
 
@@ -494,7 +514,7 @@ impl Bbr {
                 return true;
             }
         }
-        if !Self::is_inflight_too_high(rs) {
+        if !self.is_inflight_too_high(rs) {
             if self.inflight_longterm == usize::MAX {
                 return false;
             }
@@ -688,7 +708,7 @@ impl Bbr {
         if self.loss_round_start
             && in_recovery
             && self.loss_events_in_round >= STARTUP_FULL_LOSS_CNT
-            && Self::is_inflight_too_high(rs)
+            && self.is_inflight_too_high(rs)
         {
             self.full_bw_reached = true;
             self.full_bw_round = Some(self.round_count);
@@ -845,6 +865,7 @@ impl Bbr {
             self.start_round(delivered);
         } else if !in_recovery && self.in_recovery {
             self.in_recovery = false;
+            self.after_rto = false;
             self.packet_conservation = false;
             self.restore_cwnd();
         }
@@ -889,7 +910,7 @@ impl Controller for Bbr {
         self.check_full_bw_reached(rs);
         self.check_startup_done(rs, newly_lost, ack.in_recovery);
         self.check_drain_done(now, ack);
-        if self.is_bw_probe_sample && Self::is_inflight_too_high(rs) {
+        if self.is_bw_probe_sample && self.is_inflight_too_high(rs) {
             self.handle_inflight_too_high(rs, now, ack);
         }
         self.update_probe_bw_cycle_phase(now, rs, ack);
@@ -938,6 +959,7 @@ impl Controller for Bbr {
             self.save_cwnd();
             self.in_recovery = true;
         }
+        self.after_rto = true;
         self.packet_conservation = false;
         self.is_loss_in_round = true;
         self.cwnd = self.mss;
@@ -979,6 +1001,7 @@ impl Controller for Bbr {
     }
 
     fn on_recovery_end(&mut self) {
+        self.after_rto = false;
         if self.in_recovery {
             self.in_recovery = false;
             self.packet_conservation = false;
@@ -1141,6 +1164,65 @@ mod test {
         // 1 segment in 100+ lost: under 2%.
         p.round(rate, 0.01);
         assert_eq!(p.bbr.inflight_longterm(), usize::MAX);
+    }
+
+    /// One ACK in ProbeBW_UP whose newest delivered data left with
+    /// `tx_in_flight` in flight and saw `lost` octets lost since.
+    fn probe_up_sample(p: &mut Path, tx_in_flight: usize, lost: u64, rtt: Option<Duration>) {
+        p.now += Duration::from_millis(1);
+        p.delivered += MSS as u64;
+        p.lost += lost;
+        let rs = RateSample {
+            delivery_rate: 10_000_000,
+            delivered: tx_in_flight as u64,
+            interval: p.rtt,
+            prior_delivered: p.delivered - MSS as u64,
+            newly_acked: MSS,
+            is_app_limited: false,
+            lost,
+            tx_in_flight,
+            rtt,
+        };
+        let ack = AckState {
+            pipe: tx_in_flight,
+            delivered: p.delivered,
+            lost: p.lost,
+            in_recovery: true,
+            cwnd_limited: true,
+            rand: 7,
+        };
+        p.bbr.on_rate_sample(p.now, &rs, &ack);
+    }
+
+    fn into_probe_up(p: &mut Path) {
+        for _ in 0..30 {
+            p.round(10_000_000, 0.0);
+        }
+        for _ in 0..400 {
+            p.round(10_000_000, 0.0);
+            if p.bbr.state == BbrState::ProbeBwUp {
+                return;
+            }
+        }
+        panic!("never in ProbeBW_UP");
+    }
+
+    /// After a timeout a resent segment's sample (no RTT: Karn) says
+    /// nothing of the flight the losses came from: it left with one
+    /// segment in flight while everything resent after it counts as lost.
+    /// It leaves `inflight_longterm` alone; the same sample from data sent
+    /// once sets it.
+    #[test]
+    fn after_a_timeout_a_resent_segments_sample_does_not_set_inflight_longterm() {
+        let mut p = Path::new(Duration::from_millis(10));
+        into_probe_up(&mut p);
+        p.bbr.on_rto(p.now, 100 * MSS);
+        probe_up_sample(&mut p, 2 * MSS, 50 * MSS as u64, None);
+        assert_eq!(p.bbr.inflight_longterm(), usize::MAX);
+        let rtt = p.rtt;
+        probe_up_sample(&mut p, 100 * MSS, 50 * MSS as u64, Some(rtt));
+        assert!(p.bbr.inflight_longterm() >= 70 * MSS, "{}", p.bbr.inflight_longterm());
+        assert!(p.bbr.inflight_longterm() < usize::MAX);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! of the loss simulation are checked on every step, as for every
 //! controller.
 
+mod shared;
+
 use std::collections::VecDeque;
 use std::vec::Vec;
 
@@ -70,9 +72,14 @@ impl Bottleneck {
 const MSS: usize = 1460;
 
 fn socket(cc: CongestionControl) -> Socket<'static> {
+    socket_with_buffers(cc, 1 << 20)
+}
+
+/// A socket with send and receive buffers of `buffer` octets each.
+fn socket_with_buffers(cc: CongestionControl, buffer: usize) -> Socket<'static> {
     let mut s = Socket::new(
-        SocketBuffer::new(vec![0; 1 << 20]),
-        SocketBuffer::new(vec![0; 1 << 20]),
+        SocketBuffer::new(vec![0; buffer]),
+        SocketBuffer::new(vec![0; buffer]),
     );
     s.set_ack_delay(None);
     s.set_nagle_enabled(false);
