@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::loss_sweep::{rates_of, Point, SERIES};
 use super::share::FlowKind;
-use super::svg::{escape, nice_step, tick_label, Axis, GREY};
+use super::svg::{nice_step, page, tick_label, Axis, Panel, GREY};
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 500.0;
@@ -66,61 +66,33 @@ impl LossPlot<'_> {
         };
 
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
+        page(
+            &mut s,
+            WIDTH,
+            HEIGHT,
+            "iwarp bench: goodput against random loss",
+            &self.title,
         );
-        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="24" text-anchor="middle" font-size="15" font-weight="bold">iwarp bench: goodput against random loss</text>"#,
-            WIDTH / 2.0
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="44" text-anchor="middle" fill="{GREY}">{}</text>"#,
-            WIDTH / 2.0,
-            escape(&self.title)
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect x="{LEFT}" y="{TOP}" width="{PANEL_W}" height="{PANEL_H}" fill="none" stroke="black"/>"#
-        );
+        let panel = Panel {
+            left: LEFT,
+            top: TOP,
+            width: PANEL_W,
+            height: PANEL_H,
+        };
+        panel.frame(&mut s);
         // Decades of goodput, and the loss rates measured.
         let mut v = y.lo;
         while v <= y.hi * 1.0001 {
             let (_, py) = at(0.0, v);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#dddddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                LEFT + PANEL_W,
-                LEFT - 6.0,
-                py + 4.0,
-                tick_label(v)
-            );
+            panel.y_tick(&mut s, py, &tick_label(v));
             v *= 10.0;
         }
         for &rate in &rates {
             let (px, _) = at(rate, y.lo);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}" stroke="#eeeeee"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                TOP + PANEL_H,
-                TOP + PANEL_H + 16.0,
-                tick_label(rate)
-            );
+            panel.x_tick(&mut s, px, &tick_label(rate));
         }
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">random loss each way, %</text>"#,
-            LEFT + PANEL_W / 2.0,
-            TOP + PANEL_H + 34.0
-        );
-        let (lx, ly) = (LEFT - 60.0, TOP + PANEL_H / 2.0);
-        let _ = writeln!(
-            s,
-            r#"<text x="{lx:.1}" y="{ly:.1}" text-anchor="middle" transform="rotate(-90 {lx:.1} {ly:.1})">goodput, Gbit/s (log scale)</text>"#
-        );
+        panel.x_title(&mut s, "random loss each way, %");
+        panel.y_title(&mut s, "goodput, Gbit/s (log scale)", 60.0);
 
         // One line per flow, through the points it has; the legend on the
         // right.
@@ -174,21 +146,8 @@ impl LossPlot<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::bench::loss_sweep::made_up;
     use verbs::transport::CongestionControl;
-
-    fn points(rates: &[f64]) -> Vec<Point> {
-        let mut points = Vec::new();
-        for &r in rates {
-            for (i, flow) in SERIES.into_iter().enumerate() {
-                points.push(Point {
-                    loss_percent: r,
-                    flow,
-                    gbps: Ok((i + 1) as f64 / (1.0 + r)),
-                });
-            }
-        }
-        points
-    }
 
     /// The polyline of `flow`'s series, as (x, y) pairs.
     fn series(svg: &str, flow: FlowKind) -> Vec<(f64, f64)> {
@@ -212,7 +171,7 @@ mod tests {
     #[test]
     fn five_series_with_a_point_per_rate() {
         let rates = [0.0, 1.0, 2.0, 5.0, 10.0];
-        let pts = points(&rates);
+        let pts = made_up(&rates);
         let svg = LossPlot {
             points: &pts,
             title: "wan <20 ms> & 1 Gbit/s".into(),
@@ -231,7 +190,7 @@ mod tests {
 
     #[test]
     fn more_loss_is_further_right_and_less_goodput_lower() {
-        let pts = points(&[0.0, 5.0, 10.0]);
+        let pts = made_up(&[0.0, 5.0, 10.0]);
         let svg = LossPlot {
             points: &pts,
             title: String::new(),
@@ -245,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_failed_point_is_left_out_and_zero_sits_on_the_floor() {
-        let mut pts = points(&[0.0, 5.0]);
+        let mut pts = made_up(&[0.0, 5.0]);
         pts[3].gbps = Err("needs root".into());
         pts[0].gbps = Ok(0.0);
         let svg = LossPlot {

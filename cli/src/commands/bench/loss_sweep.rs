@@ -16,6 +16,7 @@ use super::wire::{self, linux_buffer_max, rto_min, warm_up, window_bytes};
 use super::wire_linux::LinuxWire;
 use super::wire_report::WireSetup;
 use super::Args;
+use crate::commands::wire_model::describe;
 
 /// The flows measured at every loss rate, in the order drawn.
 pub(crate) const SERIES: [FlowKind; 5] = [
@@ -162,19 +163,9 @@ pub(crate) fn render(points: &[Point], model: &LinkModelConfig, json: bool) -> S
     out
 }
 
-/// The wire the sweep ran on, in words.
+/// The wire the sweep ran on, in words (each point adds its own loss).
 pub(crate) fn title(model: &LinkModelConfig) -> String {
-    format!(
-        "goodput against random loss: RTT {:?}, rate {}, queue {}",
-        2 * model.delay,
-        model.rate_bps.map_or("unlimited".into(), |r| format!(
-            "{:.0} Mbit/s",
-            r as f64 / 1e6
-        )),
-        model
-            .queue_bytes
-            .map_or("unbounded".into(), |q| format!("{q} B")),
-    )
+    format!("goodput against random loss: {}", describe(model))
 }
 
 /// The loss rates of `points`, in the order first met.
@@ -188,23 +179,26 @@ pub(crate) fn rates_of(points: &[Point]) -> Vec<f64> {
     rates
 }
 
+/// Made-up points for the tests of the sweep and its picture: every
+/// series at each of `rates`, falling with loss.
+#[cfg(test)]
+pub(crate) fn made_up(rates: &[f64]) -> Vec<Point> {
+    let mut points = Vec::new();
+    for &r in rates {
+        for (i, flow) in SERIES.into_iter().enumerate() {
+            points.push(Point {
+                loss_percent: r,
+                flow,
+                gbps: Ok((i + 1) as f64 / (1.0 + r)),
+            });
+        }
+    }
+    points
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn made_up(rates: &[f64]) -> Vec<Point> {
-        let mut points = Vec::new();
-        for &r in rates {
-            for (i, flow) in SERIES.into_iter().enumerate() {
-                points.push(Point {
-                    loss_percent: r,
-                    flow,
-                    gbps: Ok((i + 1) as f64 / (1.0 + r)),
-                });
-            }
-        }
-        points
-    }
 
     #[test]
     fn rates_are_percentages_and_bounded() {

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::baseline::{Baseline, SmallBaseline};
 use super::case::Op;
 use super::report::{human_size, Row};
-use super::svg::{escape, nice_step, tick_label, Axis, GREY};
+use super::svg::{escape, nice_step, page, tick_label, Axis, Panel, GREY};
 
 const WIDTH: f64 = 1000.0;
 const HEIGHT: f64 = 470.0;
@@ -106,22 +106,12 @@ impl Plot<'_> {
         };
 
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="24" text-anchor="middle" font-size="15" font-weight="bold">iwarp bench: RDMA beside {} TCP</text>"#,
-            WIDTH / 2.0,
-            escape(self.raw)
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="44" text-anchor="middle" fill="{GREY}">{}</text>"#,
-            WIDTH / 2.0,
-            escape(&self.title)
+        page(
+            &mut s,
+            WIDTH,
+            HEIGHT,
+            &format!("iwarp bench: RDMA beside {} TCP", self.raw),
+            &self.title,
         );
 
         // Panel frames, grid and ticks.
@@ -145,45 +135,25 @@ impl Plot<'_> {
             ),
         ];
         for (left, axis, label, ticks) in panels {
-            let _ = writeln!(
-                s,
-                r#"<rect x="{left}" y="{TOP}" width="{PANEL_W}" height="{PANEL_H}" fill="none" stroke="black"/>"#
-            );
+            let panel = Panel {
+                left,
+                top: TOP,
+                width: PANEL_W,
+                height: PANEL_H,
+            };
+            panel.frame(&mut s);
             for &t in ticks.iter() {
-                let y = TOP + PANEL_H * (1.0 - axis.frac(t));
-                let _ = writeln!(
-                    s,
-                    r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#dddddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                    left + PANEL_W,
-                    left - 6.0,
-                    y + 4.0,
-                    tick_label(t)
-                );
+                panel.y_tick(&mut s, TOP + PANEL_H * (1.0 - axis.frac(t)), &tick_label(t));
             }
             for &size in &sizes {
-                let px = left + PANEL_W * x.frac(size as f64);
-                let _ = writeln!(
-                    s,
-                    r##"<line x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}" stroke="#eeeeee"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                    TOP + PANEL_H,
-                    TOP + PANEL_H + 16.0,
-                    human_size(size)
+                panel.x_tick(
+                    &mut s,
+                    left + PANEL_W * x.frac(size as f64),
+                    &human_size(size),
                 );
             }
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">message size</text>"#,
-                left + PANEL_W / 2.0,
-                TOP + PANEL_H + 34.0
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{label}</text>"#,
-                left - 52.0,
-                TOP + PANEL_H / 2.0,
-                left - 52.0,
-                TOP + PANEL_H / 2.0
-            );
+            panel.x_title(&mut s, "message size");
+            panel.y_title(&mut s, label, 52.0);
         }
 
         // The raw transport: bulk goodput as a dashed line, the small
