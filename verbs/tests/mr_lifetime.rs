@@ -1,12 +1,13 @@
 //! A region whose last handle was dropped is deregistered: the peer's
 //! Write to it is refused with a TERMINATE, as after `deregister()`.
 
+mod common;
+
 use std::time::Duration;
 
-use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
 use verbs::{
-    wr, AcceptParams, Access, CmEvent, ConnectParams, Device, DisconnectReason, ListenOptions,
-    QpInit, QpState,
+    wr, AcceptParams, Access, CmEvent, ConnectParams, DisconnectReason, ListenOptions, QpInit,
+    QpState,
 };
 
 const PORT: u16 = 4791;
@@ -14,13 +15,7 @@ const LONG: Duration = Duration::from_secs(10);
 
 #[test]
 fn a_write_to_a_dropped_region_is_terminated() {
-    let cfg = MemoryLinkConfig::default();
-    let (a, b) = MemoryLink::pair(&cfg).unwrap();
-    let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
-    let _threads = (
-        client.spawn_progress_thread(),
-        server.spawn_progress_thread(),
-    );
+    let (cfg, client, server, _threads) = common::linked_devices();
     let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
     let (ccq, scq) = (client.create_cq(16), server.create_cq(16));
     let cqp = client.create_qp(&cpd, QpInit::new(&ccq)).unwrap();

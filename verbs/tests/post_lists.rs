@@ -2,6 +2,8 @@
 //! completions and refusals as posting one by one, through the verbs API on
 //! the memory link with progress threads.
 
+mod common;
+
 use std::time::Duration;
 
 use rdmap::work_request::PostError;
@@ -31,13 +33,7 @@ struct Pair {
 
 /// Connected; `init` shapes the client's queue pair.
 fn pair(init: impl Fn(QpInit) -> QpInit) -> Pair {
-    let cfg = MemoryLinkConfig::default();
-    let (a, b) = MemoryLink::pair(&cfg).unwrap();
-    let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
-    let _threads = (
-        client.spawn_progress_thread(),
-        server.spawn_progress_thread(),
-    );
+    let (cfg, client, server, _threads) = common::linked_devices();
     let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
     let ccq = client.create_cq(256);
     let (scq, srcq) = (server.create_cq(256), server.create_cq(256));

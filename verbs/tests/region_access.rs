@@ -2,11 +2,12 @@
 //! over a region's bytes may call into the device, and a slow one does not
 //! stall placement, into that region or any other, on any queue pair.
 
+mod common;
+
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
 use verbs::{
     wr, AcceptParams, Access, CompletionQueue, ConnectParams, Device, ListenOptions, QpInit,
     QueuePair,
@@ -27,13 +28,7 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let cfg = MemoryLinkConfig::default();
-    let (a, b) = MemoryLink::pair(&cfg).unwrap();
-    let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
-    let _threads = (
-        client.spawn_progress_thread(),
-        server.spawn_progress_thread(),
-    );
+    let (cfg, client, server, _threads) = common::linked_devices();
     let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
     let (ccq, scq) = (client.create_cq(64), server.create_cq(64));
     let listener = server.listen(PORT, ListenOptions::default()).unwrap();

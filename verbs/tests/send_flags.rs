@@ -2,10 +2,11 @@
 //! fenced and inline work requests, through the verbs API on the memory
 //! link with progress threads.
 
+mod common;
+
 use std::time::Duration;
 
 use rdmap::work_request::PostError;
-use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
 use verbs::{
     wr, AcceptParams, Access, CompletionQueue, ConnectParams, Device, EventChannel, ListenOptions,
     NotifyOn, QpInit, QueuePair, VerbsError, WcOpcode,
@@ -27,13 +28,7 @@ struct Pair {
 
 /// Connected with RFC 7306 agreed; the server's queue has a channel.
 fn pair(init: impl Fn(QpInit) -> QpInit) -> Pair {
-    let cfg = MemoryLinkConfig::default();
-    let (a, b) = MemoryLink::pair(&cfg).unwrap();
-    let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
-    let _threads = (
-        client.spawn_progress_thread(),
-        server.spawn_progress_thread(),
-    );
+    let (cfg, client, server, _threads) = common::linked_devices();
     let sch = EventChannel::new().unwrap();
     let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
     let ccq = client.create_cq(64);

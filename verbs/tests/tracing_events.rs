@@ -1,12 +1,13 @@
 //! With the `tracing` feature: a TERMINATE is traced on both sides with
 //! its layer, type and code, inside the connection's span.
 
+mod common;
+
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
-use verbs::{wr, AcceptParams, ConnectParams, Device, ListenOptions, QpInit};
+use verbs::{wr, AcceptParams, ConnectParams, ListenOptions, QpInit};
 
 const PORT: u16 = 4795;
 const LONG: Duration = Duration::from_secs(10);
@@ -36,13 +37,7 @@ fn a_send_without_a_receive_traces_the_terminate_both_ways() {
     // Progress threads emit too: the subscriber is the process's.
     tracing::subscriber::set_global_default(subscriber).unwrap();
 
-    let cfg = MemoryLinkConfig::default();
-    let (a, b) = MemoryLink::pair(&cfg).unwrap();
-    let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
-    let _threads = (
-        client.spawn_progress_thread(),
-        server.spawn_progress_thread(),
-    );
+    let (cfg, client, server, _threads) = common::linked_devices();
     let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
     let (ccq, scq) = (client.create_cq(8), server.create_cq(8));
     let cqp = client.create_qp(&cpd, QpInit::new(&ccq)).unwrap();
