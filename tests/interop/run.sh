@@ -163,24 +163,18 @@ iwarp_transport() {
 	esac
 }
 
-# Our `iwarp rping -c` against a siw server guest.
-run_iwarp_client() {
-	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 srv_pid tool_rc=0 t0
-	local transport our_addr extra
-	transport=$(iwarp_transport "$kind")
-	our_addr=${transport%% *}
-	extra=${transport#"$our_addr"}
-	GUEST_NETEM=$NETEM_SERVER guest_start s "$variant" "$SIW_SERVER_IP" \
-		"rping -s -a $SIW_SERVER_IP -C $count -S $size -V -p $RPING_PORT" \
+# A program of ours (the command after DIR and VARIANT's guest command) as
+# the client, against a siw server guest running GUEST_CMD.
+client_against_siw_server() {
+	local dir=$1 variant=$2 guest_cmd=$3 srv_pid tool_rc=0 t0
+	shift 3
+	GUEST_NETEM=$NETEM_SERVER guest_start s "$variant" "$SIW_SERVER_IP" "$guest_cmd" \
 		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
 	srv_pid=$GUEST_PID
 	if guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
 		sleep 1
 		t0=$(date +%s%N)
-		# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
-		nsx timeout -k 5 "$IWARP_LIMIT" "$(iwarp_bin)" rping -c -a "$SIW_SERVER_IP" -p "$RPING_PORT" \
-			-C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra $IWARP_EXTRA \
-			>"$dir/iwarp.log" 2>&1 || tool_rc=$?
+		nsx timeout -k 5 "$IWARP_LIMIT" "$@" >"$dir/iwarp.log" 2>&1 || tool_rc=$?
 		CLIENT_MS=$((($(date +%s%N) - t0) / 1000000))
 		CLIENT_RC=$tool_rc
 	else
@@ -193,25 +187,21 @@ run_iwarp_client() {
 	netns_del_tap qs
 }
 
-# Our `iwarp rping -s` against a siw client guest.
-run_iwarp_server() {
-	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 tool_pid cli_pid
-	local transport our_addr extra
-	transport=$(iwarp_transport "$kind")
-	our_addr=${transport%% *}
-	extra=${transport#"$our_addr"}
+# A program of ours (the command after the first four arguments) as the
+# server on OUR_ADDR, against a siw client guest running GUEST_CMD.
+server_against_siw_client() {
+	local dir=$1 variant=$2 our_addr=$3 guest_cmd=$4 tool_pid cli_pid
+	shift 4
 	# Started directly (not in a function or subshell) so that $! is the
 	# pid of `timeout`, which passes a kill on to the tool.
-	# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
-	ip netns exec "$NETNS" timeout -k 5 $((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$(iwarp_bin)" rping -s \
-		-a "$our_addr" -p "$RPING_PORT" -C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra $IWARP_EXTRA \
+	ip netns exec "$NETNS" timeout -k 5 $((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$@" \
 		>"$dir/iwarp.log" 2>&1 &
 	tool_pid=$!
 	netns_track_pid "$tool_pid"
 	# The guest needs several seconds to boot, and then waits for our
 	# address to answer ARP: time enough for the server to listen.
 	GUEST_WAIT_FOR=$our_addr GUEST_NETEM=$NETEM_CLIENT guest_start c "$variant" "$SIW_CLIENT_IP" \
-		"rping -c -a $our_addr -C $count -S $size -V -p $RPING_PORT" "$IWARP_LIMIT" "$dir/client.log"
+		"$guest_cmd" "$IWARP_LIMIT" "$dir/client.log"
 	cli_pid=$GUEST_PID
 	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
 	SERVER_RC=$PAIR_RC_A
@@ -219,52 +209,54 @@ run_iwarp_server() {
 	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
 	CLIENT_MS=$(guest_elapsed_ms "$dir/client.log")
 	netns_del_tap qc
+}
+
+# Our `iwarp rping -c` against a siw server guest.
+run_iwarp_client() {
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5
+	local transport our_addr extra
+	transport=$(iwarp_transport "$kind")
+	our_addr=${transport%% *}
+	extra=${transport#"$our_addr"}
+	# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
+	client_against_siw_server "$dir" "$variant" \
+		"rping -s -a $SIW_SERVER_IP -C $count -S $size -V -p $RPING_PORT" \
+		"$(iwarp_bin)" rping -c -a "$SIW_SERVER_IP" -p "$RPING_PORT" \
+		-C "$count" -S "$size" -V $(iwarp_policy_flags "$variant") $extra $IWARP_EXTRA
+}
+
+# Our `iwarp rping -s` against a siw client guest.
+run_iwarp_server() {
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5
+	local transport our_addr extra
+	transport=$(iwarp_transport "$kind")
+	our_addr=${transport%% *}
+	extra=${transport#"$our_addr"}
+	# shellcheck disable=SC2046,SC2086 # flags split into words on purpose
+	server_against_siw_client "$dir" "$variant" "$our_addr" \
+		"rping -c -a $our_addr -C $count -S $size -V -p $RPING_PORT" \
+		"$(iwarp_bin)" rping -s -a "$our_addr" -p "$RPING_PORT" -C "$count" -S "$size" -V \
+		$(iwarp_policy_flags "$variant") $extra $IWARP_EXTRA
 }
 
 # Debian's rping over the shim as the client, against a siw server guest.
 run_shim_client() {
-	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 srv_pid tool_rc=0 t0 flag
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 flag
 	flag=$(shim_rping_flag "$kind")
-	GUEST_NETEM=$NETEM_SERVER guest_start s "$variant" "$SIW_SERVER_IP" \
+	client_against_siw_server "$dir" "$variant" \
 		"rping -s -a $SIW_SERVER_IP -C $count -S $size $flag -p $RPING_PORT" \
-		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) "$dir/server.log"
-	srv_pid=$GUEST_PID
-	if guest_wait_marker "$dir/server.log" IWARP-INTEROP-READY "$GUEST_BOOT_ALLOWANCE" "$srv_pid"; then
-		sleep 1
-		t0=$(date +%s%N)
-		nsx env LD_LIBRARY_PATH="$(shim_dir)" timeout -k 5 "$IWARP_LIMIT" rping -c -a "$SIW_SERVER_IP" \
-			-p "$RPING_PORT" -C "$count" -S "$size" "$flag" >"$dir/iwarp.log" 2>&1 || tool_rc=$?
-		CLIENT_MS=$((($(date +%s%N) - t0) / 1000000))
-		CLIENT_RC=$tool_rc
-	else
-		CASE_NOTE="server guest never got ready"
-	fi
-	wait_pair "$srv_pid" "" "$PEER_GONE_GRACE"
-	SERVER_RC=$(guest_result "$dir/server.log")
-	[ "$PAIR_RC_A" != killed ] || SERVER_RC=killed
-	netns_del_tap qs
+		env LD_LIBRARY_PATH="$(shim_dir)" rping -c -a "$SIW_SERVER_IP" \
+		-p "$RPING_PORT" -C "$count" -S "$size" "$flag"
 }
 
 # Debian's rping over the shim as the server, against a siw client guest.
 run_shim_server() {
-	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 tool_pid cli_pid flag
+	local dir=$1 kind=$2 variant=$3 size=$4 count=$5 flag
 	flag=$(shim_rping_flag "$kind")
-	# Started directly so that $! is the pid of `timeout` (see
-	# run_iwarp_server).
-	ip netns exec "$NETNS" env LD_LIBRARY_PATH="$(shim_dir)" timeout -k 5 \
-		$((IWARP_LIMIT + GUEST_BOOT_ALLOWANCE)) rping -s -a "$HOST_IP" -p "$RPING_PORT" \
-		-C "$count" -S "$size" "$flag" >"$dir/iwarp.log" 2>&1 &
-	tool_pid=$!
-	netns_track_pid "$tool_pid"
-	GUEST_WAIT_FOR=$HOST_IP GUEST_NETEM=$NETEM_CLIENT guest_start c "$variant" "$SIW_CLIENT_IP" \
-		"rping -c -a $HOST_IP -C $count -S $size $flag -p $RPING_PORT" "$IWARP_LIMIT" "$dir/client.log"
-	cli_pid=$GUEST_PID
-	wait_pair "$tool_pid" "$cli_pid" "$PEER_GONE_GRACE"
-	SERVER_RC=$PAIR_RC_A
-	CLIENT_RC=$(guest_result "$dir/client.log")
-	[ "$PAIR_RC_B" != killed ] || CLIENT_RC=killed
-	CLIENT_MS=$(guest_elapsed_ms "$dir/client.log")
-	netns_del_tap qc
+	server_against_siw_client "$dir" "$variant" "$HOST_IP" \
+		"rping -c -a $HOST_IP -C $count -S $size $flag -p $RPING_PORT" \
+		env LD_LIBRARY_PATH="$(shim_dir)" rping -s -a "$HOST_IP" -p "$RPING_PORT" \
+		-C "$count" -S "$size" "$flag"
 }
 
 # `iwarp fuzz-peer` with the RFC 7306 cases against a siw server guest's
