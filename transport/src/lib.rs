@@ -76,6 +76,7 @@ mod error;
 pub mod kernel;
 mod linger;
 pub mod link_model;
+mod local_hash;
 mod loss_stats;
 pub mod memory;
 #[cfg(test)]
@@ -98,6 +99,7 @@ mod wake;
 pub use async_fd::AsyncReadiness;
 pub use error::TransportError;
 pub use linger::CLOSE_LINGER;
+pub use local_hash::{LocalKeyHasher, LocalKeys};
 pub use loss_stats::TcpLossStats;
 pub use readiness::poll_readable;
 pub use rng::SplitMix64;

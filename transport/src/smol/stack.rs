@@ -1,7 +1,6 @@
 //! A [`Transport`] over a smoltcp `Interface` and any smoltcp device.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -15,8 +14,8 @@ use super::tuning::TcpTuning;
 use crate::linger::Linger;
 use crate::slab::Slab;
 use crate::{
-    ListenerId, StreamId, StreamState, TcpLossStats, TcpStreamStats, Transport, TransportError,
-    Waker,
+    ListenerId, LocalKeys, StreamId, StreamState, TcpLossStats, TcpStreamStats, Transport,
+    TransportError, Waker,
 };
 
 /// Bytes of IPv4 and TCP headers without options, subtracted from the MTU.
@@ -99,7 +98,7 @@ pub struct SmolStack<D: LinkDevice> {
     listeners: Slab<Listener>,
     streams: Slab<Stream>,
     /// The stream each socket carries, for [`Transport::drain_ready`].
-    by_socket: HashMap<SocketHandle, u64, BuildHasherDefault<HandleHasher>>,
+    by_socket: HashMap<SocketHandle, u64, LocalKeys>,
     /// Streams the user closed and not yet released: what `reclaim` and
     /// the linger deadline look at, instead of every stream.
     closed: Vec<u64>,
@@ -570,28 +569,6 @@ impl<D: LinkDevice> SmolStack<D> {
             return Ok(total);
         }
         Ok(total)
-    }
-}
-
-/// Socket handles are indices the set hands out, never a peer's choice:
-/// a multiply hash does (SipHash showed in one-connection profiles, where
-/// every poll looks a handle up).
-#[derive(Default)]
-struct HandleHasher(u64);
-
-impl Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 

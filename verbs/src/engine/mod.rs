@@ -28,7 +28,7 @@ use ddp::memory::PdId;
 use rdmap::work_request::{RecvWr, SendWr};
 
 use crate::qp_stats::{MpaPhase, QpStats};
-use crate::transport::{ListenerId, StreamId, Transport};
+use crate::transport::{ListenerId, LocalKeys, StreamId, Transport};
 use crate::types::{
     AcceptParams, CmEvent, ConnectParams, ListenOptions, PostListError, QpLimits, QpState,
     VerbsError,
@@ -60,26 +60,7 @@ struct ListenerSlot {
 /// Queue pairs by number. The numbers are this device's own counter, never
 /// chosen by a peer, so a multiply hash does (SipHash showed in profiles of
 /// small messages: every post and every turn looks a queue pair up).
-type QpMap = HashMap<u32, QpSlot, std::hash::BuildHasherDefault<QpNumHasher>>;
-
-#[derive(Default)]
-pub(super) struct QpNumHasher(u64);
-
-impl std::hash::Hasher for QpNumHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
+type QpMap = HashMap<u32, QpSlot, LocalKeys>;
 
 pub(crate) struct Engine {
     /// `None` while a thread waits in it without the engine lock (see
@@ -94,7 +75,7 @@ pub(crate) struct Engine {
     work: WorkList,
     /// The queue pair each stream belongs to, so news from a stream
     /// queues its queue pair.
-    by_stream: HashMap<StreamId, u32, std::hash::BuildHasherDefault<QpNumHasher>>,
+    by_stream: HashMap<StreamId, u32, LocalKeys>,
     listeners: HashMap<u32, ListenerSlot>,
     /// Shared receive queues by number.
     srqs: HashMap<u32, SrqSlot>,

@@ -8,13 +8,9 @@
 //! returns false), every queue pair is queued each turn.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::hash::BuildHasherDefault;
 use std::time::{Duration, Instant};
 
-use super::QpNumHasher;
-
-/// Queue pair numbers are the device's own counter: a multiply hash does.
-type Fast = BuildHasherDefault<QpNumHasher>;
+use crate::transport::LocalKeys;
 
 /// How often every queue pair is visited even without news: a bound on
 /// how long one could wait if some cause of work were not reported (a
@@ -26,10 +22,10 @@ pub(super) const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub(super) struct WorkList {
     /// Queue pairs the next turn visits, each once.
     queued: Vec<u32>,
-    members: HashSet<u32, Fast>,
+    members: HashSet<u32, LocalKeys>,
     /// Deadlines of queue pairs, earliest first, and each one's entry.
     timers: BTreeSet<(Instant, u32)>,
-    timer_of: HashMap<u32, Instant, Fast>,
+    timer_of: HashMap<u32, Instant, LocalKeys>,
     /// The last time every queue pair was queued.
     last_sweep: Option<Instant>,
 }
