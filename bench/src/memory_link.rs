@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use transport::link_model::QueueDelays;
 use transport::memory::{MemoryLinkConfig, MemoryNet};
 use transport::{StreamId, StreamState, TcpLossStats, Transport, TransportError};
 
@@ -38,6 +39,9 @@ pub struct Measurement {
     pub frames_lost: u64,
     /// The sending host's loss-recovery counters at the end of the transfer.
     pub sender_tcp: Option<TcpLossStats>,
+    /// How late after falling due the receiver took each data frame, and
+    /// the sender each frame coming back (see `LinkCounters::taken_late`).
+    pub taken_late: [QueueDelays; 2],
 }
 
 impl Measurement {
@@ -64,6 +68,18 @@ impl std::fmt::Display for Measurement {
         )?;
         if let Some(t) = &self.sender_tcp {
             write!(f, "; sender {t}")?;
+        }
+        let [data, acks] = &self.taken_late;
+        if data.count() + acks.count() > 0 {
+            let us = |h: &QueueDelays, q| h.quantile(q).map_or(0, |d| d.as_micros());
+            write!(
+                f,
+                "; frames taken late: data p50 {} us, p99 {} us, ACK way p50 {} us, p99 {} us",
+                us(data, 0.5),
+                us(data, 0.99),
+                us(acks, 0.5),
+                us(acks, 0.99)
+            )?;
         }
         Ok(())
     }
@@ -149,6 +165,10 @@ pub fn raw_tcp_goodput_with(
         frames_sent: sa.frames_sent,
         frames_lost: sa.lost + sb.lost,
         sender_tcp: net.a.tcp_loss_stats(),
+        taken_late: [
+            net.a.device().link_counters().taken_late,
+            net.b.device().link_counters().taken_late,
+        ],
     })
 }
 
@@ -233,6 +253,7 @@ mod tests {
             frames_sent: 10,
             frames_lost: 1,
             sender_tcp: None,
+            taken_late: Default::default(),
         };
         assert!((m.gbit_per_s() - 1.0).abs() < 1e-9);
         assert!(m.to_string().contains("1.00 Gbit/s"));

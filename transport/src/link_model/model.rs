@@ -45,6 +45,13 @@ pub struct LinkCounters {
     pub delivered_bytes: u64,
     /// How long the frames the queue took waited in it.
     pub queue_delay: QueueDelays,
+    /// How long after its delivery instant the receiving host took each
+    /// delivered frame: how far the polls of a host driven on the real
+    /// clock lag the path (the memory link counts it; a receiver the
+    /// model does not poll, such as a TAP device, leaves it empty). A lag
+    /// adds to the round trip every TCP timer and the congestion control
+    /// see.
+    pub taken_late: QueueDelays,
 }
 
 impl LinkCounters {
@@ -80,6 +87,7 @@ impl LinkCounters {
             delivered: self.delivered.saturating_sub(earlier.delivered),
             delivered_bytes: self.delivered_bytes.saturating_sub(earlier.delivered_bytes),
             queue_delay: self.queue_delay.since(&earlier.queue_delay),
+            taken_late: self.taken_late.since(&earlier.taken_late),
         }
     }
 
@@ -93,6 +101,7 @@ impl LinkCounters {
         self.delivered += o.delivered;
         self.delivered_bytes += o.delivered_bytes;
         self.queue_delay.merge(&o.queue_delay);
+        self.taken_late.merge(&o.taken_late);
     }
 }
 

@@ -125,9 +125,13 @@ impl MemoryDevice {
         self.tx.stats
     }
 
-    /// What the link model did to the frames this end sent.
+    /// What the link model did to the frames this end sent, and how late
+    /// the far end took them.
     pub fn link_counters(&self) -> LinkCounters {
-        self.tx.impairment.counters()
+        LinkCounters {
+            taken_late: self.wire.taken_late(self.lane),
+            ..self.tx.impairment.counters()
+        }
     }
 
     /// Frames this end sent that found the wire full.
@@ -289,6 +293,6 @@ impl LinkDevice for MemoryDevice {
     }
 
     fn link_counters(&self) -> Option<LinkCounters> {
-        Some(self.tx.impairment.counters())
+        Some(MemoryDevice::link_counters(self))
     }
 }

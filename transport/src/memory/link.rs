@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use crate::link_model::QueueDelays;
 use crate::EventFd;
 use std::time::{Duration, Instant};
 
@@ -67,6 +68,8 @@ pub(crate) struct Lane {
     pool: Vec<Vec<u8>>,
     /// Frames dropped because `queue` was full.
     pub(crate) overflow_drops: u64,
+    /// How long after its delivery instant each frame was taken.
+    taken_late: QueueDelays,
     /// Receivers asleep on this lane's condition variable. A notify is a
     /// system call even with nobody to wake, so senders skip it when this
     /// is zero (it only changes under the lane lock, as does the queue).
@@ -208,10 +211,17 @@ impl Wire {
             .is_some_and(|f| f.deliver_at == first || (taken < batch && f.deliver_at <= now))
         {
             if let Some(f) = lane.queue.pop_front() {
+                lane.taken_late.record(now - f.deliver_at);
                 out.push_back(f.frame);
                 taken += 1;
             }
         }
+    }
+
+    /// How late the receiver of lane `i` took each frame after it fell
+    /// due (see [`LinkCounters::taken_late`](crate::link_model::LinkCounters::taken_late)).
+    pub(crate) fn taken_late(&self, i: usize) -> QueueDelays {
+        self.lane(i).taken_late
     }
 
     /// A duplicate of lane `i`'s readiness descriptor, made on first use
@@ -364,6 +374,33 @@ mod tests {
         assert!(out.is_empty());
         w.receive_batch(0, t + us(100), 3, &mut out, &mut Vec::new());
         assert_eq!(out, [Frame::new(vec![9])]);
+    }
+
+    #[test]
+    fn each_frame_taken_counts_how_late_it_was_taken() {
+        let w = Wire::new(16);
+        let t = Instant::now();
+        let us = Duration::from_micros;
+        let mut batch = vec![frame(t, 1), frame(t + us(100), 2), frame(t + us(900), 3)];
+        w.send(0, &mut batch, &mut Vec::new(), 0);
+        let mut out = VecDeque::new();
+        // Taken 1 ms after the first fell due, in one batch.
+        w.receive_batch(0, t + us(1000), 8, &mut out, &mut Vec::new());
+        assert_eq!(out.len(), 3);
+        let late = w.taken_late(0);
+        assert_eq!(late.count(), 3);
+        let near = |d: Duration, want: u64| {
+            let got = d.as_micros() as f64;
+            (got - want as f64).abs() <= 0.07 * want as f64
+        };
+        assert!(near(late.quantile(0.0).unwrap(), 100), "{late:?}");
+        assert!(near(late.median().unwrap(), 900));
+        assert!(near(late.quantile(1.0).unwrap(), 1000));
+        assert_eq!(w.taken_late(1).count(), 0, "lanes apart");
+        // A frame taken the instant it falls due was not late.
+        w.send(1, &mut vec![frame(t + us(5), 4)], &mut Vec::new(), 0);
+        w.receive(1, t + us(5), &mut out, &mut Vec::new());
+        assert_eq!(w.taken_late(1).median(), Some(Duration::ZERO));
     }
 
     #[test]

@@ -172,6 +172,32 @@ fn latency_and_jitter_reorder_but_deliver_exactly() {
 }
 
 #[test]
+fn hosts_polled_at_each_deadline_take_no_frame_late() {
+    let f = FaultConfig {
+        latency: Duration::from_millis(1),
+        ..Default::default()
+    }
+    .rate_bps(Some(100_000_000));
+    let (mut net, mut now, ca, cb) = connected(faulty(f, 3));
+    transfer(&mut net, &mut now, (ca, cb), MIB / 4, 0);
+    // Virtual time steps to each frame's instant: every frame either way
+    // was taken the moment it fell due, and each is counted once.
+    for (sender, receiver) in [(&net.a, &net.b), (&net.b, &net.a)] {
+        let late = sender.device().link_counters().taken_late;
+        assert_eq!(late.count(), receiver.device().stats().frames_received);
+        assert_eq!(late.quantile(1.0), Some(Duration::ZERO));
+    }
+    // A poll a millisecond after the next frame fell due counts it so.
+    net.a.send_with(ca, &mut |b| b.len().min(100)).unwrap();
+    net.a.poll(now);
+    let due = now + net.b.poll_delay(now).unwrap();
+    net.b.poll(due + Duration::from_millis(1));
+    let late = net.a.device().link_counters().taken_late;
+    let worst = late.quantile(1.0).unwrap();
+    assert!(worst >= Duration::from_micros(900), "{worst:?}");
+}
+
+#[test]
 fn large_mtus_carry_data() {
     for mtu in [9000, MAX_MTU] {
         let cfg = MemoryLinkConfig {
