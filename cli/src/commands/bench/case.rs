@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
@@ -16,6 +17,7 @@ use verbs::{
 };
 
 use super::{cpu, progress_both, ProgressModel};
+use transport::link_model::QueueDelays;
 
 /// Completions taken per poll of a completion queue.
 const REAP_BATCH: usize = 16;
@@ -33,6 +35,27 @@ const RQ_DEPTH: usize = 128;
 const STALL_LIMIT: Duration = Duration::from_secs(30);
 /// Longest sleep on a completion queue while progress threads work.
 const WAIT_SLICE: Duration = Duration::from_millis(1);
+/// Longest sleep of a thread driving both devices of a memory link: a
+/// bound, so a deadline neither device reports costs this, not a hang.
+const IDLE_SLICE: Duration = Duration::from_millis(1);
+
+/// What the bench's thread does when it drives both devices itself and a
+/// turn of both moved nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Idle {
+    /// Gives up the CPU and comes straight back: input may come from
+    /// outside the thread (kernel TCP, TAP) at any moment.
+    Yield,
+    /// Sleeps until the sooner of both devices' deadlines (a frame falling
+    /// due on the memory link, a TCP or start-up timer): with both hosts
+    /// of a memory link in this thread nothing else can happen before it.
+    /// On a loaded machine this is also what keeps a modelled path's round
+    /// trip: a thread that yields in a loop stays runnable, is charged for
+    /// the CPU it spins on, and gets the CPU back only after the other
+    /// runnable tasks' slices (milliseconds, on a path of one millisecond);
+    /// a thread asleep until its deadline is woken then and preempts them.
+    UntilDue,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Op {
@@ -100,6 +123,9 @@ pub(crate) struct Endpoints {
     server_cq: CompletionQueue,
     client_qp: QueuePair,
     server_qp: QueuePair,
+    idle: Idle,
+    /// With [`Idle::UntilDue`]: how much later than asked each sleep ended.
+    woke_late: Mutex<QueueDelays>,
 }
 
 impl Endpoints {
@@ -181,7 +207,49 @@ impl Endpoints {
             server_cq,
             client_qp,
             server_qp,
+            idle: Idle::Yield,
+            woke_late: Mutex::new(QueueDelays::default()),
         })
+    }
+
+    /// Sets what the bench's thread does when a turn moved nothing
+    /// (from connecting on, [`Idle::Yield`]).
+    pub(crate) fn set_idle(&mut self, idle: Idle) {
+        self.idle = idle;
+    }
+
+    /// How much later than asked each sleep of [`Idle::UntilDue`] ended:
+    /// the lateness of every deadline the thread waited for.
+    pub(crate) fn woke_late(&self) -> QueueDelays {
+        *self
+            .woke_late
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Waits as [`Self::set_idle`] says, after a turn that moved nothing.
+    fn idle(&self) {
+        match self.idle {
+            Idle::Yield => std::thread::yield_now(),
+            Idle::UntilDue => {
+                let delay = [self.client.poll_delay(), self.server.poll_delay()]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(IDLE_SLICE)
+                    .min(IDLE_SLICE);
+                if delay.is_zero() {
+                    return;
+                }
+                let until = Instant::now() + delay;
+                std::thread::sleep(delay);
+                let late = Instant::now().saturating_duration_since(until);
+                self.woke_late
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .record(late);
+            }
+        }
     }
 
     /// Both queue pairs' figures (`QueuePair::stats`), client first.
@@ -557,7 +625,7 @@ impl Driver<'_> {
                         self.on_client(&wc)?;
                     }
                 }
-                ProgressModel::Caller => std::thread::yield_now(),
+                ProgressModel::Caller => self.ep.idle(),
             }
         }
         Ok(self.finished() - before)

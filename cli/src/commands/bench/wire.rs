@@ -16,10 +16,10 @@ use verbs::transport::memory::{FaultConfig, MemoryLink, MemoryLinkConfig};
 use verbs::transport::{CongestionControl, TcpLossStats, TcpTuning, Transport};
 use verbs::{CrcPolicy, Device};
 
-use super::case::{Case, Endpoints, Op};
+use super::case::{Case, Endpoints, Idle, Op};
 use super::link::{TransportKind, PORT};
 use super::wire_linux::{LinuxFlow, LinuxWire};
-use super::wire_report::{self, Flow, RdmaFlow, WireReport, WireSetup};
+use super::wire_report::{self, Driving, Flow, RdmaFlow, WireReport, WireSetup};
 use super::{Args, OnOff};
 use crate::commands::wire_model::PathArgs;
 
@@ -208,23 +208,28 @@ pub(crate) fn rdma_flows(
     } else {
         CrcPolicy::Off
     };
-    let ep = Endpoints::connect(
+    let mut ep = Endpoints::connect(
         Box::new(a),
         Box::new(b),
         cfg.endpoint_b(PORT),
         crc,
         args.markers == OnOff::On,
     )?;
+    // Both hosts are driven by this thread: between frames and timers it
+    // sleeps until the next one is due (see `Idle::UntilDue`).
+    ep.set_idle(Idle::UntilDue);
     let mut out = Vec::new();
     for &(op, size) in cases {
         // Read data flows from the server.
-        let data_from = if op == Op::Read {
-            &ep.server
+        let (data_from, acks_from) = if op == Op::Read {
+            (&ep.server, &ep.client)
         } else {
-            &ep.client
+            (&ep.client, &ep.server)
         };
         let tcp_before = tcp_stats(&ep);
         let link_before = link_counters(data_from)?;
+        let acks_before = link_counters(acks_from)?;
+        let woke_before = ep.woke_late();
         let case = |duration| Case {
             op,
             size,
@@ -252,6 +257,10 @@ pub(crate) fn rdma_flows(
                 .map(|c| bits / c / 1e9),
             tcp: tcp_stats(&ep).since(&tcp_before),
             link: link_counters(data_from)?.since(&link_before),
+            driving: Box::new(Driving {
+                acks_taken_late: link_counters(acks_from)?.since(&acks_before).taken_late,
+                woke_late: ep.woke_late().since(&woke_before),
+            }),
         });
     }
     ep.close();
@@ -345,6 +354,51 @@ mod tests {
             let w = window_bytes(&c) as u64;
             assert!(w >= c.bdp_bytes().unwrap() + c.queue_bytes.unwrap() as u64);
         }
+    }
+
+    /// The thread driving both hosts sleeps until each frame or timer is
+    /// due, and the report counts how late it woke and took the frames.
+    #[test]
+    fn the_rdma_hosts_sleep_until_due_and_count_their_lateness() {
+        #[derive(Debug, Parser)]
+        struct BenchCli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let cli =
+            BenchCli::try_parse_from(["bench", "--duration", "0.3", "--no-baseline"]).unwrap();
+        let model = LinkModelConfig {
+            delay: Duration::from_millis(1),
+            rate_bps: Some(100_000_000),
+            queue_bytes: Some(25_000),
+            ..LinkModelConfig::default()
+        };
+        let setup = WireSetup {
+            window: window_bytes(&model),
+            model,
+            mtu: 1500,
+            rto_min: rto_min(),
+            congestion: "cubic",
+            warm_up: Duration::from_millis(100),
+            duration: Duration::from_millis(300),
+            linux: None,
+        };
+        let flows = rdma_flows(
+            &cli.args,
+            &setup,
+            1,
+            CongestionControl::Cubic,
+            &[(Op::Write, 64 << 10)],
+        )
+        .unwrap();
+        let f = &flows[0];
+        assert!(f.gbps > 0.0);
+        // A 2 ms round trip leaves the thread idle between frames: it slept.
+        assert!(f.driving.woke_late.count() > 0, "no sleep counted");
+        // Every frame taken either way was counted, data and ACKs alike.
+        assert!(f.link.taken_late.count() > 0);
+        assert!(f.driving.acks_taken_late.count() > 0);
+        assert!(f.link.taken_late.count() <= f.link.delivered + 64);
     }
 
     #[test]

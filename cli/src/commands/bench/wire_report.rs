@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use transport::link_model::{LinkCounters, LinkModelConfig};
+use transport::link_model::{LinkCounters, LinkModelConfig, QueueDelays};
 use transport::TcpLossStats;
 
 use super::case::Op;
@@ -49,6 +49,29 @@ pub(crate) struct RdmaFlow {
     pub tcp: TcpLossStats,
     /// The link in the data direction over the same span.
     pub link: LinkCounters,
+    /// How late the thread driving both hosts was (boxed: histograms).
+    pub driving: Box<Driving>,
+}
+
+/// How late the thread driving both RDMA hosts was, over a flow's span.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Driving {
+    /// How late the frames of the other direction (ACKs, Read Requests)
+    /// were taken after they fell due; the data direction's is
+    /// `RdmaFlow::link.taken_late`.
+    pub acks_taken_late: QueueDelays,
+    /// How much later than asked the thread's sleeps ended.
+    pub woke_late: QueueDelays,
+}
+
+/// `p50 X us, p99 Y us` of `h`, or `none` when it counted nothing.
+pub(crate) fn lateness(h: &QueueDelays) -> String {
+    let us = |q| h.quantile(q).map_or(0, |d: Duration| d.as_micros());
+    if h.count() == 0 {
+        "none".into()
+    } else {
+        format!("p50 {} us, p99 {} us", us(0.5), us(0.99))
+    }
 }
 
 /// One flow's outcome, in the order they ran.
@@ -300,6 +323,16 @@ impl WireReport {
                     human_size(flow.size),
                     flow.tcp
                 );
+                let _ = writeln!(
+                    out,
+                    "round {round} rdma {} {} driving: data frames taken late {}, ACK-way frames {}; sleeps ended late {} ({} sleeps)",
+                    flow.op,
+                    human_size(flow.size),
+                    lateness(&flow.link.taken_late),
+                    lateness(&flow.driving.acks_taken_late),
+                    lateness(&flow.driving.woke_late),
+                    flow.driving.woke_late.count(),
+                );
             }
         }
         out += "\nresent % = resent over sent: octets for smoltcp, segments for Linux (RetransSegs/OutSegs);\n";
@@ -431,5 +464,20 @@ mod tests {
         }
         let rtt = loaded_rtt_ms(&model, &link).unwrap();
         assert!((rtt - 25.0).abs() < 0.5, "{rtt}");
+    }
+
+    #[test]
+    fn lateness_reads_the_median_and_the_tail() {
+        let mut h = QueueDelays::default();
+        assert_eq!(lateness(&h), "none");
+        for _ in 0..98 {
+            h.record(Duration::from_micros(64));
+        }
+        h.record(Duration::from_millis(4));
+        h.record(Duration::from_millis(4));
+        // Read back to the histogram's resolution (an eighth of an octave).
+        let text = lateness(&h);
+        assert!(text.starts_with("p50 68 us"), "{text}");
+        assert!(text.ends_with("p99 3968 us"), "{text}");
     }
 }
