@@ -94,6 +94,15 @@ fn rdma_rows_carry_the_link_counters() {
     assert!(number(r, "link_dropped") > 0.0, "{r}");
     assert!(number(r, "cpu_gbps") > 0.0, "{r}");
     assert_eq!(field(r, "vs_linux_cubic"), "null", "no baseline to compare");
+    // How late the thread driving both hosts was: frames were taken both
+    // ways, and it slept between them on a 2 ms path.
+    for late in ["data_late", "ack_late", "sleep_late"] {
+        let (p50, p99) = (
+            number(r, &format!("{late}_p50_us")),
+            number(r, &format!("{late}_p99_us")),
+        );
+        assert!(p50 >= 0.0 && p99 >= p50, "{late}: {r}");
+    }
 }
 
 #[test]
@@ -122,6 +131,7 @@ fn linux_cubic_and_bbr_cross_the_same_wire() {
     for linux in [cubic, bbr] {
         assert_eq!(field(linux, "vs_linux_cubic"), "null");
         assert_eq!(field(linux, "cpu_gbps"), "null");
+        assert_eq!(field(linux, "data_late_p50_us"), "null");
     }
     assert_eq!(number(rdma, "rto_min_ms"), number(cubic, "rto_min_ms"));
 }

@@ -64,6 +64,23 @@ pub(crate) struct Driving {
     pub woke_late: QueueDelays,
 }
 
+impl Driving {
+    /// Median and 99th percentile in µs of the data frames' lateness (from
+    /// `data`, the data direction's counters), the ACK-way frames' and the
+    /// sleeps'.
+    pub(crate) fn late_us(&self, data: &LinkCounters) -> [Option<f64>; 6] {
+        let us = |h: &QueueDelays, q| h.quantile(q).map(|d| d.as_secs_f64() * 1e6);
+        [
+            us(&data.taken_late, 0.5),
+            us(&data.taken_late, 0.99),
+            us(&self.acks_taken_late, 0.5),
+            us(&self.acks_taken_late, 0.99),
+            us(&self.woke_late, 0.5),
+            us(&self.woke_late, 0.99),
+        ]
+    }
+}
+
 /// `p50 X us, p99 Y us` of `h`, or `none` when it counted nothing.
 pub(crate) fn lateness(h: &QueueDelays) -> String {
     let us = |q| h.quantile(q).map_or(0, |d: Duration| d.as_micros());
@@ -112,6 +129,10 @@ pub(crate) struct RowFields {
     /// propagation both ways plus the median wait in the bottleneck's
     /// queue (the only queue on the path).
     pub rtt_p50_ms: Option<f64>,
+    /// RDMA only: how late the driving thread was, in µs, as median and
+    /// 99th percentile of data frames taken, ACK-way frames taken and
+    /// sleeps ended (see [`Driving`]).
+    pub driving_late_us: Option<[Option<f64>; 6]>,
     /// Why the flow has no figures.
     pub error: Option<String>,
 }
@@ -163,6 +184,7 @@ impl WireReport {
                         link_dropped: Some(flow.link.dropped()),
                         link_drop_share: Some(flow.link.dropped_share()),
                         rtt_p50_ms: loaded_rtt_ms(&self.setup.model, &flow.link),
+                        driving_late_us: Some(flow.driving.late_us(&flow.link)),
                         error: None,
                     }
                 }
@@ -183,6 +205,7 @@ impl WireReport {
                             link_dropped: Some(dropped),
                             link_drop_share: Some(share(dropped, l.link.frames_in)),
                             rtt_p50_ms: loaded_rtt_ms(&self.setup.model, &l.link),
+                            driving_late_us: None,
                             error: None,
                         }
                     }
@@ -200,6 +223,7 @@ impl WireReport {
                         link_dropped: None,
                         link_drop_share: None,
                         rtt_p50_ms: None,
+                        driving_late_us: None,
                         error: Some(e.clone()),
                     },
                 },
@@ -419,8 +443,9 @@ impl WireReport {
             .rows()
             .iter()
             .map(|r| {
+                let late = r.driving_late_us.unwrap_or_default();
                 format!(
-                    "{{\"kind\":\"wire\",\"round\":{},\"flow\":\"{}\",\"size\":{},\"gbps\":{},\"vs_linux_cubic\":{},\"vs_linux_bbr\":{},\"cpu_gbps\":{},\"resent_share\":{},\"timeouts\":{},\"link_frames\":{},\"link_dropped\":{},\"link_drop_share\":{},\"error\":{},\"rtt_p50_ms\":{},\"rtt_ms\":{},\"rate_bps\":{},\"queue_bytes\":{},\"mtu\":{},\"rto_min_ms\":{}}}",
+                    "{{\"kind\":\"wire\",\"round\":{},\"flow\":\"{}\",\"size\":{},\"gbps\":{},\"vs_linux_cubic\":{},\"vs_linux_bbr\":{},\"cpu_gbps\":{},\"resent_share\":{},\"timeouts\":{},\"link_frames\":{},\"link_dropped\":{},\"link_drop_share\":{},\"error\":{},\"rtt_p50_ms\":{},\"data_late_p50_us\":{},\"data_late_p99_us\":{},\"ack_late_p50_us\":{},\"ack_late_p99_us\":{},\"sleep_late_p50_us\":{},\"sleep_late_p99_us\":{},\"rtt_ms\":{},\"rate_bps\":{},\"queue_bytes\":{},\"mtu\":{},\"rto_min_ms\":{}}}",
                     r.round,
                     r.flow,
                     u(r.size.map(|s| s as u64)),
@@ -435,6 +460,12 @@ impl WireReport {
                     n(r.link_drop_share),
                     r.error.as_deref().map_or("null".into(), super::report::json_string),
                     n(r.rtt_p50_ms),
+                    n(late[0]),
+                    n(late[1]),
+                    n(late[2]),
+                    n(late[3]),
+                    n(late[4]),
+                    n(late[5]),
                     n(Some((self.setup.model.delay * 2).as_secs_f64() * 1e3)),
                     u(self.setup.model.rate_bps),
                     u(self.setup.model.queue_bytes.map(|q| q as u64)),
