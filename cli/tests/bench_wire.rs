@@ -131,7 +131,9 @@ fn linux_cubic_and_bbr_cross_the_same_wire() {
     for linux in [cubic, bbr] {
         assert_eq!(field(linux, "vs_linux_cubic"), "null");
         assert_eq!(field(linux, "cpu_gbps"), "null");
-        assert_eq!(field(linux, "data_late_p50_us"), "null");
+        // The forwarder's lateness writing data frames to the TAP device.
+        assert!(number(linux, "data_late_p99_us") >= number(linux, "data_late_p50_us"));
+        assert_eq!(field(linux, "sleep_late_p50_us"), "null");
     }
     assert_eq!(number(rdma, "rto_min_ms"), number(cubic, "rto_min_ms"));
 }

@@ -45,12 +45,12 @@ pub struct LinkCounters {
     pub delivered_bytes: u64,
     /// How long the frames the queue took waited in it.
     pub queue_delay: QueueDelays,
-    /// How long after its delivery instant the receiving host took each
-    /// delivered frame: how far the polls of a host driven on the real
-    /// clock lag the path (the memory link counts it; a receiver the
-    /// model does not poll, such as a TAP device, leaves it empty). A lag
+    /// How long after its delivery instant each delivered frame was
+    /// taken: by the receiving host on a memory link, by the forwarding
+    /// thread of a switch (which writes it to a TAP device or a memory
+    /// port). On the real clock it is how far the polls lag the path, and
     /// adds to the round trip every TCP timer and the congestion control
-    /// see.
+    /// see. A bare model counts none.
     pub taken_late: QueueDelays,
 }
 

@@ -22,7 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::kernel::sys::ppoll;
-use crate::link_model::{DelayLine, LinkCounters, LinkModel, LinkModelConfig, Verdict};
+use crate::link_model::{
+    DelayLine, LinkCounters, LinkModel, LinkModelConfig, QueueDelays, Verdict,
+};
 
 pub use port::{Port, TapPort};
 
@@ -55,6 +57,8 @@ const HELD_FRAMES: usize = 1 << 16;
 #[derive(Debug)]
 struct Crossing {
     frame: Vec<u8>,
+    /// Its delivery instant, to count how late it leaves.
+    at: Instant,
 }
 
 /// Ports on two sides joined by one modelled path per direction.
@@ -69,6 +73,9 @@ pub struct Switch {
     port_drops: u64,
     /// Frames the model delivered that found [`HELD_FRAMES`] already held.
     held_drops: u64,
+    /// Per direction, how late after its delivery instant each frame was
+    /// written to its port.
+    released_late: [QueueDelays; 2],
     scratch: Vec<u8>,
 }
 
@@ -86,6 +93,7 @@ impl Switch {
             learned: HashMap::new(),
             port_drops: 0,
             held_drops: 0,
+            released_late: [QueueDelays::default(); 2],
             scratch: Vec::new(),
         }
     }
@@ -96,9 +104,14 @@ impl Switch {
         self.ports.len() - 1
     }
 
-    /// What the model of frames leaving `from` has done.
+    /// What the model of frames leaving `from` has done, with how late
+    /// after falling due the switch wrote each to its port as
+    /// [`LinkCounters::taken_late`].
     pub fn counters(&self, from: Side) -> LinkCounters {
-        self.models[from.index()].counters()
+        LinkCounters {
+            taken_late: self.released_late[from.index()],
+            ..self.models[from.index()].counters()
+        }
     }
 
     /// Frames a destination port had no room for.
@@ -130,7 +143,7 @@ impl Switch {
                 }
                 let d = side.index();
                 if let Verdict::Deliver(at) = self.models[d].offer(now, frame.len()) {
-                    if self.lines[d].push(at, Crossing { frame }).is_err() {
+                    if self.lines[d].push(at, Crossing { frame, at }).is_err() {
                         self.held_drops += 1;
                     }
                 }
@@ -140,6 +153,7 @@ impl Switch {
             let to = if d == 0 { Side::Right } else { Side::Left };
             while let Some(c) = self.lines[d].pop_due(now) {
                 moved = true;
+                self.released_late[d].record(now.saturating_duration_since(c.at));
                 self.deliver(now, to, &c.frame)?;
             }
         }

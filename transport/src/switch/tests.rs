@@ -105,10 +105,27 @@ fn memory_hosts_cross_the_model_at_its_delay_and_rate() {
     let bits = total as f64 * 8.0;
     let rate = bits / (now - start).as_secs_f64();
     assert!(rate <= 100e6, "{rate} bit/s beats the link");
+    let stream = c;
     let c = sw.counters(Side::Left);
     assert!(c.delivered_bytes >= total);
     assert_eq!(c.frames_in, c.delivered + c.dropped());
     assert!(sw.counters(Side::Right).frames_in > 0, "ACKs crossed back");
+    // Stepped at each deadline: every frame left the instant it fell due.
+    let late = c.taken_late;
+    assert!(late.count() > 0 && late.count() <= c.delivered);
+    assert_eq!(late.quantile(1.0), Some(Duration::ZERO));
+    // Stepped a millisecond after the next frame fell due: counted so.
+    hs[0].send_with(stream, &mut |b| b.len().min(100)).unwrap();
+    hs[0].poll(now);
+    sw.step(now).unwrap();
+    let due = sw.next_due().expect("the frame is on its way");
+    sw.step(due + Duration::from_millis(1)).unwrap();
+    let worst = [Side::Left, Side::Right]
+        .map(|side| sw.counters(side).taken_late.quantile(1.0).unwrap())
+        .into_iter()
+        .max()
+        .unwrap();
+    assert!(worst >= Duration::from_micros(900), "{worst:?}");
 }
 
 #[test]

@@ -129,9 +129,10 @@ pub(crate) struct RowFields {
     /// propagation both ways plus the median wait in the bottleneck's
     /// queue (the only queue on the path).
     pub rtt_p50_ms: Option<f64>,
-    /// RDMA only: how late the driving thread was, in µs, as median and
+    /// How late the thread driving the hosts was, in µs, as median and
     /// 99th percentile of data frames taken, ACK-way frames taken and
-    /// sleeps ended (see [`Driving`]).
+    /// sleeps ended (see [`Driving`]); for Linux only the first two, how
+    /// late the switch's forwarder wrote data frames out.
     pub driving_late_us: Option<[Option<f64>; 6]>,
     /// Why the flow has no figures.
     pub error: Option<String>,
@@ -205,7 +206,12 @@ impl WireReport {
                             link_dropped: Some(dropped),
                             link_drop_share: Some(share(dropped, l.link.frames_in)),
                             rtt_p50_ms: loaded_rtt_ms(&self.setup.model, &l.link),
-                            driving_late_us: None,
+                            // The forwarder's lateness writing data frames
+                            // out; the Linux hosts have no driving thread.
+                            driving_late_us: Some({
+                                let [p50, p99, ..] = Driving::default().late_us(&l.link);
+                                [p50, p99, None, None, None, None]
+                            }),
                             error: None,
                         }
                     }
@@ -367,6 +373,12 @@ impl WireReport {
         out += "       queue, over the warm-up and the measured span\n";
         for f in &self.flows {
             if let Flow::Linux { round, flow: Ok(l) } = f {
+                let _ = writeln!(
+                    out,
+                    "round {round} linux {} forwarder: data frames written to the TAP device late {}",
+                    l.cc,
+                    lateness(&l.link.taken_late)
+                );
                 if l.device_drops + l.port_drops > 0 {
                     let _ = writeln!(
                         out,
