@@ -1,5 +1,5 @@
 //! Waiting for descriptors to become readable without an event-loop crate:
-//! a safe face over poll(2) for programs (and tests) that want to block on
+//! a safe face over ppoll(2) for programs (and tests) that want to block on
 //! a completion channel and a transport's readiness descriptor together.
 
 use std::io;
@@ -11,6 +11,10 @@ use crate::kernel::sys;
 /// Blocks until at least one of `fds` is readable or `timeout` passes
 /// (`None`: no limit), and says which are. All `false` on timeout or on an
 /// interrupted wait; callers loop.
+///
+/// The timeout keeps its microseconds (ppoll(2), not poll(2)'s whole
+/// milliseconds): a progress thread waiting for a frame due on a modelled
+/// path in 12 µs must not sleep a millisecond.
 pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
     let mut set: Vec<libc::pollfd> = fds
         .iter()
@@ -20,7 +24,7 @@ pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::R
             revents: 0,
         })
         .collect();
-    sys::poll(&mut set, timeout)?;
+    sys::ppoll(&mut set, timeout)?;
     Ok(set
         .iter()
         .map(|p| p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
