@@ -20,7 +20,7 @@ use super::case::{Case, Endpoints, Idle, Op};
 use super::link::{TransportKind, PORT};
 use super::wire_linux::{LinuxFlow, LinuxWire};
 use super::wire_report::{self, Driving, Flow, RdmaFlow, WireReport, WireSetup};
-use super::{Args, OnOff};
+use super::{Args, OnOff, ProgressModel};
 use crate::commands::wire_model::PathArgs;
 
 /// Frames a memory-link host takes per poll once it has fallen behind
@@ -218,6 +218,16 @@ pub(crate) fn rdma_flows(
     // Both hosts are driven by this thread: between frames and timers it
     // sleeps until the next one is due (see `Idle::UntilDue`).
     ep.set_idle(Idle::UntilDue);
+    // With `--progress thread` each host gets its own progress thread, as
+    // off the modelled wire; without them nothing would drive the server
+    // while the bench waits on the client's completions.
+    let _threads: Vec<_> = match args.progress {
+        ProgressModel::Caller => Vec::new(),
+        ProgressModel::Thread => vec![
+            ep.client.spawn_progress_thread(),
+            ep.server.spawn_progress_thread(),
+        ],
+    };
     let mut out = Vec::new();
     for &(op, size) in cases {
         // Read data flows from the server.
