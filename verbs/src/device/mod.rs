@@ -17,7 +17,9 @@
 //!   signals. Use it when the program does not call into the device often.
 //!   A program that does (posting, or polling a completion queue in a
 //!   loop) still moves its own bytes while the thread sleeps on the
-//!   transport's readiness descriptor, so the thread costs it no hand-off.
+//!   transport's readiness descriptor, so the thread costs it no hand-off;
+//!   while a program spins in polls, the thread stops watching the
+//!   sockets, so arriving bytes do not wake it onto the spinner's core.
 //! * virtual time ([`Device::use_virtual_clock`], [`Device::progress_at`]):
 //!   the caller supplies every instant, for deterministic simulation over
 //!   the memory link.
