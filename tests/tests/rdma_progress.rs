@@ -252,6 +252,61 @@ fn bulk_transfer_with_progress_threads() {
     }
 }
 
+/// A program thread spinning on a completion queue that expects nothing
+/// (perftest's server on its control connection while its peer Reads)
+/// serves the wire itself while the progress thread sleeps: the thread
+/// then leaves the sockets to the spinner's turns instead of being woken
+/// by them. Every Read is answered while the spinner spins, and again,
+/// by the thread, once it stops.
+#[test]
+fn a_spinning_poller_serves_the_wire_while_the_thread_sleeps() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let p = connect(Net::kernel(), Opts::default());
+    let _threads = threaded(&p);
+    let n = 4096;
+    let data = pattern(n, 9);
+    let src = holding(&p.server_pd, 0, &data, 0, REMOTE);
+    let sink = guarded(&p.client_pd, n, Access::LOCAL_WRITE);
+    let idle_cq = p.server.create_cq(4);
+    let stop = AtomicBool::new(false);
+    let read_all = |first: u64, count: u64| {
+        for i in first..first + count {
+            sink.with_bytes_mut(|b| b.fill(GUARD));
+            p.client_qp
+                .post_send(wr::read(i, sink.sge_all(), src.rkey(), src.addr()))
+                .unwrap();
+            let w = p.client_cq.wait_one(LIMIT).unwrap().expect("Read");
+            assert_eq!((w.wr_id, w.status), (i, WcStatus::Success));
+            assert!(sink.with_bytes(|b| b == &data[..]), "Read {i}");
+        }
+    };
+    let spinning = std::thread::scope(|sc| {
+        let spinner = sc.spawn(|| {
+            let mut polls = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                assert!(idle_cq.poll_one().unwrap().is_none());
+                polls += 1;
+            }
+            polls
+        });
+        let ((), stats) = counted(&p.server, || read_all(0, 200));
+        stop.store(true, Ordering::Release);
+        let polls = spinner.join().unwrap();
+        println!(
+            "spinning on an idle queue: {polls} polls; the thread left the sockets \
+             to them {} times, woke for I/O {} times",
+            stats.poller_watches, stats.woken_by_io
+        );
+        stats
+    });
+    assert!(
+        spinning.poller_watches > 0,
+        "the thread never left the sockets to the spinner: {spinning:?}"
+    );
+    let ((), alone) = counted(&p.server, || read_all(1000, 50));
+    assert_eq!(alone.poller_watches, 0, "nobody spins any more");
+}
+
 /// Four program threads post Sends on one queue pair at once while the
 /// progress threads run: every message arrives, each thread's in order.
 #[test]

@@ -13,6 +13,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Interrupts the transport's current (or next) `wait`; callable from any
@@ -24,10 +25,19 @@ pub type Waker = Arc<dyn Fn() + Send + Sync>;
 ///
 /// Non-blocking and close-on-exec. Notifications coalesce: any number of
 /// them before a `clear` make one readable edge, which is all a "look
-/// again" signal needs.
+/// again" signal needs, and only the first of them costs a system call.
+/// Consume readiness with `clear`, never by reading the descriptor
+/// yourself: a notification made after such a read and before the next
+/// `clear` would be skipped as already pending.
 #[derive(Debug)]
 pub struct EventFd {
     fd: OwnedFd,
+    /// Set by the write of a notification, reset by `clear` after its
+    /// read: while set the descriptor is readable, so further
+    /// notifications need no write (a level-triggered notifier, such as
+    /// a progress turn finding an event still untaken, would otherwise
+    /// write on every turn).
+    pending: AtomicBool,
 }
 
 /// The name the transports use for the eventfd that ends their own waits.
@@ -56,6 +66,7 @@ impl EventFd {
         // SAFETY: `fd` is a fresh descriptor nobody else owns.
         Ok(WakeFd {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            pending: AtomicBool::new(false),
         })
     }
 
@@ -77,6 +88,10 @@ impl EventFd {
 
     /// Makes the descriptor readable until [`EventFd::drain`].
     pub(crate) fn wake(&self) {
+        if self.pending.swap(true, Ordering::AcqRel) {
+            // Written since the last drain, so still readable.
+            return;
+        }
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd. A full
         // counter (EAGAIN) already means "readable": nothing to do.
@@ -88,6 +103,11 @@ impl EventFd {
         let mut v: u64 = 0;
         // SAFETY: reads at most 8 bytes into a live u64; non-blocking.
         let n = unsafe { libc::read(self.raw(), (&mut v as *mut u64).cast(), 8) };
+        // After the read, not before: a wake skipped between the two was
+        // made after its cause was in place, which whoever drains looks
+        // at next; reset first, a wake written in between would be read
+        // away with the flag left set, and every later wake skipped.
+        self.pending.store(false, Ordering::Release);
         n == 8 && v > 0
     }
 
@@ -173,5 +193,55 @@ mod tests {
             revents: 0,
         }];
         assert_eq!(poll(&mut fds, Some(Duration::ZERO)).unwrap(), 1);
+    }
+
+    /// Spins until `f` holds; panics after a generous bound.
+    fn spin_until(f: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !f() {
+            assert!(Instant::now() < deadline, "the other thread stopped");
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn a_notification_after_a_clear_is_never_skipped() {
+        // Each round a notification races the consumer's clear; the
+        // consumer then takes the work (as the contract says), and work
+        // published after that take must find the descriptor readable,
+        // whichever way the skip of already-pending notifications fell.
+        use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+        let e = Arc::new(EventFd::new().unwrap());
+        // Work published, work the consumer took, notifications made.
+        let counters = Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
+        let rounds = 5_000u64;
+        let notifier = {
+            let (e, c) = (e.clone(), counters.clone());
+            std::thread::spawn(move || {
+                for r in 0..rounds {
+                    c[0].store(2 * r + 1, SeqCst);
+                    e.notify();
+                    spin_until(|| c[1].load(SeqCst) > 2 * r);
+                    c[0].store(2 * r + 2, SeqCst);
+                    e.notify();
+                    c[2].store(2 * r + 2, SeqCst);
+                }
+            })
+        };
+        let c = &counters;
+        for r in 0..rounds {
+            spin_until(|| c[0].load(SeqCst) > 2 * r);
+            e.clear();
+            let taken = c[0].load(SeqCst);
+            c[1].store(taken, SeqCst);
+            spin_until(|| c[2].load(SeqCst) == 2 * r + 2);
+            let mut fds = [e.pollfd()];
+            assert_eq!(
+                poll(&mut fds, Some(Duration::ZERO)).unwrap(),
+                1,
+                "round {r}: work after {taken} published unseen"
+            );
+        }
+        notifier.join().unwrap();
     }
 }

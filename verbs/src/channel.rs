@@ -7,7 +7,9 @@
 //! `rdma_event_channel`.
 //!
 //! The channel says only "look again": after it fires, [`ack`](EventChannel::ack)
-//! it, then poll the completion queues and take the events it watches,
+//! it (never read the descriptor yourself: a notification already
+//! pending is not written again, and one made after such a read would be
+//! lost), then poll the completion queues and take the events it watches,
 //! and re-arm a queue before waiting again (as with `ibv_req_notify_cq`,
 //! arm first, then poll until empty, so a completion that landed between
 //! the last poll and the arm is not slept through).

@@ -22,7 +22,7 @@ pub use raw_epoll::{epoll_pump, RawRun};
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,6 +52,9 @@ const READS_PER_TURN: usize = 4;
 const MAKE_ROOM_BUDGET: usize = 256 << 10;
 /// How soon `poll` should run while the epoll set is missing a socket.
 const EPOLL_RETRY: Duration = Duration::from_millis(1);
+/// Ready descriptors one `poll` takes from the epoll set; a fuller set
+/// than this makes the poll read every stream instead.
+const READY_EVENTS: usize = 64;
 
 /// How the kernel transport sets up its sockets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +119,8 @@ struct KStream {
     /// Bytes written since the last `poll` began: bounds what
     /// `make_room` may add, and while non-zero, bytes are in flight.
     written: usize,
+    /// `read` calls made on the socket (what a poll costs an idle stream).
+    reads: u64,
 }
 
 impl KStream {
@@ -135,6 +140,7 @@ impl KStream {
             synth: None,
             registered: 0,
             written: 0,
+            reads: 0,
         }
     }
 
@@ -222,6 +228,7 @@ impl KStream {
                 break;
             }
             let room = self.rx.tail_room();
+            self.reads += 1;
             match self.sock.read(self.rx.tail_mut()) {
                 Ok(0) => {
                     self.peer_fin = true;
@@ -394,6 +401,52 @@ pub struct KernelTransport {
     /// handling input, as a progress turn does): with the readiness
     /// descriptor in use, `poll_delay` then asks for one more poll.
     last_poll_moved: bool,
+    /// What the epoll set reported ready at the start of the last `poll`
+    /// (sorted descriptors): with the set in step, a poll reads only these
+    /// streams and drains the wake eventfd only if it is among them, where
+    /// reading every stream cost one failing `recvfrom` per idle stream
+    /// and one `read` of the eventfd per turn.
+    ready: ReadySet,
+}
+
+/// The descriptors one `epoll_wait` reported ready, or "all" when the
+/// set cannot be trusted to name them (no set, a registration behind, or
+/// more ready than one wait takes).
+#[derive(Debug, Default)]
+struct ReadySet {
+    events: Vec<libc::epoll_event>,
+    fds: Vec<RawFd>,
+    all: bool,
+}
+
+impl ReadySet {
+    /// Fills the set from `epoll` without blocking; `all` when `epoll` is
+    /// `None`, `behind`, the wait failed, or it filled the event buffer.
+    fn refill(&mut self, epoll: Option<&Epoll>, behind: bool) {
+        self.fds.clear();
+        self.all = true;
+        let Some(ep) = epoll.filter(|_| !behind) else {
+            return;
+        };
+        if self.events.is_empty() {
+            self.events = vec![libc::epoll_event { events: 0, u64: 0 }; READY_EVENTS];
+        }
+        let Ok(n) = ep.wait(&mut self.events, 0) else {
+            return;
+        };
+        if n == self.events.len() {
+            return;
+        }
+        // The set registers each descriptor with itself as the data word.
+        self.fds
+            .extend(self.events[..n].iter().map(|e| e.u64 as RawFd));
+        self.fds.sort_unstable();
+        self.all = false;
+    }
+
+    fn contains(&self, fd: RawFd) -> bool {
+        self.all || self.fds.binary_search(&fd).is_ok()
+    }
 }
 
 impl KernelTransport {
@@ -411,6 +464,7 @@ impl KernelTransport {
             epoll: None,
             epoll_behind: false,
             last_poll_moved: false,
+            ready: ReadySet::default(),
         }
     }
 
@@ -473,8 +527,9 @@ impl KernelTransport {
         }
     }
 
-    /// One turn of every stream (reads only if `read`), then closed streams
-    /// reclaimed and the epoll set brought in step. True if anything moved.
+    /// One turn of every stream (reads only if `read`, and then only from
+    /// the streams `self.ready` names), then closed streams reclaimed and
+    /// the epoll set brought in step. True if anything moved.
     fn turn_streams(&mut self, now: Instant, read: bool) -> bool {
         let mut moved = false;
         let pcap = &mut self.pcap;
@@ -482,6 +537,7 @@ impl KernelTransport {
             if read {
                 st.written = 0;
             }
+            let read = read && self.ready.contains(st.sock.as_raw_fd());
             moved |= st.turn(pcap.as_mut(), now, read);
         }
         self.reclaim(now);
@@ -766,10 +822,14 @@ impl Transport for KernelTransport {
     fn poll(&mut self, now: Instant) -> bool {
         self.now = Some(now);
         self.dirty = false;
+        self.ready.refill(self.epoll.as_ref(), self.epoll_behind);
         if let (Some(_), Some(w)) = (&self.epoll, &self.wake) {
-            // The wake's job (make the readiness descriptor readable so
-            // this turn runs) is done; a wake after this makes a new edge.
-            w.drain();
+            if self.ready.contains(w.as_raw_fd()) {
+                // The wake's job (make the readiness descriptor readable
+                // so this turn runs) is done; a wake after this makes a
+                // new edge.
+                w.drain();
+            }
         }
         let moved = self.turn_streams(now, true);
         self.last_poll_moved = moved;

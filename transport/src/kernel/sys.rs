@@ -249,8 +249,8 @@ pub(crate) fn ppoll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::
 /// any descriptor in its set is ready for the events it was registered
 /// with (epoll descriptors are themselves pollable, so poll(2), mio or
 /// tokio can watch a whole set of sockets through this one). The transport
-/// never calls `epoll_wait` on it (only the raw baseline in `raw_epoll`
-/// does, on a set of its own); a poll of the epoll descriptor rechecks each
+/// itself only asks it, without blocking, which members are ready (so a
+/// poll reads just those); a poll of the epoll descriptor rechecks each
 /// registered descriptor, so one that is no longer ready stops counting.
 #[derive(Debug)]
 pub(crate) struct Epoll {

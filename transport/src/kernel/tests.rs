@@ -1023,3 +1023,68 @@ fn a_post_after_a_write_in_the_same_turn_waits_for_the_next_poll() {
     }));
     assert_eq!(rx.bad_bytes, 0);
 }
+
+/// `read` calls the transport has made on `s`'s socket.
+fn reads(t: &KernelTransport, s: StreamId) -> u64 {
+    t.streams.get(s.0).unwrap().reads
+}
+
+#[test]
+fn with_the_readiness_descriptor_a_poll_reads_only_the_streams_it_reports() {
+    let mut t = loopback();
+    let mut ends: Vec<(StreamId, std::net::TcpStream)> =
+        (0..4).map(|_| with_raw_peer(&mut t)).collect();
+    // Before the descriptor exists every poll tries every stream.
+    let before = reads(&t, ends[0].0);
+    t.poll(Instant::now());
+    assert!(reads(&t, ends[0].0) > before);
+
+    let fd = t.readiness_fd().unwrap();
+    t.poll(Instant::now());
+    let idle: Vec<u64> = ends.iter().map(|(s, _)| reads(&t, *s)).collect();
+    for _ in 0..5 {
+        t.poll(Instant::now());
+    }
+    ends[2].1.write_all(&[7; 300]).unwrap();
+    assert!(crate::poll_readable(&[std::os::fd::AsFd::as_fd(&fd)], Some(LIMIT)).unwrap()[0]);
+    t.poll(Instant::now());
+    assert_eq!(t.recv_queued(ends[2].0), 300, "the ready stream is read");
+    for (i, (s, _)) in ends.iter().enumerate() {
+        if i != 2 {
+            assert_eq!(reads(&t, *s), idle[i], "stream {i} was idle");
+        }
+    }
+    // A wake names no stream: nothing is read, and it is consumed.
+    t.waker().unwrap()();
+    assert!(readable(&fd));
+    t.poll(Instant::now());
+    assert!(!readable(&fd));
+    assert_eq!(reads(&t, ends[0].0), idle[0]);
+}
+
+#[test]
+fn more_ready_streams_than_one_wait_names_are_all_read() {
+    let mut t = loopback();
+    let n = READY_EVENTS + 6;
+    let mut ends: Vec<(StreamId, std::net::TcpStream)> =
+        (0..n).map(|_| with_raw_peer(&mut t)).collect();
+    let fd = t.readiness_fd().unwrap();
+    t.poll(Instant::now());
+    for (i, (_, peer)) in ends.iter_mut().enumerate() {
+        peer.write_all(&[i as u8; 10]).unwrap();
+    }
+    // Every byte written is in the kernel's queues before the poll.
+    let deadline = Instant::now() + LIMIT;
+    while ends
+        .iter()
+        .any(|(s, _)| sys::unread(&t.streams.get(s.0).unwrap().sock).unwrap_or(0) < 10)
+    {
+        assert!(Instant::now() < deadline, "bytes never arrived");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(readable(&fd));
+    t.poll(Instant::now());
+    for (i, (s, _)) in ends.iter().enumerate() {
+        assert_eq!(t.recv_queued(*s), 10, "stream {i} read in one poll");
+    }
+}

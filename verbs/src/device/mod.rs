@@ -17,7 +17,9 @@
 //!   signals. Use it when the program does not call into the device often.
 //!   A program that does (posting, or polling a completion queue in a
 //!   loop) still moves its own bytes while the thread sleeps on the
-//!   transport's readiness descriptor, so the thread costs it no hand-off.
+//!   transport's readiness descriptor, so the thread costs it no hand-off;
+//!   while a program spins in polls, the thread stops watching the
+//!   sockets, so arriving bytes do not wake it onto the spinner's core.
 //! * virtual time ([`Device::use_virtual_clock`], [`Device::progress_at`]):
 //!   the caller supplies every instant, for deterministic simulation over
 //!   the memory link.
@@ -70,6 +72,18 @@ const NOT_PARKED: u64 = u64::MAX;
 /// leaves at most this long whatever its last turn left for later. The
 /// thread is not woken for such work (the poller's next turn does it).
 const POLLER_WATCH: Duration = Duration::from_millis(1);
+/// Poller turns between two sleeps of the progress thread that show a
+/// program spinning on its completion queues: the thread then leaves the
+/// sockets to those turns and sleeps [`SPINNING_WATCH`] without watching
+/// them, so arriving bytes wake nobody (a program that polls until empty
+/// and then blocks turns once or twice per event, not this often).
+const SPINNING_POLLER_TURNS: u32 = 16;
+/// How long the progress thread sleeps blind while a poller spins: the
+/// longest a spinner that stops (or is descheduled) leaves bytes unread.
+/// Short, since the spinner's core may go to another process for a whole
+/// scheduler slice; sleeping 1 ms made perftest's Read latency tail
+/// several times longer.
+const SPINNING_WATCH: Duration = Duration::from_micros(200);
 
 pub(crate) struct DeviceShared {
     pub(crate) registry: Arc<Registry>,
@@ -93,9 +107,9 @@ pub(crate) struct DeviceShared {
     parked_until: AtomicU64,
     /// The origin of `parked_until`.
     epoch: Instant,
-    /// A caller drove a turn from a poll since the progress thread last
-    /// went to sleep.
-    poller_turned: AtomicBool,
+    /// Turns callers drove from their polls since the progress thread
+    /// last went to sleep.
+    poller_turns: AtomicU32,
     next_pd: AtomicU32,
     /// Progress turns and what ended each transport wait (`Device::stats`).
     counters: Counters,
@@ -287,7 +301,8 @@ impl DeviceShared {
         if delay.is_zero() {
             return e;
         }
-        let delay = if self.poller_turned.swap(false, Ordering::AcqRel) {
+        let poller_turns = self.poller_turns.swap(0, Ordering::AcqRel);
+        let delay = if poller_turns > 0 {
             delay.min(POLLER_WATCH)
         } else {
             delay
@@ -297,8 +312,16 @@ impl DeviceShared {
         drop(e);
         let start = self.counters.wait_started();
         let began = Instant::now();
-        // An error (EINTR, ENOMEM) ends the wait early; the loop looks again.
-        let _ = transport::poll_readable(&[fd.as_fd()], Some(delay));
+        if poller_turns >= SPINNING_POLLER_TURNS {
+            // A spinning poller reads the sockets: being woken by them
+            // too would only take a core from it.
+            self.counters.poller_watch();
+            std::thread::sleep(delay.min(SPINNING_WATCH));
+        } else {
+            // An error (EINTR, ENOMEM) ends the wait early; the loop
+            // looks again.
+            let _ = transport::poll_readable(&[fd.as_fd()], Some(delay));
+        }
         self.counters.wait_ended(start, delay, began.elapsed());
         self.parked_until.store(NOT_PARKED, Ordering::Release);
         self.lock()
@@ -377,7 +400,10 @@ impl DeviceShared {
             self.progress_if_caller_driven();
             return;
         }
-        if !assist {
+        // A queue that expects nothing turns only while the thread
+        // sleeps: a program spinning on such a queue (perftest's server
+        // on its control connection) then serves the wire itself.
+        if !assist && !self.parked() {
             return;
         }
         let mut e = match self.engine.try_lock() {
@@ -390,7 +416,7 @@ impl DeviceShared {
         }
         let now = e.now();
         e.turn(now);
-        self.poller_turned.store(true, Ordering::Release);
+        self.poller_turns.fetch_add(1, Ordering::AcqRel);
         // Event channels are signalled on a change only: a poller turns
         // far more often than anything changes, and a channel whose event
         // waits untaken would be written on every turn. The progress
@@ -494,7 +520,7 @@ impl Device {
                 threads: AtomicUsize::new(0),
                 parked_until: AtomicU64::new(NOT_PARKED),
                 epoch: Instant::now(),
-                poller_turned: AtomicBool::new(false),
+                poller_turns: AtomicU32::new(0),
                 next_pd: AtomicU32::new(1),
                 counters: Counters::default(),
                 watchers: Watchers::default(),

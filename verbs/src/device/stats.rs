@@ -46,6 +46,10 @@ pub struct DeviceStats {
     /// pair: they never complete. `SharedReceiveQueue::destroy` hands
     /// them back instead.
     pub srq_wrs_discarded: u64,
+    /// Sleeps of the progress thread that left the sockets to a program
+    /// spinning on its completion queues (many poller turns since the
+    /// thread's last sleep): bytes arriving then wake nobody.
+    pub poller_watches: u64,
 }
 
 impl DeviceStats {
@@ -65,6 +69,7 @@ impl DeviceStats {
             srq_wrs_discarded: self
                 .srq_wrs_discarded
                 .saturating_sub(earlier.srq_wrs_discarded),
+            poller_watches: self.poller_watches.saturating_sub(earlier.poller_watches),
         }
     }
 
@@ -94,6 +99,7 @@ pub(crate) struct Counters {
     calls_during_wait: AtomicU64,
     sent_by_poster: AtomicU64,
     srq_wrs_discarded: AtomicU64,
+    poller_watches: AtomicU64,
 }
 
 /// The wake requests seen when a wait began, to tell afterwards whether
@@ -128,6 +134,10 @@ impl Counters {
 
     pub(crate) fn sent_by_poster(&self) {
         bump(&self.sent_by_poster);
+    }
+
+    pub(crate) fn poller_watch(&self) {
+        bump(&self.poller_watches);
     }
 
     /// A wake was sent to whoever waits in the transport.
@@ -170,6 +180,7 @@ impl Counters {
             calls_during_wait: get(&self.calls_during_wait),
             sent_by_poster: get(&self.sent_by_poster),
             srq_wrs_discarded: get(&self.srq_wrs_discarded),
+            poller_watches: get(&self.poller_watches),
         }
     }
 }
