@@ -20,7 +20,7 @@ use super::case::{Case, Endpoints, Op};
 use super::link::{TransportKind, PORT};
 use super::wire_linux::{LinuxFlow, LinuxWire};
 use super::wire_report::{self, Flow, RdmaFlow, WireReport, WireSetup};
-use super::{Args, OnOff};
+use super::{Args, OnOff, ProgressModel};
 use crate::commands::wire_model::PathArgs;
 
 /// Frames a memory-link host takes per poll once it has fallen behind
@@ -215,6 +215,18 @@ pub(crate) fn rdma_flows(
         crc,
         args.markers == OnOff::On,
     )?;
+    // `--progress thread`: each host gets its progress thread, as in the
+    // bench's other modes. The cases then only sleep on their completion
+    // queues; without the threads a blocked poll drove the client alone,
+    // the server never answered, and the first Write was flushed when
+    // the client's TCP gave up (its user timeout) after seven timeouts.
+    let _progress: Vec<_> = match args.progress {
+        ProgressModel::Caller => Vec::new(),
+        ProgressModel::Thread => vec![
+            ep.client.spawn_progress_thread(),
+            ep.server.spawn_progress_thread(),
+        ],
+    };
     let mut out = Vec::new();
     for &(op, size) in cases {
         // Read data flows from the server.
@@ -345,6 +357,60 @@ mod tests {
             let w = window_bytes(&c) as u64;
             assert!(w >= c.bdp_bytes().unwrap() + c.queue_bytes.unwrap() as u64);
         }
+    }
+
+    #[derive(Debug, Parser)]
+    struct BenchCli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// `--progress thread` on a modelled, lossy wire: the progress threads
+    /// drive both hosts and every Write completes. Without them nothing
+    /// drove the server: the client's TCP timed out seven times, gave up
+    /// after its user timeout, and the first Write came back flushed.
+    #[test]
+    fn threaded_progress_on_a_lossy_wire_completes_writes() {
+        let argv = [
+            "bench",
+            "--profile",
+            "lan",
+            "--loss",
+            "1",
+            "--progress",
+            "thread",
+            "--ops",
+            "write",
+            "--sizes",
+            "64k",
+            "--no-baseline",
+        ];
+        let args = BenchCli::try_parse_from(argv).expect("bench flags").args;
+        let model = args
+            .wire
+            .model(args.loss, Duration::ZERO)
+            .expect("a wire")
+            .expect("a modelled wire");
+        let setup = WireSetup {
+            window: window_bytes(&model),
+            model,
+            mtu: args.mtu,
+            rto_min: rto_min(),
+            congestion: CongestionControl::Cubic.name(),
+            warm_up: Duration::from_millis(100),
+            duration: Duration::from_millis(400),
+            linux: None,
+        };
+        let flows = rdma_flows(
+            &args,
+            &setup,
+            1,
+            CongestionControl::Cubic,
+            &[(Op::Write, 64 << 10)],
+        )
+        .expect("every Write completes");
+        assert_eq!(flows.len(), 1);
+        assert!(flows[0].gbps > 0.0, "{:?}", flows[0].gbps);
     }
 
     #[test]
