@@ -224,6 +224,9 @@ struct RttEstimator {
     timestamp: Option<(Instant, TcpSeqNumber, TcpSeqNumber)>,
     max_seq_sent: Option<TcpSeqNumber>,
     rto_count: u8,
+    /// SRTT and RTTVAR are from before several backoffs: the next sample
+    /// initializes them (RFC 6298 (2.2)) instead of being averaged in.
+    stale: bool,
     config: RtoConfig,
 }
 
@@ -248,6 +251,7 @@ impl RttEstimator {
             timestamp: None,
             max_seq_sent: None,
             rto_count: 0,
+            stale: false,
             config,
         }
     }
@@ -288,7 +292,7 @@ impl RttEstimator {
     /// Feeds one RTT sample, in microseconds.
     fn sample(&mut self, new_rtt: u32) {
         self.min_rtt = self.min_rtt.min(new_rtt);
-        if self.have_measurement {
+        if self.have_measurement && !self.stale {
             // RFC 6298 (2.3) When a subsequent RTT measurement R' is made, a host MUST set (...)
             let diff = self.srtt.abs_diff(new_rtt);
             self.rttvar = ((self.rttvar as u64 * 3 + diff as u64).div_ceil(4)) as u32;
@@ -296,6 +300,7 @@ impl RttEstimator {
         } else {
             // RFC 6298 (2.2) When the first RTT measurement R is made, the host MUST set (...)
             self.have_measurement = true;
+            self.stale = false;
             self.srtt = new_rtt;
             self.rttvar = new_rtt / 2;
         }
@@ -347,14 +352,31 @@ impl RttEstimator {
     /// A SACK block newly reported `left..right` held: if it holds the
     /// timed segment, sent once, that is a valid sample too (Linux's
     /// `sack_rtt_us`), and in recovery or after a timeout often the only
-    /// one, since the cumulative ACK waits for resent holes.
-    fn on_sack(&mut self, timestamp: Instant, left: TcpSeqNumber, right: TcpSeqNumber) {
+    /// one, since the cumulative ACK waits for resent holes. Unless
+    /// `sample` is false (the ACK's sample is taken otherwise), when the
+    /// timing just ends.
+    fn on_sack(
+        &mut self,
+        timestamp: Instant,
+        left: TcpSeqNumber,
+        right: TcpSeqNumber,
+        sample: bool,
+    ) {
         if let Some((_, start, end)) = self.timestamp
             && left <= start
             && end <= right
         {
-            self.on_ack(timestamp, end);
+            if sample {
+                self.on_ack(timestamp, end);
+            } else {
+                self.timestamp = None;
+            }
         }
+    }
+
+    /// A sample of data sent once at `sent` and reported held at `now`.
+    fn sample_sent_at(&mut self, now: Instant, sent: Instant) {
+        self.sample(micros_u32(now - sent));
     }
 
     fn on_rto(&mut self) {
@@ -368,12 +390,17 @@ impl RttEstimator {
         // backing off the timer multiple times as it is likely that the current
         // SRTT and RTTVAR are bogus in this situation.  Once SRTT and RTTVAR
         // are cleared, they should be initialized with the next RTT sample
-        // taken per (2.2) rather than using (2.3).
+        // taken per (2.2) rather than using (2.3). The next sample starts
+        // them afresh, but until it comes the old ones still stand for the
+        // path's round trip: RACK's reordering window and the tail loss
+        // probe need one (RFC 8985 sections 6.2 and 7.2), and cleared, they
+        // would leave every loss after the third timeout to the backed-off
+        // timer (Linux never clears them).
         self.rto_count += 1;
         if self.rto_count >= 3 {
             self.rto_count = 0;
-            self.have_measurement = false;
-            tcp_trace!("rtte: too many retransmissions, clearing srtt, rttvar.");
+            self.stale = true;
+            tcp_trace!("rtte: too many retransmissions, next sample restarts srtt, rttvar.");
         }
     }
 
@@ -1842,9 +1869,18 @@ impl<'a> Socket<'a> {
         };
         let dsack = dsack_block.is_some();
         if newly_sacked > 0 {
+            // Data sent once and newly SACKed gives a sample (as Linux's
+            // `sack_rtt_us`), whichever segment the estimator was timing:
+            // that one may be lost, and a connection whose first segments
+            // were all resent would otherwise keep no round trip at all,
+            // and with it neither RACK nor the probe.
+            let first_sent = self.rate.first_newly_sacked(&self.scoreboard);
             for &(left, right) in repr.sack_ranges.iter().flatten() {
                 let (left, right) = (TcpSeqNumber(left as i32), TcpSeqNumber(right as i32));
-                self.rtte.on_sack(now, left, right);
+                self.rtte.on_sack(now, left, right, first_sent.is_none());
+            }
+            if let Some(sent) = first_sent {
+                self.rtte.sample_sent_at(now, sent);
             }
         }
         // RFC 8985 section 6.2 step 2: a hole no resend can have filled
@@ -2573,6 +2609,15 @@ impl<'a> Socket<'a> {
     /// above HighRxt that are deemed lost. Returns start and length (which
     /// the caller still bounds by the MSS).
     fn retransmit_to_send(&self) -> Option<(TcpSeqNumber, usize)> {
+        let (start, len, first) = self.lost_to_resend()?;
+        let allowed = first || self.cwnd_remaining() >= len.min(self.remote_mss);
+        allowed.then_some((start, len))
+    }
+
+    /// The next lost hole to resend in recovery, whatever the window:
+    /// start, length, and whether it is the first fast retransmit (which
+    /// the window does not hold back).
+    fn lost_to_resend(&self) -> Option<(TcpSeqNumber, usize, bool)> {
         self.recovery_point?;
         let end = self.lost_end.min(self.remote_last_seq);
         if !self.head_resend
@@ -2581,9 +2626,7 @@ impl<'a> Socket<'a> {
             let start = self.scoreboard.skip(from.max(self.local_seq_no));
             if start < to {
                 let stop = self.scoreboard.next_start(start).map_or(to, |s| s.min(to));
-                let len = stop - start;
-                let allowed = self.cwnd_remaining() >= len.min(self.remote_mss);
-                return allowed.then_some((start, len));
+                return Some((start, stop - start, false));
             }
         }
         let start = if self.head_resend {
@@ -2598,10 +2641,21 @@ impl<'a> Socket<'a> {
             .scoreboard
             .next_start(start)
             .map_or(end, |s| s.min(end));
-        let len = stop - start;
-        let allowed =
-            self.pending_fast_retransmit || self.cwnd_remaining() >= len.min(self.remote_mss);
-        allowed.then_some((start, len))
+        Some((start, stop - start, self.pending_fast_retransmit))
+    }
+
+    /// In recovery, new data waits while a hole deemed lost does (RFC 6675
+    /// section 5 (C): NextSeg's rule 1, lost data, before rule 2, new
+    /// data; nothing is sent unless cwnd - pipe >= 1 SMSS). Segments cut
+    /// at record ends are often shorter than the MSS: without this a
+    /// window with room for such a segment but not for the resend sent
+    /// new data, round after round, while the lost data waited for the
+    /// RTO. Not with a pacing controller (BBR), whose recovery follows
+    /// its own packet conservation: held so, two BBR flows on one
+    /// bottleneck no longer shared it (loss_sim's bottleneck test).
+    fn lost_data_waits(&self) -> bool {
+        self.congestion_controller.inner().pacing_rate().is_none()
+            && self.lost_to_resend().is_some()
     }
 
     /// Sender-side silly window avoidance (RFC 1122, section 4.2.3.4), as
@@ -3632,7 +3686,11 @@ impl<'a> Socket<'a> {
         };
 
         // compare max bytes allowed by cwnd with max bytes allowed by remote
-        let max_send = capped_send_seq.min(self.cwnd_remaining());
+        let max_send = if self.lost_data_waits() {
+            0
+        } else {
+            capped_send_seq.min(self.cwnd_remaining())
+        };
 
         // Can we send at least 1 octet?
         let mut can_send = max_send != 0;
@@ -4093,7 +4151,11 @@ impl<'a> Socket<'a> {
                         // the remote got lost.
                         win_limit.min(device_limit)
                     } else {
-                        let sendable = win_limit.min(device_limit).min(self.cwnd_remaining());
+                        let sendable = if self.lost_data_waits() {
+                            0
+                        } else {
+                            win_limit.min(device_limit).min(self.cwnd_remaining())
+                        };
                         if self.sws_hold(sendable, effective_mss) {
                             0
                         } else if let Some(size) = self.record_len(sendable, effective_mss) {
@@ -8853,7 +8915,10 @@ mod test {
         send!(s, time 1011, sack_ack(0, &[(9, 12), (3, 6)]));
         recv_nothing!(s, time 1011);
         // 9 octets SACKed above 0..3 (more than 2 segments): IsLost. Above
-        // 6..9 only 6 are: not lost yet.
+        // 6..9 only 6 are, but RACK finds it lost too: sent with the data
+        // SACKed, a round trip ago (the SACKs of data sent once gave the
+        // round trip), with no reordering window once DupThresh segments
+        // are SACKed.
         send!(s, time 1012, sack_ack(0, &[(9, 15), (3, 6)]));
         assert_eq!(s.stats().fast_recoveries, 1);
         recv!(s, time 1012, [TcpRepr {
@@ -8861,14 +8926,14 @@ mod test {
             ack_number: Some(REMOTE_SEQ + 1),
             payload:    &b"aaa"[..],
             ..RECV_TEMPL
-        }]);
-        send!(s, time 1013, sack_ack(0, &[(9, 18), (3, 6)]));
-        recv!(s, time 1013, [TcpRepr {
+        }, TcpRepr {
             seq_number: LOCAL_SEQ + 1 + 6,
             ack_number: Some(REMOTE_SEQ + 1),
             payload:    &b"ccc"[..],
             ..RECV_TEMPL
         }]);
+        send!(s, time 1013, sack_ack(0, &[(9, 18), (3, 6)]));
+        recv_nothing!(s, time 1013);
         // Later SACKs resend nothing SACKed.
         send!(s, time 1014, sack_ack(0, &[(9, 24), (3, 6)]));
         recv_nothing!(s, time 1014);
@@ -8909,6 +8974,41 @@ mod test {
         recv_nothing!(s, time 1021);
         assert_eq!(s.stats().retransmitted_segments, 2);
         assert_eq!(s.stats().timeouts, 0);
+    }
+
+    /// In recovery, a lost hole goes before new data (RFC 6675 section 5
+    /// (C), NextSeg rule 1 before rule 2): with room in the window for
+    /// less than a segment, not enough for the resend, no runt of new
+    /// data goes out instead, round after round, while the lost data
+    /// waits for the RTO.
+    #[test]
+    #[cfg(feature = "socket-tcp-reno")]
+    fn test_new_data_waits_while_a_lost_hole_does() {
+        let mut s = socket_sack_sent(b"aaaBBBcccDDDeeeFFFgggHHH", 3);
+        s.set_congestion_control(CongestionControl::Reno);
+        s.congestion_controller.inner_mut().set_mss(3);
+        s.congestion_controller.inner_mut().set_remote_window(64);
+        // No Nagle, as for iWARP, whose records cut segments short.
+        s.set_nagle_enabled(false);
+        // "aaa" is lost; fast retransmit.
+        send!(s, time 1010, sack_ack(0, &[(3, 22)]));
+        recv!(s, time 1010, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+        s.send_slice(b"iii").unwrap();
+        recv_segments(&mut s, 1011, 24, b"iii", 3);
+        // "iii", sent after the resend, arrives before it: the resend was
+        // lost, and the window is cut again.
+        s.send_slice(b"jjj").unwrap();
+        send!(s, time 1020, sack_ack(0, &[(3, 26)]));
+        assert!(s.head_resend);
+        let room = s.cwnd_remaining();
+        assert!(room > 0 && room < 3, "room for {room} octets");
+        recv_nothing!(s, time 1020);
+        assert_eq!(s.remote_last_seq, LOCAL_SEQ + 1 + 27);
     }
 
     #[test]
@@ -9799,6 +9899,49 @@ mod test {
         recv_segments(&mut s, 2002, 3, b"BBBccc", 3);
         assert_eq!(s.rtte.retransmission_timeout(), Duration::from_secs(1));
         assert_eq!(s.rtte.smoothed(), Some(Duration::from_millis(1)));
+    }
+
+    /// The timed segment is lost and a segment sent with it is SACKed:
+    /// that one, sent once, gives the round trip (as Linux's
+    /// `sack_rtt_us`). Without it a connection whose earlier data was all
+    /// resent has no RTT, so neither RACK nor the probe, and the hole
+    /// waits for the (backed-off) timer.
+    #[test]
+    fn test_sack_of_data_sent_once_is_an_rtt_sample() {
+        let mut s = socket_sack_sent(b"aaaBBB", 3);
+        assert_eq!(s.rtte.smoothed(), None);
+        send!(s, time 1010, sack_ack(0, &[(3, 6)]));
+        assert_eq!(s.rtte.smoothed(), Some(Duration::from_millis(10)));
+        // RACK: "aaa" left no later than "BBB", which arrived; once the
+        // reordering window (a quarter of the minimum RTT) has passed it
+        // is lost, and resent long before the RTO.
+        recv_nothing!(s, time 1012);
+        recv!(s, time 1013, [TcpRepr {
+            seq_number: LOCAL_SEQ + 1,
+            ack_number: Some(REMOTE_SEQ + 1),
+            payload:    &b"aaa"[..],
+            ..RECV_TEMPL
+        }]);
+    }
+
+    /// After three timeouts in a row RFC 6298 lets SRTT and RTTVAR be
+    /// restarted by the next sample; until it comes they still give RACK
+    /// and the probe a round trip, so a loss after the third timeout is
+    /// not left to the fourth.
+    #[test]
+    fn test_round_trip_survives_repeated_timeouts() {
+        let mut s = socket_sack_sent(b"aaa", 3);
+        send!(s, time 1010, sack_ack(3, &[]));
+        let srtt = s.rtte.smoothed();
+        assert_eq!(srtt, Some(Duration::from_millis(10)));
+        for _ in 0..3 {
+            s.rtte.on_rto();
+        }
+        assert_eq!(s.rtte.smoothed(), srtt);
+        // The next sample starts the estimate afresh (RFC 6298 (2.2)).
+        s.rtte.sample(2_000);
+        assert_eq!(s.rtte.smoothed(), Some(Duration::from_millis(2)));
+        assert_eq!(s.rtte.rttvar, 1_000);
     }
 
     /// A D-SACK of the resent head: the original arrived, the timeout was

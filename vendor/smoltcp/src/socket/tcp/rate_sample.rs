@@ -224,6 +224,29 @@ impl RateEstimator {
         self.records.push_back(r);
     }
 
+    /// When the earliest-sent range that `scoreboard` now reports wholly
+    /// held, and that no earlier ACK did, was sent, if it was sent only
+    /// once: the start of a valid RTT sample for the ACK whose SACK blocks
+    /// just covered it (Karn's rule, RFC 6298 section 3, holds: nothing
+    /// resent). As Linux's `sack_rtt_us`, the earliest such range gives
+    /// the sample, the longest round trip this ACK tells of. Call before
+    /// `on_ack` marks the ranges SACKed.
+    pub(super) fn first_newly_sacked(&self, scoreboard: &Scoreboard) -> Option<Instant> {
+        let mut first: Option<Instant> = None;
+        for i in 0..self.records.len() {
+            let Some(r) = self.records.get(i) else {
+                break;
+            };
+            if !r.sacked
+                && !r.retransmitted
+                && scoreboard.sacked_between(r.start, r.end) == r.end - r.start
+            {
+                first = Some(first.map_or(r.send_time, |t| t.min(r.send_time)));
+            }
+        }
+        first
+    }
+
     /// Processes an ACK of everything below `ack`, with what `scoreboard`
     /// now says the receiver holds above it (when `sacked` is set: the ACK
     /// reported new SACKed data), and returns the rate sample
