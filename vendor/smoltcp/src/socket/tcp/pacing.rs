@@ -94,8 +94,7 @@ impl Socket<'_> {
     /// the controller's model update, and the statistics.
     pub(super) fn on_ack_delivery(&mut self, cx: &mut Context, ack: TcpSeqNumber, sacks: bool) {
         let now = cx.now();
-        // The scoreboard also splits a record the cumulative ACK cuts.
-        let scoreboard = (sacks || !self.scoreboard.is_empty()).then_some(&self.scoreboard);
+        let scoreboard = sacks.then_some(&self.scoreboard);
         let rs: RateSample = self
             .rate
             .on_ack(now, ack, scoreboard, self.rtte.min_rtt());

@@ -46,13 +46,8 @@ struct TxRecord {
     app_limited: bool,
     /// Sent more than once: no RTT sample from it (Karn).
     retransmitted: bool,
-    /// Reported held by SACK in full, so already counted as delivered.
+    /// Reported held by SACK, so already counted as delivered.
     sacked: bool,
-    /// Octets of the range counted as delivered when SACK blocks first
-    /// reported them: a record shared by many segments is rarely SACKed
-    /// whole, and counting its SACKed part only when the cumulative ACK
-    /// comes would credit a round's deliveries to one ACK.
-    sacked_octets: usize,
 }
 
 /// One ACK's rate sample (the draft's "RS").
@@ -224,7 +219,6 @@ impl RateEstimator {
             app_limited: false,
             retransmitted: false,
             sacked: false,
-            sacked_octets: 0,
         };
         snapshot(&mut r, self);
         self.records.push_back(r);
@@ -248,9 +242,6 @@ impl RateEstimator {
         // `whole`: the record's last octet is delivered, so its send time
         // (that of its last segment) is this data's.
         let mut deliver = |this: &mut Self, r: &TxRecord, octets: usize, whole: bool| {
-            if octets == 0 {
-                return;
-            }
             this.delivered += octets as u64;
             this.delivered_time = now;
             rs.newly_acked += octets;
@@ -269,51 +260,33 @@ impl RateEstimator {
                 this.first_send_time = r.send_time;
             }
         };
-        // Cumulatively acknowledged records leave the ring, less what SACK
-        // already counted; a record cut by the ACK keeps its
-        // unacknowledged rest and the SACKed octets the scoreboard still
-        // shows in that rest (the others lay below the ACK). Whichever way
-        // that split falls, the loop below counts the rest's SACKed octets
-        // in this same ACK, so every octet is counted once.
+        // Cumulatively acknowledged records leave the ring; a record cut
+        // by the ACK keeps its unacknowledged rest.
         while let Some(&r) = self.records.front() {
             if r.start >= ack {
                 break;
             }
             let covered = r.end.min(ack) - r.start;
+            if !r.sacked {
+                deliver(self, &r, covered, r.end <= ack);
+            }
             if r.end <= ack {
-                if !r.sacked {
-                    deliver(self, &r, covered.saturating_sub(r.sacked_octets), true);
-                }
                 self.records.pop_front();
-                continue;
-            }
-            let above = scoreboard.map_or(0, |s| s.sacked_between(ack, r.end));
-            let kept = r.sacked_octets.min(above);
-            deliver(self, &r, covered.saturating_sub(r.sacked_octets - kept), false);
-            if let Some(front) = self.records.front_mut() {
+            } else if let Some(front) = self.records.front_mut() {
                 front.start = ack;
-                front.sacked_octets = kept;
+                break;
             }
-            break;
         }
         if let Some(scoreboard) = scoreboard {
             for i in 0..self.records.len() {
                 let Some(r) = self.records.get_mut(i) else {
                     break;
                 };
-                if r.sacked {
-                    continue;
+                if !r.sacked && scoreboard.sacked_between(r.start, r.end) == r.end - r.start {
+                    r.sacked = true;
+                    let r = *r;
+                    deliver(self, &r, r.end - r.start, true);
                 }
-                let len = r.end - r.start;
-                let held = scoreboard.sacked_between(r.start, r.end).min(len);
-                if held <= r.sacked_octets {
-                    continue;
-                }
-                let newly = held - r.sacked_octets;
-                r.sacked_octets = held;
-                r.sacked = held == len;
-                let r = *r;
-                deliver(self, &r, newly, r.sacked);
             }
         }
         if self.app_limited != 0 && self.delivered > self.app_limited {
@@ -459,7 +432,6 @@ mod inline {
                 app_limited: false,
                 retransmitted: false,
                 sacked: false,
-                sacked_octets: 0,
             }
         }
 
@@ -606,56 +578,6 @@ mod test {
         assert_eq!(rs.newly_acked, RECORDS * MSS - MSS / 2);
         let rtt = rs.rtt.unwrap();
         assert!(rtt >= Duration::from_micros(20_000 - RECORDS as u64), "{rtt}");
-    }
-
-    /// A paced flight (10 MB/s, 10 ms round trip) whose first segment is
-    /// lost: the segments after it are SACKed as they arrive, inside
-    /// records several segments share. Each is counted as delivered when
-    /// its SACK comes, and the cumulative ACK that follows the resend
-    /// counts only what it newly covers, so no sample exceeds the rate
-    /// the data left at.
-    #[test]
-    fn sacked_part_of_a_shared_record_is_counted_when_sacked() {
-        let mut e = RateEstimator::default();
-        let mut sb = Scoreboard::default();
-        let at = |us: u64| Instant::from_micros(us as i64);
-        let resend_at = 150;
-        let mut highest_rate = 0;
-        let mut cumulative = 0;
-        for i in 0..400usize {
-            let now = at(100 * i as u64);
-            // Data sent 10 ms ago arrives now; the resend of segment 0
-            // (sent at step `resend_at`) too.
-            if i >= 100 {
-                let arrived = i - 100 + 1;
-                let (ack, sacks) = if i >= resend_at + 100 {
-                    (seq(arrived * MSS), false)
-                } else {
-                    sb.insert(seq(MSS), seq(arrived * MSS));
-                    (seq(0), true)
-                };
-                sb.advance(ack);
-                let before = e.delivered();
-                let rs = e.on_ack(now, ack, Some(&sb), Some(Duration::from_millis(10)));
-                assert_eq!(e.delivered() - before, rs.newly_acked as u64);
-                highest_rate = highest_rate.max(rs.delivery_rate);
-                if sacks {
-                    assert_eq!(e.delivered(), ((arrived - 1) * MSS) as u64, "step {i}");
-                } else {
-                    let newly = arrived * MSS - cumulative;
-                    let filled = if cumulative == 0 { MSS } else { 0 };
-                    assert_eq!(rs.newly_acked, newly.min(MSS + filled), "step {i}");
-                    cumulative = arrived * MSS;
-                }
-            }
-            let in_flight = (i.min(100) * MSS).min(i * MSS);
-            e.on_send(now, (seq(i * MSS), seq((i + 1) * MSS)), in_flight, false, false);
-            if i == resend_at {
-                e.on_send(now, (seq(0), seq(MSS)), in_flight + MSS, true, true);
-            }
-        }
-        assert!(highest_rate <= 10_500_000, "{highest_rate} B/s");
-        assert_eq!(e.delivered(), (300 * MSS) as u64);
     }
 
     /// A full ring extends its newest record instead of growing: memory is

@@ -6,7 +6,7 @@
 //! per round with loss and the long-term bound (`inflight_longterm`) set
 //! when a bandwidth probe loses more than `LOSS_THRESH`.
 //!
-//! Section numbers below are the draft's. Four places depart from the
+//! Section numbers below are the draft's. Three places depart from the
 //! draft's pseudocode where the transport must decide; the first and
 //! third follow Linux's `tcp_bbr.c` (BBRv3, google/bbr):
 //! - Loss is judged per ACK from the rate sample (the losses since the
@@ -21,15 +21,6 @@
 //!   is in flight less the segment found lost, and grows only with what
 //!   is delivered. So the window is cut when a loss episode begins, as
 //!   RFC 5681 asks of every controller here.
-//! - In Startup, that conservation lasts only for the ACK that found the
-//!   loss unless the last RTT sample shows a queue (a quarter above
-//!   BBR.min_rtt); the cut stands and Startup grows on from it. With
-//!   random loss on a long path nearly every round of Startup holds a
-//!   recovery, and a round of conservation delivers no more than the one
-//!   before, so three of them ended Startup at a tenth of the rate
-//!   (section 5.3.1.2's plateau) with no queue in sight. Loss at a full
-//!   queue still conserves, and section 5.3.1.3's high-loss exit is
-//!   unchanged.
 
 use crate::time::{Duration, Instant};
 
@@ -171,9 +162,6 @@ pub struct Bbr {
     /// A loss began conservation since the last ACK: its round starts
     /// once that ACK's deliveries are counted.
     conservation_pending: bool,
-    /// The last RTT sample exceeded BBR.min_rtt by a quarter: a queue is
-    /// building, so a loss in Startup may be the bottleneck's.
-    queue_seen: bool,
 
     /// ProbeRTT episodes entered, for tests and statistics.
     probe_rtts: u32,
@@ -243,7 +231,6 @@ impl Bbr {
             packet_conservation: false,
             conservation_cap: usize::MAX,
             conservation_pending: false,
-            queue_seen: false,
             probe_rtts: 0,
             full_bw_round: None,
             last_growth_round: 0,
@@ -906,9 +893,6 @@ impl Controller for Bbr {
     fn on_ack(&mut self, _now: Instant, _len: usize, _in_flight: usize, _rtt: &RttEstimator) {}
 
     fn on_rate_sample(&mut self, now: Instant, rs: &RateSample, ack: &AckState) {
-        if let (Some(rtt), Some(min)) = (rs.rtt, self.min_rtt) {
-            self.queue_seen = rtt.total_micros() * 4 > min.total_micros() * 5;
-        }
         let newly_lost = ack.lost.saturating_sub(self.lost_seen);
         self.lost_seen = ack.lost;
         if newly_lost > 0 {
@@ -941,11 +925,6 @@ impl Controller for Bbr {
         self.set_send_quantum();
         self.track_recovery(ack.in_recovery, ack.delivered);
         self.set_cwnd(rs, ack);
-        if !self.full_bw_reached && !self.queue_seen {
-            // Startup keeps the loss's cut for the ACK that found it, and
-            // then grows again (see the module's documentation).
-            self.packet_conservation = false;
-        }
     }
 
     fn on_transmit(&mut self, now: Instant, in_flight_before: usize, app_limited: bool) {

@@ -99,11 +99,6 @@ struct Path {
     loss: f64,
 }
 
-/// The bench's minimum RTO on a modelled wire (Linux's floor), where the
-/// simulation's 20 ms would time out whenever a resend takes a round
-/// trip of 20 ms.
-const BENCH_RTO_MIN: Duration = Duration::from_millis(200);
-
 impl Path {
     fn bdp(&self) -> usize {
         (self.rate as f64 * self.rtt.total_micros() as f64 / 1e6) as usize
