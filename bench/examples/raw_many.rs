@@ -34,8 +34,8 @@ fn main() {
             .and_then(|a| a.parse().ok())
             .unwrap_or(d)
     };
-    let conns = arg(1, 256) as usize;
-    let ring = arg(2, (MEMORY_LINK_RING >> 10) as u64) as usize * 1024;
+    let conns = arg(1, 256).max(1) as usize;
+    let ring = arg(2, (MEMORY_LINK_RING >> 10) as u64).max(1) as usize * 1024;
     let secs = arg(3, 2);
     let chunk = arg(4, 64).max(1) as usize * 1024;
     let mut cfg = MemoryLinkConfig::default();
