@@ -235,10 +235,10 @@ impl Engine {
             return false;
         };
         let mut sent = false;
-        // Only queue pairs with posts since the last turn, or still busy
-        // from it, have anything to transmit.
-        for num in self.work.queued() {
-            if let Some(slot) = self.qps.get_mut(num) {
+        // Only queue pairs posted to since the last flush have anything new
+        // to transmit; those still busy from the last turn send on the next.
+        for num in self.work.drain_posted() {
+            if let Some(slot) = self.qps.get_mut(&num) {
                 sent |= slot.transmit(transport, &self.registry, now);
             }
         }
@@ -347,11 +347,11 @@ impl Engine {
         discarded
     }
 
-    /// Queue pair `num`, queued for the next turn: the caller is about
-    /// to give it work.
+    /// Queue pair `num`, queued for the next turn and the next flush: the
+    /// caller is about to post to it.
     fn slot(&mut self, num: u32) -> Result<&mut QpSlot, VerbsError> {
         let slot = self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))?;
-        self.work.mark(num);
+        self.work.mark_posted(num);
         Ok(slot)
     }
 
