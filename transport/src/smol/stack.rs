@@ -1005,4 +1005,22 @@ mod tests {
             assert_eq!(map_state(tcp_state, closed), want, "{tcp_state}");
         }
     }
+
+    /// What each connection's own state spans, printed (`-- --nocapture`)
+    /// and bounded: every segment walks part of these lines, so at hundreds
+    /// of busy connections a larger one costs cache misses on every
+    /// segment, and growing it should be a decision.
+    #[test]
+    fn per_stream_state_stays_within_its_cache_lines() {
+        use std::mem::size_of;
+        let sizes = [
+            ("smoltcp tcp::Socket", size_of::<tcp::Socket<'static>>(), 96),
+            ("transport Stream", size_of::<Stream>(), 2),
+        ];
+        for (name, bytes, max_lines) in sizes {
+            let lines = bytes.div_ceil(64);
+            println!("{name}: {bytes} bytes, {lines} cache lines (bound {max_lines})");
+            assert!(lines <= max_lines, "{name} spans {lines} cache lines");
+        }
+    }
 }

@@ -114,3 +114,25 @@ fn destroying_a_queue_pair_forgets_its_stream_and_only_its_own() {
     assert_eq!(engine.by_stream.len(), 0);
     assert!(engine.qp_order.is_empty());
 }
+
+/// What a queue pair's own state spans, printed (`-- --nocapture`) and
+/// bounded: each of its operations walks these lines, so at hundreds of
+/// busy queue pairs taking turns a larger one costs cache misses on every
+/// operation, and growing it should be a decision.
+#[test]
+fn per_queue_pair_state_stays_within_its_cache_lines() {
+    use std::mem::size_of;
+    let sizes = [
+        ("engine QpSlot", size_of::<QpSlot>(), 8),
+        (
+            "rdmap Connection",
+            size_of::<rdmap::connection::Connection>(),
+            16,
+        ),
+    ];
+    for (name, bytes, max_lines) in sizes {
+        let lines = bytes.div_ceil(64);
+        println!("{name}: {bytes} bytes, {lines} cache lines (bound {max_lines})");
+        assert!(lines <= max_lines, "{name} spans {lines} cache lines");
+    }
+}
