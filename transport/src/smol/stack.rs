@@ -99,6 +99,15 @@ pub struct SmolStack<D: LinkDevice> {
     streams: Slab<Stream>,
     /// The stream each socket carries, for [`Transport::drain_ready`].
     by_socket: HashMap<SocketHandle, u64, LocalKeys>,
+    /// Sockets with news (smoltcp's ready index), taken out at each poll
+    /// and kept until [`Transport::drain_ready`] hands them on.
+    touched: Vec<SocketHandle>,
+    /// Whether smoltcp tracks `touched` (else any socket may have news).
+    tracked: bool,
+    /// A listener's socket may have changed (one with news that carries
+    /// no stream, an accept, a failed re-arm): `maintain_listeners` must
+    /// look. Otherwise it would read every armed socket on every poll.
+    listeners_stale: bool,
     /// Streams the user closed and not yet released: what `reclaim` and
     /// the linger deadline look at, instead of every stream.
     closed: Vec<u64>,
@@ -171,6 +180,9 @@ impl<D: LinkDevice> SmolStack<D> {
             listeners: Slab::default(),
             streams: Slab::default(),
             by_socket: HashMap::default(),
+            touched: Vec::new(),
+            tracked: true,
+            listeners_stale: true,
             closed: Vec::new(),
             senders: Vec::new(),
             idle_check: None,
@@ -268,6 +280,32 @@ impl<D: LinkDevice> SmolStack<D> {
         })
     }
 
+    /// Takes the sockets with news out of smoltcp's ready index into
+    /// `touched`; news on a socket that carries no stream (an armed or
+    /// pending one) marks the listeners stale.
+    fn collect_touched(&mut self) {
+        let (touched, by_socket) = (&mut self.touched, &self.by_socket);
+        let mut stale = false;
+        self.tracked = self.sockets.drain_touched(|h| {
+            stale |= !by_socket.contains_key(&h);
+            touched.push(h);
+        });
+        self.listeners_stale |= stale || !self.tracked;
+        // Polls without a `drain_ready` between them (a user of the stack
+        // that does not ask) add the same sockets again: keep it bounded.
+        if touched.len() > 2 * by_socket.len() + 64 {
+            touched.sort_unstable();
+            touched.dedup();
+        }
+    }
+
+    /// [`Self::maintain_listeners`] if a listener's socket may have
+    /// changed since it last ran.
+    fn refresh_listeners(&mut self) -> bool {
+        self.collect_touched();
+        std::mem::take(&mut self.listeners_stale) && self.maintain_listeners()
+    }
+
     /// Moves sockets that took a SYN to `pending`, re-arms to the backlog,
     /// and returns reset handshakes to the armed pool. True if anything moved.
     fn maintain_listeners(&mut self) -> bool {
@@ -312,7 +350,11 @@ impl<D: LinkDevice> SmolStack<D> {
             while armed.len() + pending.len() < self.tuning.backlog.max(1) {
                 match self.arm(port) {
                     Ok(h) => armed.push(h),
-                    Err(_) => break,
+                    Err(_) => {
+                        // Try again next time, news or not.
+                        self.listeners_stale = true;
+                        break;
+                    }
                 }
                 moved = true;
             }
@@ -627,7 +669,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
     }
 
     fn accept(&mut self, l: ListenerId) -> Option<StreamId> {
-        self.maintain_listeners();
+        self.refresh_listeners();
         let listener = self.listeners.get_mut(l.0)?;
         let sockets = &self.sockets;
         let ready = listener.pending.iter().position(|&h| {
@@ -637,6 +679,8 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
             )
         })?;
         let handle = listener.pending.remove(ready)?;
+        // Its place in the backlog is free: re-arm it.
+        self.listeners_stale = true;
         let key = self.streams.insert(Stream {
             handle,
             user_closed: false,
@@ -890,7 +934,7 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
         for h in std::mem::take(&mut self.doomed) {
             self.free(h);
         }
-        let listeners_moved = self.maintain_listeners();
+        let listeners_moved = self.refresh_listeners();
         self.reclaim(Some(now));
         self.release_idle(now);
         let frames_moved = self.device.end_poll();
@@ -898,12 +942,13 @@ impl<D: LinkDevice> Transport for SmolStack<D> {
     }
 
     fn drain_ready(&mut self, f: &mut dyn FnMut(StreamId)) -> bool {
-        let by_socket = &self.by_socket;
-        self.sockets.drain_touched(|h| {
-            if let Some(&key) = by_socket.get(&h) {
+        self.collect_touched();
+        for h in self.touched.drain(..) {
+            if let Some(&key) = self.by_socket.get(&h) {
                 f(StreamId(key));
             }
-        })
+        }
+        self.tracked
     }
 
     fn poll_delay(&mut self, now: Instant) -> Option<Duration> {
@@ -1003,6 +1048,24 @@ mod tests {
         ];
         for (tcp_state, closed, want) in cases {
             assert_eq!(map_state(tcp_state, closed), want, "{tcp_state}");
+        }
+    }
+
+    /// What each connection's own state spans, printed (`-- --nocapture`)
+    /// and bounded: every segment walks part of these lines, so at hundreds
+    /// of busy connections a larger one costs cache misses on every
+    /// segment, and growing it should be a decision.
+    #[test]
+    fn per_stream_state_stays_within_its_cache_lines() {
+        use std::mem::size_of;
+        let sizes = [
+            ("smoltcp tcp::Socket", size_of::<tcp::Socket<'static>>(), 96),
+            ("transport Stream", size_of::<Stream>(), 2),
+        ];
+        for (name, bytes, max_lines) in sizes {
+            let lines = bytes.div_ceil(64);
+            println!("{name}: {bytes} bytes, {lines} cache lines (bound {max_lines})");
+            assert!(lines <= max_lines, "{name} spans {lines} cache lines");
         }
     }
 }

@@ -16,10 +16,11 @@ mod srq_slot;
 mod startup;
 mod work_list;
 
+mod stream_owners;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,6 +46,7 @@ pub(crate) use registry::RegionCache;
 pub use registry::{Registry, RegistryView, INDEX_BATCH, MAX_REGIONS};
 use srq_slot::SrqSlot;
 use startup::Startup;
+use stream_owners::StreamOwners;
 use work_list::WorkList;
 
 /// Connections completing start-up per listener when the caller names none.
@@ -69,13 +71,15 @@ pub(crate) struct Engine {
     transport: Option<Box<dyn Transport + Send>>,
     registry: Arc<Registry>,
     qps: QpMap,
-    /// Queue pairs in a stable order, for visits of them all.
-    qp_order: Vec<u32>,
+    /// Queue pairs in a stable order (their numbers, so creation order),
+    /// for visits of them all; ordered so a destroy removes one in
+    /// logarithmic time instead of a scan.
+    qp_order: BTreeSet<u32>,
     /// The queue pairs the next turn visits (see [`WorkList`]).
     work: WorkList,
     /// The queue pair each stream belongs to, so news from a stream
     /// queues its queue pair.
-    by_stream: HashMap<StreamId, u32, LocalKeys>,
+    by_stream: StreamOwners,
     listeners: HashMap<u32, ListenerSlot>,
     /// Shared receive queues by number.
     srqs: HashMap<u32, SrqSlot>,
@@ -112,9 +116,9 @@ impl Engine {
             transport: Some(transport),
             registry,
             qps: QpMap::default(),
-            qp_order: Vec::new(),
+            qp_order: BTreeSet::new(),
             work: WorkList::default(),
-            by_stream: HashMap::default(),
+            by_stream: StreamOwners::default(),
             listeners: HashMap::new(),
             srqs: HashMap::new(),
             incoming: HashMap::new(),
@@ -231,10 +235,10 @@ impl Engine {
             return false;
         };
         let mut sent = false;
-        // Only queue pairs with posts since the last turn, or still busy
-        // from it, have anything to transmit.
-        for num in self.work.queued() {
-            if let Some(slot) = self.qps.get_mut(num) {
+        // Only queue pairs posted to since the last flush have anything new
+        // to transmit; those still busy from the last turn send on the next.
+        for num in self.work.drain_posted() {
+            if let Some(slot) = self.qps.get_mut(&num) {
                 sent |= slot.transmit(transport, &self.registry, now);
             }
         }
@@ -252,7 +256,7 @@ impl Engine {
         };
         let (work, by_stream) = (&mut self.work, &self.by_stream);
         let tracked = transport.drain_ready(&mut |s| {
-            if let Some(&num) = by_stream.get(&s) {
+            if let Some(num) = by_stream.owner(s) {
                 work.mark(num);
             }
         });
@@ -310,7 +314,7 @@ impl Engine {
         let mut slot = QpSlot::new(num, pd, send_cq, recv_cq, limits);
         slot.srq = srq;
         self.qps.insert(num, slot);
-        self.qp_order.push(num);
+        self.qp_order.insert(num);
         self.work.mark(num);
         Ok(num)
     }
@@ -337,17 +341,17 @@ impl Engine {
                 }
             }
         }
-        self.qp_order.retain(|&n| n != num);
+        self.qp_order.remove(&num);
         self.work.forget(num);
-        self.by_stream.retain(|_, &mut n| n != num);
+        self.by_stream.forget_qp(num);
         discarded
     }
 
-    /// Queue pair `num`, queued for the next turn: the caller is about
-    /// to give it work.
+    /// Queue pair `num`, queued for the next turn and the next flush: the
+    /// caller is about to post to it.
     fn slot(&mut self, num: u32) -> Result<&mut QpSlot, VerbsError> {
         let slot = self.qps.get_mut(&num).ok_or(VerbsError::NoSuchQp(num))?;
-        self.work.mark(num);
+        self.work.mark_posted(num);
         Ok(slot)
     }
 
@@ -481,7 +485,7 @@ impl Engine {
             peer = %remote,
             "MPA initiator: TCP connecting"
         );
-        self.by_stream.insert(stream, num);
+        self.by_stream.bind(stream, num);
         self.work.mark(num);
         slot.set_first_fpdu_delay(params.mpa.first_fpdu_delay);
         slot.set_rfc7306(params.mpa.rfc7306);
@@ -747,7 +751,7 @@ impl Engine {
         #[cfg(feature = "tracing")]
         inc.span.record("qp", qp);
         slot.set_conn_span(inc.span.clone());
-        self.by_stream.insert(inc.stream, qp);
+        self.by_stream.bind(inc.stream, qp);
         self.work.mark(qp);
         slot.phase = Phase::Starting {
             stream: inc.stream,

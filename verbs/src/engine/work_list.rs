@@ -3,6 +3,11 @@
 //! deadline came, instead of every queue pair on the device. A turn's cost
 //! then follows the work, not the number of connections.
 //!
+//! A post, apart from queueing its queue pair for the next turn, files it
+//! for the flush that follows the post: that flush transmits for the
+//! queue pairs posted to since the last one, not for every queued one (at
+//! N busy queue pairs that would cost O(N) per post).
+//!
 //! Where the transport cannot say which streams have news
 //! ([`Transport::drain_ready`](crate::transport::Transport::drain_ready)
 //! returns false), every queue pair is queued each turn.
@@ -23,6 +28,9 @@ pub(super) struct WorkList {
     /// Queue pairs the next turn visits, each once.
     queued: Vec<u32>,
     members: HashSet<u32, LocalKeys>,
+    /// Queue pairs posted to since the last flush, each once.
+    posted: Vec<u32>,
+    posted_members: HashSet<u32, LocalKeys>,
     /// Deadlines of queue pairs, earliest first, and each one's entry.
     timers: BTreeSet<(Instant, u32)>,
     timer_of: HashMap<u32, Instant, LocalKeys>,
@@ -38,10 +46,29 @@ impl WorkList {
         }
     }
 
+    /// Something was posted to queue pair `num`: the next turn visits it,
+    /// and so does the next flush.
+    pub(super) fn mark_posted(&mut self, num: u32) {
+        self.mark(num);
+        if self.posted_members.insert(num) {
+            self.posted.push(num);
+        }
+    }
+
+    /// The queue pairs posted to since the last call, in order; none are
+    /// filed afterwards.
+    pub(super) fn drain_posted(&mut self) -> std::vec::Drain<'_, u32> {
+        self.posted_members.clear();
+        self.posted.drain(..)
+    }
+
     /// Queue pair `num` is gone.
     pub(super) fn forget(&mut self, num: u32) {
         if self.members.remove(&num) {
             self.queued.retain(|&n| n != num);
+        }
+        if self.posted_members.remove(&num) {
+            self.posted.retain(|&n| n != num);
         }
         if let Some(at) = self.timer_of.remove(&num) {
             self.timers.remove(&(at, num));
@@ -143,6 +170,26 @@ mod tests {
         w.mark(2);
         w.forget(2);
         assert!(w.take(t0 + Duration::from_secs(1)).is_empty());
+    }
+
+    #[test]
+    fn a_flush_visits_only_the_queue_pairs_posted_to_since_the_last() {
+        let t0 = Instant::now();
+        let mut w = WorkList::default();
+        // Busy from the last turn: queued, but nothing new to send.
+        w.mark(1);
+        w.mark(2);
+        w.mark_posted(3);
+        w.mark_posted(2);
+        w.mark_posted(3);
+        w.mark_posted(4);
+        w.forget(4);
+        assert_eq!(w.drain_posted().collect::<Vec<_>>(), [3, 2]);
+        assert_eq!(w.drain_posted().count(), 0);
+        // The turn still visits every one of them.
+        assert_eq!(w.take(t0), [1, 2, 3]);
+        w.mark_posted(2);
+        assert_eq!(w.drain_posted().collect::<Vec<_>>(), [2]);
     }
 
     #[test]
