@@ -9,16 +9,16 @@
 
 use std::time::{Duration, Instant};
 
-use verbs::transport::memory::{MemoryLink, MemoryLinkConfig};
-use verbs::{wr, AcceptParams, Access, CmEvent, ConnectParams, Device, ListenOptions, QpInit};
+use verbs::{wr, Access};
+
+mod common;
+use common::{connect_pairs, Error, LinkedPairs};
 
 const PORT: u16 = 7176;
 const WRITE: usize = 64 * 1024;
 /// Writes outstanding per queue pair.
 const DEPTH: usize = 4;
 const STALL: Duration = Duration::from_secs(30);
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> Result<(), Error> {
     let mut args = std::env::args().skip(1);
@@ -53,41 +53,16 @@ fn main() -> Result<(), Error> {
 /// One device pair on its own link, `qps` queue pairs writing for
 /// `duration` on this thread; its goodput in Gbit/s.
 fn device_pair(qps: usize, duration: Duration) -> Result<f64, Error> {
-    let mut cfg = MemoryLinkConfig::default();
-    // smoltcp has no accept queue: keep a socket armed for every SYN.
-    cfg.tuning.backlog = qps;
-    let (a, b) = MemoryLink::pair(&cfg)?;
-    let (client, server) = (Device::new(Box::new(a)), Device::new(Box::new(b)));
-    let (cpd, spd) = (client.alloc_pd(), server.alloc_pd());
-    let (ccq, scq) = (client.create_cq(qps * DEPTH), server.create_cq(qps));
-    let listener = server.listen(PORT, ListenOptions::default().with_backlog(qps))?;
-    let mut pairs = Vec::with_capacity(qps);
-    for _ in 0..qps {
-        let c = client.create_qp(&cpd, QpInit::new(&ccq))?;
-        c.connect(cfg.endpoint_b(PORT), ConnectParams::default())?;
-        pairs.push((c, server.create_qp(&spd, QpInit::new(&scq))?));
-    }
-    let (mut accepted, mut up, start) = (0, 0, Instant::now());
-    while up < 2 * qps {
-        if start.elapsed() > STALL {
-            return Err("queue pairs did not connect".into());
-        }
-        client.progress();
-        server.progress();
-        while let Some(req) = listener.try_request() {
-            req.accept(&pairs[accepted].1, AcceptParams::default())?;
-            accepted += 1;
-        }
-        for (c, s) in &pairs {
-            for qp in [c, s] {
-                match qp.try_event() {
-                    Some(CmEvent::Established(_)) => up += 1,
-                    Some(other) => return Err(format!("connecting: {other:?}").into()),
-                    None => {}
-                }
-            }
-        }
-    }
+    let LinkedPairs {
+        client,
+        server,
+        client_pd: cpd,
+        server_pd: spd,
+        client_cq: ccq,
+        // Held to the end, as the server's queue pairs complete into it.
+        server_cq: _scq,
+        pairs,
+    } = connect_pairs(qps, DEPTH, PORT, STALL)?;
     let src = cpd.register_vec((0..WRITE).map(|i| i as u8).collect(), Access::NONE)?;
     let dst = spd.register(WRITE, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
     let post = |i: u64| {
